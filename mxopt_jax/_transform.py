@@ -1,0 +1,400 @@
+"""The functional driver: one update rule, mapped over a pytree as an ``optax.GradientTransformation``.
+
+An optimizer is described once by a :class:`Rule`: its per-parameter state fields, its hyperparameters, and
+two pure functions, ``init(w, state_dtype, opts)`` and ``step(g, w, s, hp, opts)``. This module turns a rule
+into an ``optax`` transform:
+
+* ``init(params)`` builds the named state (``count``, the rule's fields as trees shaped like ``params``, and the
+  float32 master copy of 16-bit leaves when ``multi_precision=True``);
+* ``update(grads, state, params)`` resolves the hyperparameters for this step (Python floats, JAX scalars or
+  schedules; the MXNet ``lr_scheduler``; per-leaf ``lr_mult``/``wd_mult``), runs the rule on every leaf, and
+  returns the updates.
+
+:func:`leaf_update` is the per-parameter core shared with the MXNet-style facade, so the facade never carries a
+second copy of any update rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from . import _base
+from ._base import check_clip_gradient, check_range, is_python_number, is_static_one, is_static_zero
+
+COMMON_ARGS = (
+    "learning_rate",
+    "wd",
+    "rescale_grad",
+    "clip_gradient",
+    "lr_scheduler",
+    "multi_precision",
+    "lr_mult",
+    "wd_mult",
+    "begin_num_update",
+    "aggregate_num",
+    "use_fused_step",
+)
+
+FP16_WARNING = (
+    "Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
+    "Consider using multi_precision=True option of the optimizer"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One MXNet optimizer's math and metadata, independent of where it runs.
+
+    Attributes:
+      name: MXNet registry name (``'adam'``) used in error messages.
+      state_cls: the ``NamedTuple`` of the functional state: ``count``, then ``fields``, then ``master``
+        (plus ``key`` when ``uses_key``).
+      fields: names of the per-parameter state entries, in the order ``init``/``step`` use them.
+      init: ``(w, state_dtype, opts) -> tuple`` of per-parameter state arrays (``None`` for an absent entry).
+      step: ``(g, w, s, hp, opts) -> (out, new_s)``; ``out`` is the weight change, or the new weight when
+        ``returns_weight``. ``hp`` maps names to per-parameter values for this step (``lr``, ``wd``, ``t``,
+        ``rescale_grad``, ``clip_gradient`` and the rule's ``hyper`` names).
+      hyper: names of the rule's own float hyperparameters (resolved every step, may be schedules).
+      static: names of the rule's own structural options (bools, strings), fixed at construction.
+      checks: ``name -> check_range keyword arguments`` validating the rule's own hyperparameters.
+      prepare: ``(args) -> opts``: derive structural options from the constructor arguments.
+      fp32_state: MXNet keeps this optimizer's state in float32 whatever the weight dtype.
+      returns_weight: ``step`` returns the new weight (FTML, Ftrl) rather than the change.
+      weight_only_for_decay: the rule reads the weight only for weight decay, so ``params`` may be omitted
+        when ``wd`` is 0.
+      uses_key: the rule draws random numbers (SGLD); the state carries a PRNG key.
+      lr_before_count: the learning rate is looked up before the update count is incremented (1.x LBSGD).
+      validate: extra ``(owner, args) -> None`` checks across arguments.
+      leaf_check: ``(owner, path, leaf, opts) -> None`` checks on each parameter at ``init``.
+    """
+
+    name: str
+    state_cls: type
+    fields: tuple[str, ...]
+    init: Callable[..., tuple]
+    step: Callable[..., tuple]
+    hyper: tuple[str, ...] = ()
+    static: tuple[str, ...] = ()
+    checks: dict = dataclasses.field(default_factory=dict)
+    prepare: Callable[[dict], dict] | None = None
+    fp32_state: bool = False
+    returns_weight: bool = False
+    weight_only_for_decay: bool = False
+    uses_key: bool = False
+    lr_before_count: bool = False
+    validate: Callable[[str, dict], None] | None = None
+    leaf_check: Callable[..., None] | None = None
+
+
+# --------------------------------------------------------------------------- per-parameter core
+def state_dtype(rule: Rule, compute_dtype: Any, weight_dtype: Any) -> Any:
+    """MXNet keeps fp32 state for some optimizers (wider for float64); the weight's dtype otherwise."""
+    return compute_dtype if rule.fp32_state else weight_dtype
+
+
+def leaf_init(rule: Rule, opts: dict, weight: jax.Array, multi_precision: bool) -> tuple[tuple, Any]:
+    """Per-parameter state ``(fields, master)`` for one weight."""
+    dtype = jnp.result_type(weight)
+    cdt = _base.compute_dtype(dtype)
+    mp = multi_precision and _base.is_low_precision(dtype)
+    w = jnp.asarray(weight, cdt) if mp else jnp.asarray(weight)
+    sdt = cdt if mp else state_dtype(rule, cdt, dtype)
+    fields = rule.init(jnp.asarray(w, cdt), sdt, opts)
+    fields = tuple(None if f is None else f for f in fields)
+    return fields, (w if mp else None)
+
+
+def leaf_update(
+    rule: Rule,
+    opts: dict,
+    g: jax.Array,
+    w: jax.Array | None,
+    s: tuple,
+    master: jax.Array | None,
+    hp: dict,
+) -> tuple[jax.Array, tuple, jax.Array | None]:
+    """Run ``rule`` on one parameter: returns ``(update, new_fields, new_master)``.
+
+    ``w`` is the parameter (may be ``None`` when the rule does not read it), ``master`` its float32 master
+    copy under multi-precision. Arithmetic runs in float32 (float64 for float64 weights); states are stored
+    back in their own dtypes; the update has the parameter's dtype, or float32 under multi-precision so that
+    ``optax.apply_updates`` lands on the rounded master.
+    """
+    pdtype = jnp.result_type(g if w is None else w)
+    cdt = _base.compute_dtype(pdtype)
+    src = master if master is not None else w
+    wc = None if src is None else src.astype(cdt)
+    gc = g.astype(cdt)
+    sc = tuple(
+        None if x is None else (x.astype(cdt) if jnp.issubdtype(x.dtype, jnp.floating) else x) for x in s
+    )
+    out, new_s = rule.step(gc, wc, sc, hp, opts)
+    new_s = tuple(
+        None if n is None else (n.astype(o.dtype) if o is not None else n)
+        for n, o in zip(new_s, s, strict=True)
+    )
+    returns_weight = opts.get("returns_weight", rule.returns_weight)
+    if master is not None:
+        new_master = out if returns_weight else wc + out
+        new_master = new_master.astype(master.dtype)
+        target = new_master.astype(pdtype).astype(jnp.float32)
+        update = target - w.astype(jnp.float32)
+        return update, new_s, new_master
+    if returns_weight:
+        update = out - wc
+    else:
+        update = out
+    return update.astype(pdtype), new_s, None
+
+
+def leaf_hparams(
+    common: dict,
+    lr: Any,
+    lr_mult: Any,
+    wd_mult: Any,
+    t: jax.Array,
+    dtype: Any,
+    name: str = "",
+    key: jax.Array | None = None,
+) -> dict:
+    """Per-parameter hyperparameters in the compute dtype (Python 1.0 / 0.0 kept static where it helps)."""
+    hp = {}
+    for k, v in common.items():
+        if v is None:
+            hp[k] = None
+        elif k == "rescale_grad" and is_static_one(v):
+            hp[k] = v
+        elif k == "wd":
+            continue
+        else:
+            hp[k] = jnp.asarray(v, dtype)
+    wd = common["wd"]
+    if is_static_zero(wd) or is_static_zero(wd_mult):
+        hp["wd"] = 0.0
+    else:
+        hp["wd"] = jnp.asarray(wd, dtype) * (1.0 if is_static_one(wd_mult) else jnp.asarray(wd_mult, dtype))
+    lr_val = jnp.asarray(lr, dtype)
+    hp["lr"] = lr_val if is_static_one(lr_mult) else lr_val * jnp.asarray(lr_mult, dtype)
+    hp["t"] = t
+    hp["name"] = name
+    hp["key"] = key
+    return hp
+
+
+# --------------------------------------------------------------------------- multipliers
+def _mult_leaves(owner: str, argname: str, mult: Any, params: Any, treedef: Any, paths: list[str]) -> list:
+    """Per-leaf multipliers from ``None``, a pytree matching params, or ``(path, leaf) -> float``."""
+    leaves = treedef.flatten_up_to(params) if params is not None else [None] * treedef.num_leaves
+    if mult is None:
+        return [1.0] * treedef.num_leaves
+    if callable(mult):
+        vals = [mult(p, leaf) for p, leaf in zip(paths, leaves, strict=True)]
+    else:
+        try:
+            vals = treedef.flatten_up_to(mult)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(
+                f"{owner}: `{argname}` must be a pytree with the same structure as the parameters "
+                f"(one float per parameter) or a callable (path, leaf) -> float; structure mismatch: {exc}"
+            ) from None
+    out = []
+    for p, v in zip(paths, vals, strict=True):
+        if v is None:
+            v = 1.0
+        check_range(owner, f"{argname}[{p!r}]", v, low=0.0)
+        if not is_python_number(v):
+            arr = jnp.asarray(v)
+            if arr.shape != ():
+                raise ValueError(f"{owner}: `{argname}[{p!r}]` must be a scalar, got shape {arr.shape}")
+        out.append(float(v) if is_python_number(v) else v)
+    return out
+
+
+# --------------------------------------------------------------------------- the transform
+def _validate(owner: str, rule: Rule, args: dict) -> None:
+    check_range(owner, "wd", args["wd"], low=0.0)
+    check_range(owner, "rescale_grad", args["rescale_grad"], low=0.0, low_open=True)
+    check_clip_gradient(owner, args["clip_gradient"])
+    _base.check_bool(owner, "multi_precision", args["multi_precision"])
+    b = args["begin_num_update"]
+    if isinstance(b, bool) or not (isinstance(b, (int, np.integer)) or _base.concrete_value(b) is None):
+        raise TypeError(f"{owner}: `begin_num_update` must be an int >= 0, got {b!r}")
+    check_range(owner, "begin_num_update", b, low=0)
+    agg = args["aggregate_num"]
+    if agg is not None and not (agg == np.inf or (isinstance(agg, (int, np.integer)) and agg >= 1)):
+        raise ValueError(f"{owner}: `aggregate_num` must be None, an int >= 1 or numpy.inf, got {agg!r}")
+    fused = args["use_fused_step"]
+    if fused is not None:
+        _base.check_bool(owner, "use_fused_step", fused)
+    for name, kw in rule.checks.items():
+        check_range(owner, name, args[name], **kw)
+    if rule.validate is not None:
+        rule.validate(owner, args)
+
+
+def build(rule: Rule, args: dict) -> optax.GradientTransformation:
+    """Make the ``optax`` transform for ``rule`` from a constructor's arguments (its ``locals()``)."""
+    owner = f"mxopt_jax.{rule.name}"
+    _validate(owner, rule, args)
+    learning_rate, lr_scheduler = _base.resolve_learning_rate(
+        owner, args["learning_rate"], args["lr_scheduler"]
+    )
+    sched = None if lr_scheduler is None else _base.scheduler_fn(lr_scheduler)
+    opts = {k: args[k] for k in rule.static}
+    if rule.prepare is not None:
+        opts.update(rule.prepare(args))
+    hyper_names = ("wd", "rescale_grad", "clip_gradient", *rule.hyper)
+    hypers = {k: args[k] for k in hyper_names}
+    multi_precision = bool(args["multi_precision"])
+    begin = args["begin_num_update"]
+    lr_mult, wd_mult = args["lr_mult"], args["wd_mult"]
+    seed = args.get("seed", 0)
+
+    def init_fn(params):
+        leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(params)
+        paths = [_base.path_name(p) for p, _ in leaves_with_path]
+        leaves = [leaf for _, leaf in leaves_with_path]
+        warned = False
+        fields_per_leaf, masters = [], []
+        for path, leaf in zip(paths, leaves, strict=True):
+            _base.check_float_leaf(owner, path, leaf)
+            if rule.leaf_check is not None:
+                rule.leaf_check(owner, path, leaf, opts)
+            if _base.is_low_precision(jnp.result_type(leaf)) and not multi_precision and not warned:
+                warnings.warn(FP16_WARNING, UserWarning, stacklevel=3)
+                warned = True
+            f, m = leaf_init(rule, opts, leaf, multi_precision)
+            fields_per_leaf.append(f)
+            masters.append(m)
+        # Multipliers are checked now so a bad tree fails at init, not inside a trace.
+        _mult_leaves(owner, "lr_mult", lr_mult, params, treedef, paths)
+        _mult_leaves(owner, "wd_mult", wd_mult, params, treedef, paths)
+        state = {"count": jnp.zeros([], jnp.int32)}
+        for i, name in enumerate(rule.fields):
+            col = [f[i] for f in fields_per_leaf]
+            state[name] = None if all(c is None for c in col) else treedef.unflatten(col)
+        state["master"] = None if all(m is None for m in masters) else treedef.unflatten(masters)
+        if rule.uses_key:
+            state["key"] = _make_key(owner, seed)
+        return rule.state_cls(**state)
+
+    def update_fn(updates, state, params=None):
+        leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(updates)
+        paths = [_base.path_name(p) for p, _ in leaves_with_path]
+        g_leaves = [leaf for _, leaf in leaves_with_path]
+        count = state.count
+        common = {k: _base.resolve(v, count) for k, v in hypers.items()}
+        if params is None:
+            p_leaves = [None] * len(g_leaves)
+            needs = not rule.weight_only_for_decay or not is_static_zero(common["wd"])
+            if needs or state.master is not None:
+                why = "its update rule reads the weights" if not rule.weight_only_for_decay else "wd != 0"
+                raise ValueError(
+                    f"{owner}: update() needs `params` (the current parameters) because {why}"
+                    + ("; multi_precision also needs them" if state.master is not None else "")
+                    + ". Call update(grads, state, params)."
+                )
+        else:
+            try:
+                p_leaves = treedef.flatten_up_to(params)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(
+                    f"{owner}: `params` and the gradients have different tree structures: {exc}"
+                ) from None
+        fields = {}
+        for name in rule.fields:
+            tree = getattr(state, name)
+            fields[name] = None if tree is None else _flatten_state(owner, name, treedef, tree)
+        masters = (
+            [None] * len(g_leaves)
+            if state.master is None
+            else _flatten_state(owner, "master", treedef, state.master)
+        )
+        lr_mults = _mult_leaves(owner, "lr_mult", lr_mult, params, treedef, paths)
+        wd_mults = _mult_leaves(owner, "wd_mult", wd_mult, params, treedef, paths)
+        num_update = begin + count + (0 if rule.lr_before_count else 1)
+        t = begin + count + 1
+        lr = sched(num_update) if sched is not None else _base.resolve(learning_rate, count)
+        new_key, leaf_keys = None, [None] * len(g_leaves)
+        if rule.uses_key:
+            new_key, sub = jax.random.split(state.key)
+            leaf_keys = list(jax.random.split(sub, max(len(g_leaves), 1)))
+        outs, new_fields, new_masters = [], [], []
+        for i, g in enumerate(g_leaves):
+            s = tuple(None if fields[n] is None else fields[n][i] for n in rule.fields)
+            ref = g if p_leaves[i] is None else p_leaves[i]
+            cdt = _base.compute_dtype(jnp.result_type(ref))
+            hp = leaf_hparams(common, lr, lr_mults[i], wd_mults[i], t, cdt, paths[i], leaf_keys[i])
+            u, ns, nm = leaf_update(rule, opts, g, p_leaves[i], s, masters[i], hp)
+            outs.append(u)
+            new_fields.append(ns)
+            new_masters.append(nm)
+        new_state = {"count": optax.safe_int32_increment(count)}
+        for j, name in enumerate(rule.fields):
+            new_state[name] = None if fields[name] is None else treedef.unflatten([f[j] for f in new_fields])
+        new_state["master"] = None if state.master is None else treedef.unflatten(new_masters)
+        if rule.uses_key:
+            new_state["key"] = new_key
+        return treedef.unflatten(outs), rule.state_cls(**new_state)
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def _flatten_state(owner: str, name: str, treedef: Any, tree: Any) -> list:
+    try:
+        return treedef.flatten_up_to(tree)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(
+            f"{owner}: optimizer state `{name}` does not match the gradients' tree structure "
+            f"(was the state created by init() on these parameters?): {exc}"
+        ) from None
+
+
+def _make_key(owner: str, seed: Any) -> jax.Array:
+    if isinstance(seed, jax.Array) and seed.shape == (2,) and seed.dtype == jnp.uint32:
+        return seed
+    if isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(seed)
+    if isinstance(seed, bool) or not (
+        isinstance(seed, (int, np.integer)) or _base.concrete_value(seed) is not None
+    ):
+        raise TypeError(f"{owner}: `seed` must be an int or a jax.random key, got {seed!r}")
+    return jax.random.PRNGKey(int(_base.concrete_value(seed)))
+
+
+COMMON_DOC = """
+    Common arguments (MXNet's ``Optimizer`` base class, keyword-only here):
+      wd: weight decay coefficient (L2), ``>= 0``; multiplied per parameter by ``wd_mult``.
+      rescale_grad: factor applied to the raw gradient first (MXNet: ``1 / batch_size``), ``> 0``.
+      clip_gradient: clip the rescaled gradient to ``[-c, c]``; ``None`` (default) disables clipping.
+      lr_scheduler: an :mod:`mxopt_jax.lr_scheduler` scheduler (or any jittable ``num_update -> lr``),
+        called with MXNet's ``num_update`` (1 on the first update). When ``learning_rate`` is also given and
+        differs from the scheduler's ``base_lr``, the scheduler's ``base_lr`` is overwritten (as MXNet does)
+        and a warning is emitted; pass ``learning_rate=None`` to keep the scheduler's own value.
+      multi_precision: keep a float32 master copy of float16/bfloat16 parameters in the state, compute in
+        float32 and return updates that make ``optax.apply_updates`` land on the rounded master.
+      lr_mult, wd_mult: per-parameter multipliers: a pytree of floats matching the parameters, or a callable
+        ``(path, leaf) -> float`` where ``path`` is the parameter's keys joined by ``'/'``. Default 1.
+      begin_num_update: the update count to start from (shifts ``t`` and the scheduler input).
+      aggregate_num, use_fused_step: accepted for MXNet compatibility; both MXNet paths compute the fused
+        (default) math here (see "Differences from MXNet").
+
+    All float hyperparameters may be Python floats, JAX scalars or schedules ``count -> value`` (``count``
+    is 0 on the first update, optax's convention), so ``optax.inject_hyperparams`` works; pass
+    ``static_args=('lr_scheduler', 'lr_mult', 'wd_mult')`` to it when those are given, and
+    ``hyperparam_dtype=jnp.float32`` for 16-bit parameters.
+"""
+
+
+def with_common_doc(fn: Callable) -> Callable:
+    """Append the shared description of MXNet's base arguments to a constructor's docstring."""
+    fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n" + COMMON_DOC
+    return fn

@@ -1,0 +1,214 @@
+"""The AdaGrad family: AdaGrad, GroupAdaGrad and AdaDelta (MXNet keeps their state in float32)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ._base import concrete_value, preprocess
+from ._transform import Rule, build, with_common_doc
+
+_POSITIVE = {"low": 0.0, "low_open": True}
+
+
+class AdaGradState(NamedTuple):
+    """State of :func:`adagrad` and :func:`group_adagrad`."""
+
+    count: jax.Array
+    history: optax.Updates  # sum of squared gradients (group_adagrad: per row, shape (rows, 1)); float32
+    master: optax.Params | None
+
+
+def adagrad_step(g, w, s, hp, opts):
+    """``h += G^2 ; w -= lr * G / (sqrt(h) + epsilon)``."""
+    (h,) = s
+    G = preprocess(g, w, hp)
+    h = h + G * G
+    return -hp["lr"] * G / (jnp.sqrt(h) + hp["epsilon"]), (h,)
+
+
+ADAGRAD_RULE = Rule(
+    name="adagrad",
+    state_cls=AdaGradState,
+    fields=("history",),
+    init=lambda w, dtype, opts: (jnp.zeros_like(w, dtype),),
+    step=adagrad_step,
+    hyper=("epsilon",),
+    checks={"epsilon": _POSITIVE},
+    fp32_state=True,
+    weight_only_for_decay=True,
+)
+
+
+@with_common_doc
+def adagrad(
+    learning_rate: Any = 0.01,
+    epsilon: Any = 1e-6,
+    *,
+    wd: Any = 0.0,
+    rescale_grad: Any = 1.0,
+    clip_gradient: Any = None,
+    lr_scheduler: Any = None,
+    multi_precision: bool = False,
+    lr_mult: Any = None,
+    wd_mult: Any = None,
+    begin_num_update: int = 0,
+    aggregate_num: Any = None,
+    use_fused_step: bool | None = None,
+) -> optax.GradientTransformation:
+    """AdaGrad (``mxnet.optimizer.AdaGrad``)::
+
+        G = clip(rescale_grad * g) + wd * w
+        h = h + G * G
+        w = w - lr * G / (sqrt(h) + epsilon)
+
+    Duchi, Hazan & Singer, "Adaptive Subgradient Methods for Online Learning and Stochastic Optimization"
+    (JMLR 2011). MXNet 1.x's ``eps`` keyword is not accepted (MXNet 2.0 raises too); use ``epsilon``.
+
+    Args:
+      learning_rate: step size (default 0.01).
+      epsilon: added to the denominator, ``> 0`` (default 1e-6).
+    """
+    return build(ADAGRAD_RULE, locals())
+
+
+def group_adagrad_step(g, w, s, hp, opts):
+    """Row-wise AdaGrad: ``h += mean(G^2, axis=1) ; w -= lr * G / (sqrt(h) + epsilon)``."""
+    (h,) = s
+    G = preprocess(g, w, hp, decay=False)
+    h = h + jnp.mean(G * G, axis=1, keepdims=True)
+    return -hp["lr"] * G / (jnp.sqrt(h) + hp["epsilon"]), (h,)
+
+
+def _group_adagrad_leaf(owner: str, path: str, leaf: Any, opts: dict) -> None:
+    if jnp.ndim(leaf) != 2:
+        raise ValueError(
+            f"{owner}: parameter {path or '<root>'} has shape {jnp.shape(leaf)}; GroupAdaGrad keeps one "
+            "accumulator per row and needs 2-D parameters (rows, features), as MXNet"
+        )
+
+
+def _group_adagrad_validate(owner: str, args: dict) -> None:
+    wd = concrete_value(args["wd"])
+    if wd is not None and wd != 0.0:
+        raise ValueError(
+            f"{owner}: `wd` must be 0 (GroupAdaGrad has no weight decay in MXNet), got {args['wd']!r}"
+        )
+
+
+GROUP_ADAGRAD_RULE = Rule(
+    name="group_adagrad",
+    state_cls=AdaGradState,
+    fields=("history",),
+    init=lambda w, dtype, opts: (jnp.zeros((w.shape[0], 1), dtype),),
+    step=group_adagrad_step,
+    hyper=("epsilon",),
+    checks={"epsilon": _POSITIVE},
+    fp32_state=True,
+    weight_only_for_decay=True,
+    validate=_group_adagrad_validate,
+    leaf_check=_group_adagrad_leaf,
+)
+
+
+@with_common_doc
+def group_adagrad(
+    learning_rate: Any = 0.01,
+    epsilon: Any = 1e-6,
+    *,
+    wd: Any = 0.0,
+    rescale_grad: Any = 1.0,
+    clip_gradient: Any = None,
+    lr_scheduler: Any = None,
+    multi_precision: bool = False,
+    lr_mult: Any = None,
+    wd_mult: Any = None,
+    begin_num_update: int = 0,
+    aggregate_num: Any = None,
+    use_fused_step: bool | None = None,
+) -> optax.GradientTransformation:
+    """Group AdaGrad with one accumulator per row (``mxnet.optimizer.contrib.GroupAdaGrad``)::
+
+        G = clip(rescale_grad * g)
+        h = h + mean(G * G, axis=1)            (h has shape (rows, 1))
+        w = w - lr * G / (sqrt(h) + epsilon)
+
+    Meant for embedding tables: parameters must be 2-D, and ``wd`` must be 0 (as in MXNet).
+    Duchi et al. (2011); the row-wise variant follows MXNet's ``contrib.GroupAdaGrad``.
+
+    Args:
+      learning_rate: step size (default 0.01).
+      epsilon: added to the denominator, ``> 0`` (default 1e-6).
+    """
+    return build(GROUP_ADAGRAD_RULE, locals())
+
+
+class AdaDeltaState(NamedTuple):
+    """State of :func:`adadelta` (float32)."""
+
+    count: jax.Array
+    acc_g: optax.Updates  # running average of G^2
+    acc_delta: optax.Updates  # running average of delta^2
+    master: optax.Params | None
+
+
+def adadelta_step(g, w, s, hp, opts):
+    """AdaDelta: the ratio of running RMS of updates and gradients scales the step."""
+    acc_g, acc_delta = s
+    rho, eps = hp["rho"], hp["epsilon"]
+    G = preprocess(g, w, hp)
+    acc_g = rho * acc_g + (1 - rho) * G * G
+    delta = jnp.sqrt(acc_delta + eps) / jnp.sqrt(acc_g + eps) * G
+    acc_delta = rho * acc_delta + (1 - rho) * delta * delta
+    return -hp["lr"] * delta, (acc_g, acc_delta)
+
+
+ADADELTA_RULE = Rule(
+    name="adadelta",
+    state_cls=AdaDeltaState,
+    fields=("acc_g", "acc_delta"),
+    init=lambda w, dtype, opts: (jnp.zeros_like(w, dtype), jnp.zeros_like(w, dtype)),
+    step=adadelta_step,
+    hyper=("rho", "epsilon"),
+    checks={"rho": {"low": 0.0, "high": 1.0}, "epsilon": _POSITIVE},
+    fp32_state=True,
+    weight_only_for_decay=True,
+)
+
+
+@with_common_doc
+def adadelta(
+    learning_rate: Any = 1.0,
+    rho: Any = 0.9,
+    epsilon: Any = 1e-6,
+    *,
+    wd: Any = 0.0,
+    rescale_grad: Any = 1.0,
+    clip_gradient: Any = None,
+    lr_scheduler: Any = None,
+    multi_precision: bool = False,
+    lr_mult: Any = None,
+    wd_mult: Any = None,
+    begin_num_update: int = 0,
+    aggregate_num: Any = None,
+    use_fused_step: bool | None = None,
+) -> optax.GradientTransformation:
+    """AdaDelta (``mxnet.optimizer.AdaDelta``, MXNet 2.0 semantics)::
+
+        G         = clip(rescale_grad * g) + wd * w
+        acc_g     = rho * acc_g + (1 - rho) * G * G
+        delta     = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * G
+        acc_delta = rho * acc_delta + (1 - rho) * delta * delta
+        w         = w - lr * delta
+
+    Zeiler, "ADADELTA: An Adaptive Learning Rate Method" (2012).
+
+    Args:
+      learning_rate: scale of the step (default 1.0; MXNet 1.x had none).
+      rho: decay rate in ``[0, 1]`` (default 0.9).
+      epsilon: ``> 0`` (default 1e-6).
+    """
+    return build(ADADELTA_RULE, locals())

@@ -1,0 +1,121 @@
+"""RMSProp, plain (Tieleman & Hinton) and centered (Graves), as MXNet 2.0 computes them."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ._base import is_python_number, preprocess
+from ._transform import Rule, build, with_common_doc
+
+
+class RMSPropState(NamedTuple):
+    """State of :func:`rmsprop` (float32)."""
+
+    count: jax.Array
+    mean: optax.Updates | None  # EMA of G (centered only)
+    var: optax.Updates  # EMA of G^2
+    mom: optax.Updates | None  # momentum of the centered variant
+    master: optax.Params | None
+
+
+def _init(w, dtype, opts):
+    z = jnp.zeros_like(w, dtype)
+    if opts["centered"]:
+        return z, z, z
+    return None, z, None
+
+
+def rmsprop_step(g, w, s, hp, opts):
+    """Plain: ``w -= lr * G / (sqrt(var) + eps)``; centered: momentum on ``G / sqrt(var - mean^2 + eps)``."""
+    mean, var, mom = s
+    rho, eps, lr = hp["rho"], hp["epsilon"], hp["lr"]
+    G = preprocess(g, w, hp)
+    var = rho * var + (1 - rho) * G * G
+    if opts["centered"]:
+        mean = rho * mean + (1 - rho) * G
+        mom = hp["momentum"] * mom - lr * G / jnp.sqrt(var - mean * mean + eps)
+        delta = mom
+    else:
+        delta = -lr * G / (jnp.sqrt(var) + eps)
+    cw = hp["clip_weights"]
+    if opts["clip_weights"]:
+        new_w = w + delta
+        if not is_python_number(opts["clip_weights_value"]):
+            return jnp.where(cw > 0, jnp.clip(new_w, -cw, cw), new_w), (mean, var, mom)
+        return jnp.clip(new_w, -cw, cw), (mean, var, mom)
+    return delta, (mean, var, mom)
+
+
+def _prepare(args: dict) -> dict:
+    cw = args["clip_weights"]
+    active = cw is not None and not (is_python_number(cw) and float(cw) == 0.0)
+    return {"clip_weights": active, "clip_weights_value": cw, "returns_weight": active}
+
+
+RMSPROP_RULE = Rule(
+    name="rmsprop",
+    state_cls=RMSPropState,
+    fields=("mean", "var", "mom"),
+    init=_init,
+    step=rmsprop_step,
+    hyper=("rho", "momentum", "epsilon", "clip_weights"),
+    static=("centered",),
+    checks={
+        "rho": {"low": 0.0, "high": 1.0, "high_open": True},
+        "momentum": {"low": 0.0, "high": 1.0},
+        "epsilon": {"low": 0.0, "low_open": True},
+        "clip_weights": {"low": 0.0, "allow_none": True},
+    },
+    prepare=_prepare,
+    fp32_state=True,
+)
+
+
+@with_common_doc
+def rmsprop(
+    learning_rate: Any = 0.001,
+    rho: Any = 0.9,
+    momentum: Any = 0.9,
+    epsilon: Any = 1e-8,
+    centered: bool = False,
+    clip_weights: Any = None,
+    *,
+    wd: Any = 0.0,
+    rescale_grad: Any = 1.0,
+    clip_gradient: Any = None,
+    lr_scheduler: Any = None,
+    multi_precision: bool = False,
+    lr_mult: Any = None,
+    wd_mult: Any = None,
+    begin_num_update: int = 0,
+    aggregate_num: Any = None,
+    use_fused_step: bool | None = None,
+) -> optax.GradientTransformation:
+    """RMSProp (``mxnet.optimizer.RMSProp``)::
+
+        G = clip(rescale_grad * g) + wd * w
+        plain:     var  = rho * var + (1 - rho) * G * G
+                   w    = w - lr * G / (sqrt(var) + epsilon)
+        centered:  mean = rho * mean + (1 - rho) * G
+                   var  = rho * var + (1 - rho) * G * G
+                   mom  = momentum * mom - lr * G / sqrt(var - mean * mean + epsilon)
+                   w    = w + mom
+        then, if clip_weights: w = clip(w, -clip_weights, clip_weights)
+
+    Tieleman & Hinton, Lecture 6.5 (COURSERA, 2012); centered: Graves, "Generating Sequences With
+    Recurrent Neural Networks" (2013), eq. 38–45. ``momentum`` is used by the centered variant only.
+    MXNet 1.x's ``gamma1``/``gamma2`` keywords are spelled ``rho``/``momentum`` (as in MXNet 2.0).
+
+    Args:
+      learning_rate: step size (default 0.001).
+      rho: decay rate in ``[0, 1)`` (default 0.9).
+      momentum: momentum of the centered variant in ``[0, 1]`` (default 0.9).
+      epsilon: ``> 0`` (default 1e-8).
+      centered: use Graves' centered form (default False).
+      clip_weights: clip the weights to ``[-clip_weights, clip_weights]`` after the update (None or 0: off).
+    """
+    return build(RMSPROP_RULE, locals())
