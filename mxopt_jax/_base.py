@@ -143,6 +143,15 @@ def check_clip_gradient(owner: str, value: Any) -> None:
     check_range(owner, "clip_gradient", value, low=0.0, low_open=True)
 
 
+def check_int(owner: str, name: str, value: Any, *, low: int) -> None:
+    """An integer argument (Python int or integer JAX/NumPy scalar) that is ``>= low``."""
+    dtype = getattr(value, "dtype", None)
+    ok = isinstance(value, (int, np.integer)) or (dtype is not None and jnp.issubdtype(dtype, jnp.integer))
+    if isinstance(value, bool) or not ok:
+        raise TypeError(f"{owner}: `{name}` must be an int >= {low}, got {value!r}")
+    check_range(owner, name, value, low=low)
+
+
 def check_bool(owner: str, name: str, value: Any) -> None:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{owner}: `{name}` must be True or False, got {value!r}")

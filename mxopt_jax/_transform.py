@@ -224,13 +224,10 @@ def _validate(owner: str, rule: Rule, args: dict) -> None:
     check_range(owner, "rescale_grad", args["rescale_grad"], low=0.0, low_open=True)
     check_clip_gradient(owner, args["clip_gradient"])
     _base.check_bool(owner, "multi_precision", args["multi_precision"])
-    b = args["begin_num_update"]
-    if isinstance(b, bool) or not (isinstance(b, (int, np.integer)) or _base.concrete_value(b) is None):
-        raise TypeError(f"{owner}: `begin_num_update` must be an int >= 0, got {b!r}")
-    check_range(owner, "begin_num_update", b, low=0)
+    _base.check_int(owner, "begin_num_update", args["begin_num_update"], low=0)
     agg = args["aggregate_num"]
-    if agg is not None and not (agg == np.inf or (isinstance(agg, (int, np.integer)) and agg >= 1)):
-        raise ValueError(f"{owner}: `aggregate_num` must be None, an int >= 1 or numpy.inf, got {agg!r}")
+    if agg is not None and not (isinstance(agg, float) and agg == np.inf):
+        _base.check_int(owner, "aggregate_num", agg, low=1)
     fused = args["use_fused_step"]
     if fused is not None:
         _base.check_bool(owner, "use_fused_step", fused)

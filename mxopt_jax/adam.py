@@ -37,6 +37,15 @@ def ema(old, new, beta):
     return beta * old + (1 - beta) * new
 
 
+def ema_multi(old, new, beta):
+    """The same EMA in the association of MXNet's multi-tensor kernels, ``beta * (old - new) + new``.
+
+    AdamW and AdaBelief run through those kernels by default in MXNet 2.0; using their association keeps
+    trajectories bit-compatible (the two forms differ by float32 rounding when ``beta`` is near 1).
+    """
+    return beta * (old - new) + new
+
+
 def adam_step(g, w, s, hp, opts):
     """``w -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + epsilon)``."""
     m, v = s
@@ -107,8 +116,8 @@ def adamw_step(g, w, s, hp, opts):
     m, v = s
     b1, b2 = hp["beta1"], hp["beta2"]
     G = preprocess(g, w, hp, decay=False)
-    m = ema(m, G, b1)
-    v = ema(v, G * G, b2)
+    m = ema_multi(m, G, b1)
+    v = ema_multi(v, G * G, b2)
     eta = hp["lr"]
     if opts["correct_bias"]:
         eta = eta * jnp.sqrt(one_minus_pow(b2, hp["t"])) / one_minus_pow(b1, hp["t"])
@@ -324,9 +333,9 @@ def adabelief_step(g, w, s, hp, opts):
     m, sv = s
     b1, b2, eps = hp["beta1"], hp["beta2"], hp["epsilon"]
     G = preprocess(g, w, hp)
-    m = ema(m, G, b1)
+    m = ema_multi(m, G, b1)
     d = G - m
-    sv = ema(sv, d * d, b2) + eps
+    sv = ema_multi(sv, d * d, b2) + eps
     eta = hp["lr"]
     if opts["correct_bias"]:
         eta = eta * jnp.sqrt(one_minus_pow(b2, hp["t"])) / one_minus_pow(b1, hp["t"])

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ._base import check_choice, check_lazy_update, is_static_zero, preprocess
+from ._base import check_choice, check_int, check_lazy_update, is_static_zero, preprocess
 from ._transform import Rule, build, with_common_doc
 
 _UNIT = {"low": 0.0, "high": 1.0}
@@ -101,6 +101,7 @@ def sgd(
 CCSGD_RULE = dataclasses.replace(SGD_RULE, name="ccsgd", validate=None)
 
 
+@with_common_doc
 def ccsgd(
     learning_rate: Any = 0.01,
     momentum: Any = 0.0,
@@ -117,7 +118,10 @@ def ccsgd(
     aggregate_num: Any = None,
     use_fused_step: bool | None = None,
 ) -> optax.GradientTransformation:
-    """MXNet 1.x ``ccSGD``: a deprecated alias of SGD with the 1.9.1 defaults (lr 0.01, ``lazy_update=True``).
+    """MXNet 1.x ``ccSGD``: a deprecated alias of SGD with the 1.9.1 defaults (lr 0.01, ``lazy_update=True``)::
+
+        G   = clip(rescale_grad * g) + wd * w
+        mom = momentum * mom - lr * G ;  w = w + mom          (w = w - lr * G without momentum)
 
     Emits a ``DeprecationWarning``; use :func:`sgd`.
     """
@@ -451,12 +455,7 @@ def _lbsgd_prepare(args: dict) -> dict:
 def _lbsgd_validate(owner: str, args: dict) -> None:
     check_choice(owner, "warmup_strategy", args["warmup_strategy"], _WARMUP)
     for name, low in (("batch_scale", 1), ("warmup_epochs", 0), ("updates_per_epoch", 1), ("begin_epoch", 0)):
-        v = args[name]
-        if isinstance(v, bool) or not isinstance(v, int):
-            if not hasattr(v, "dtype") or not jnp.issubdtype(v.dtype, jnp.integer):
-                raise TypeError(f"{owner}: `{name}` must be an int >= {low}, got {v!r}")
-        elif v < low:
-            raise ValueError(f"{owner}: `{name}` must be an int >= {low}, got {v!r}")
+        check_int(owner, name, args[name], low=low)
 
 
 LBSGD_RULE = Rule(

@@ -1,0 +1,137 @@
+"""Replaying the MXNet golden trajectories (``tests/golden/<name>.npz``, made by ``tools/make_golden.py``).
+
+A config is replayed by constructing the mxopt_jax optimizer with the same keyword arguments MXNet got and
+running all steps inside one jitted ``lax.scan``. Two modes:
+
+* ``"static"``: every hyperparameter is the Python value from the config (what users usually pass);
+* ``"dynamic"``: float hyperparameters are passed as traced JAX scalars, so configs that differ only in
+  their values share one compiled program (this is also how ``optax.inject_hyperparams`` drives us).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import mxopt_jax
+from mxopt_jax import lr_scheduler as lrs
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+OPTIMIZER_FILES = sorted(p.stem for p in GOLDEN.glob("*.npz") if p.stem != "schedulers")
+
+
+@functools.cache
+def load(name: str) -> tuple[dict, dict]:
+    with np.load(GOLDEN / f"{name}.npz") as z:
+        data = {k: z[k] for k in z.files}
+    return json.loads(str(data.pop("meta"))), data
+
+
+def config(name: str, cid: str) -> dict:
+    meta, _ = load(name)
+    return next(c for c in meta["configs"] if c["id"] == cid)
+
+
+def _tree(cfg: dict, values: list):
+    names = cfg.get("param_idx2name")
+    if names:
+        return {names[str(i)]: v for i, v in enumerate(values)}
+    return list(values)
+
+
+def _leaves(cfg: dict, tree) -> list:
+    names = cfg.get("param_idx2name")
+    if names:
+        return [tree[names[str(i)]] for i in range(len(names))]
+    return list(tree)
+
+
+def _dtype(cfg: dict):
+    return jnp.float16 if cfg["dtype"] == "float16" else jnp.float32
+
+
+def _float_keys(cfg: dict, mode: str) -> tuple[str, ...]:
+    if mode == "static":
+        return ()
+    keys = [k for k, v in cfg["kwargs"].items() if type(v) is float]
+    if cfg.get("scheduler"):
+        keys = [k for k in keys if k != "learning_rate"]
+    return tuple(sorted(keys))
+
+
+def _make_kwargs(cfg: dict, n_params: int, dynamic: dict) -> dict:
+    kw = {**cfg["kwargs"], **dynamic}
+    if cfg.get("scheduler"):
+        sc = cfg["scheduler"]
+        kw["lr_scheduler"] = getattr(lrs, sc["type"])(**sc["args"])
+    for key in ("lr_mult", "wd_mult"):
+        if cfg[key]:
+            kw[key] = _tree(cfg, [cfg[key].get(str(i), 1.0) for i in range(n_params)])
+    return kw
+
+
+@functools.cache
+def _trajectory_fn(name: str, signature: str):
+    """A jitted ``(floats, w0, grads) -> (weights per step, masters per step)`` shared by alike configs."""
+    cfg = json.loads(signature)
+    ctor = mxopt_jax.OPTIMIZERS[name]
+    n_params = cfg["n_params"]
+
+    def run(floats, w0, grads):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tx = ctor(**_make_kwargs(cfg, n_params, floats))
+        state = tx.init(w0)
+
+        def body(carry, g):
+            w, st = carry
+            u, st = tx.update(g, st, w)
+            w = optax.apply_updates(w, u)
+            return (w, st), (w, st.master)
+
+        _, (ws, masters) = jax.lax.scan(body, (w0, state), grads)
+        return ws, masters
+
+    return jax.jit(run)
+
+
+def replay(name: str, cfg: dict, mode: str = "dynamic") -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Our trajectory for a golden config: per parameter, arrays (steps, *shape) of weights and masters."""
+    meta, data = load(name)
+    n = len(meta["shapes"])
+    dt = _dtype(cfg)
+    fkeys = _float_keys(cfg, mode)
+    static_cfg = {k: v for k, v in cfg.items() if k not in ("id", "group")}
+    static_cfg["kwargs"] = {k: v for k, v in cfg["kwargs"].items() if k not in fkeys}
+    static_cfg["n_params"] = n
+    static_cfg["float_keys"] = fkeys
+    fn = _trajectory_fn(name, json.dumps(static_cfg, sort_keys=True))
+    floats = {k: jnp.float32(cfg["kwargs"][k]) for k in fkeys}
+    w0 = _tree(cfg, [jnp.asarray(data[f"w0_{p}"], dt) for p in range(n)])
+    grads = _tree(cfg, [jnp.asarray(data[f"grads_{p}"], dt) for p in range(n)])
+    ws, masters = fn(floats, w0, grads)
+    ws = [np.asarray(x, np.float32) for x in _leaves(cfg, ws)]
+    masters = None if masters is None else [np.asarray(x) for x in _leaves(cfg, masters)]
+    return ws, masters
+
+
+def expected(name: str, cfg: dict) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    meta, data = load(name)
+    n = len(meta["shapes"])
+    ws = [data[f"out_{cfg['id']}_{p}"] for p in range(n)]
+    masters = [data[f"master_{cfg['id']}_{p}"] for p in range(n)] if cfg["dtype"] == "float16" else None
+    return ws, masters
+
+
+def inputs(name: str, cfg: dict) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Initial weights and gradients (float32, as stored) per parameter."""
+    meta, data = load(name)
+    n = len(meta["shapes"])
+    return [data[f"w0_{p}"] for p in range(n)], [data[f"grads_{p}"] for p in range(n)]
