@@ -63,7 +63,7 @@ class Rule:
         ``returns_weight``. ``hp`` maps names to per-parameter values for this step (``lr``, ``wd``, ``t``,
         ``rescale_grad``, ``clip_gradient`` and the rule's ``hyper`` names).
       hyper: names of the rule's own float hyperparameters (resolved every step, may be schedules).
-      static: names of the rule's own structural options (bools, strings), fixed at construction.
+      static: names of the rule's own boolean switches, fixed at construction.
       checks: ``name -> check_range keyword arguments`` validating the rule's own hyperparameters.
       prepare: ``(args) -> opts``: derive structural options from the constructor arguments.
       fp32_state: MXNet keeps this optimizer's state in float32 whatever the weight dtype.
@@ -231,6 +231,8 @@ def _validate(owner: str, rule: Rule, args: dict) -> None:
     fused = args["use_fused_step"]
     if fused is not None:
         _base.check_bool(owner, "use_fused_step", fused)
+    for name in rule.static:  # structural switches are booleans
+        _base.check_bool(owner, name, args[name])
     for name, kw in rule.checks.items():
         check_range(owner, name, args[name], **kw)
     if rule.validate is not None:
