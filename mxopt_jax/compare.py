@@ -46,7 +46,18 @@ TUNED_LR = {
     "lans": 0.03,
     "test": 0.3,
 }
-DEFAULT_OPTIMIZERS = ("sgd", "nag", "adagrad", "rmsprop", "adam", "adamw", "nadam", "adabelief", "ftml", "lamb")
+DEFAULT_OPTIMIZERS = (
+    "sgd",
+    "nag",
+    "adagrad",
+    "rmsprop",
+    "adam",
+    "adamw",
+    "nadam",
+    "adabelief",
+    "ftml",
+    "lamb",
+)
 
 
 class Result(NamedTuple):
@@ -125,7 +136,9 @@ def train(name: str, steps: int = 300, seed: int = 0, learning_rate: float | Non
     elapsed = time.perf_counter() - t0
     final = float(loss_fn(params, x, y))
     acc = float(jnp.mean(jnp.argmax(mlp(params, x), axis=1) == y))
-    return Result(name, lr, final, acc, steps, 1e3 * elapsed / max(steps - 1, 1), np.asarray(losses, np.float32))
+    return Result(
+        name, lr, final, acc, steps, 1e3 * elapsed / max(steps - 1, 1), np.asarray(losses, np.float32)
+    )
 
 
 def format_table(results: Sequence[Result]) -> str:
@@ -151,16 +164,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=",".join(DEFAULT_OPTIMIZERS),
         help="comma-separated MXNet names, or 'all' (default: %(default)s)",
     )
-    cmp.add_argument("--steps", type=int, default=300, help="full-batch training steps (default: %(default)s)")
-    cmp.add_argument("--seed", type=int, default=0, help="data and initialization seed (default: %(default)s)")
+    cmp.add_argument(
+        "--steps", type=int, default=300, help="full-batch training steps (default: %(default)s)"
+    )
+    cmp.add_argument(
+        "--seed", type=int, default=0, help="data and initialization seed (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
-    names = sorted(OPTIMIZERS) if args.optimizers == "all" else [n.strip().lower() for n in args.optimizers.split(",")]
+    names = (
+        sorted(OPTIMIZERS)
+        if args.optimizers == "all"
+        else [n.strip().lower() for n in args.optimizers.split(",")]
+    )
     unknown = [n for n in names if n not in OPTIMIZERS]
     if unknown:
         parser.error(f"unknown optimizer(s) {unknown}; known: {', '.join(sorted(OPTIMIZERS))}")
     if args.steps < 2:
         parser.error("--steps must be >= 2")
-    print(f"Built-in task: 3-class spiral (600 points), MLP 2-32-32-3, {args.steps} full-batch steps, seed {args.seed}")
+    print(
+        f"Built-in task: 3-class spiral (600 points), MLP 2-32-32-3, {args.steps} full-batch steps, seed {args.seed}"
+    )
     results = []
     for i, name in enumerate(names, 1):
         print(f"[{i}/{len(names)}] {name} ...", flush=True)
