@@ -74,6 +74,7 @@ class Rule:
       lr_before_count: the learning rate is looked up before the update count is incremented (1.x LBSGD).
       validate: extra ``(owner, args) -> None`` checks across arguments.
       leaf_check: ``(owner, path, leaf, opts) -> None`` checks on each parameter at ``init``.
+      derive: ``(args) -> dict`` of hyperparameters computed from the constructor arguments.
     """
 
     name: str
@@ -92,6 +93,7 @@ class Rule:
     lr_before_count: bool = False
     validate: Callable[[str, dict], None] | None = None
     leaf_check: Callable[..., None] | None = None
+    derive: Callable[[dict], dict] | None = None
 
 
 # --------------------------------------------------------------------------- per-parameter core
@@ -239,19 +241,54 @@ def _validate(owner: str, rule: Rule, args: dict) -> None:
         rule.validate(owner, args)
 
 
-def build(rule: Rule, args: dict) -> optax.GradientTransformation:
-    """Make the ``optax`` transform for ``rule`` from a constructor's arguments (its ``locals()``)."""
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """A rule with validated constructor arguments: what every driver (functional, facade) needs.
+
+    Attributes:
+      rule: the update rule.
+      owner: name used in error messages (``mxopt_jax.<name>``).
+      args: the constructor arguments, with derived values added.
+      opts: structural options passed to ``rule.init``/``rule.step``.
+      hypers: ``name -> value`` of the per-step float hyperparameters (``wd``, ``rescale_grad``,
+        ``clip_gradient`` and the rule's own), each a Python number, JAX scalar, schedule or ``None``.
+      learning_rate: the resolved learning rate (``None`` when a scheduler gives it).
+      lr_scheduler: the scheduler object, after MXNet's ``base_lr`` overwrite, or ``None``.
+    """
+
+    rule: Rule
+    owner: str
+    args: dict
+    opts: dict
+    hypers: dict
+    learning_rate: Any
+    lr_scheduler: Any
+
+
+def prepare(rule: Rule, args: dict) -> Prepared:
+    """Validate a constructor's arguments and split them into options and hyperparameters."""
     owner = f"mxopt_jax.{rule.name}"
+    args = dict(args)
     _validate(owner, rule, args)
+    if rule.derive is not None:
+        args.update(rule.derive(args))
     learning_rate, lr_scheduler = _base.resolve_learning_rate(
         owner, args["learning_rate"], args["lr_scheduler"]
     )
-    sched = None if lr_scheduler is None else _base.scheduler_fn(lr_scheduler)
     opts = {k: args[k] for k in rule.static}
     if rule.prepare is not None:
         opts.update(rule.prepare(args))
-    hyper_names = ("wd", "rescale_grad", "clip_gradient", *rule.hyper)
-    hypers = {k: args[k] for k in hyper_names}
+    hypers = {k: args[k] for k in ("wd", "rescale_grad", "clip_gradient", *rule.hyper)}
+    return Prepared(rule, owner, args, opts, hypers, learning_rate, lr_scheduler)
+
+
+def build(rule: Rule, args: dict) -> optax.GradientTransformation:
+    """Make the ``optax`` transform for ``rule`` from a constructor's arguments (its ``locals()``)."""
+    prep = prepare(rule, args)
+    owner, opts, hypers = prep.owner, prep.opts, prep.hypers
+    learning_rate, lr_scheduler = prep.learning_rate, prep.lr_scheduler
+    args = prep.args
+    sched = None if lr_scheduler is None else _base.scheduler_fn(lr_scheduler)
     multi_precision = bool(args["multi_precision"])
     begin = args["begin_num_update"]
     lr_mult, wd_mult = args["lr_mult"], args["wd_mult"]

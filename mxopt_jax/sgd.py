@@ -469,6 +469,10 @@ LBSGD_RULE = Rule(
     prepare=_lbsgd_prepare,
     validate=_lbsgd_validate,
     lr_before_count=True,
+    derive=lambda a: {
+        "init_updates": a["begin_epoch"] * a["updates_per_epoch"],
+        "nwup": a["warmup_epochs"] * a["updates_per_epoch"],
+    },
 )
 
 
@@ -518,10 +522,7 @@ def lbsgd(
       begin_epoch: starting epoch (the accumulation counter starts at ``begin_epoch * updates_per_epoch``).
       num_epochs: accepted and unused, as in MXNet.
     """
-    args = locals()
-    args["init_updates"] = begin_epoch * updates_per_epoch
-    args["nwup"] = warmup_epochs * updates_per_epoch
-    return build(LBSGD_RULE, args)
+    return build(LBSGD_RULE, locals())
 
 
 # --------------------------------------------------------------------------- Test
