@@ -24,7 +24,7 @@ import mxopt_jax
 from mxopt_jax import lr_scheduler as lrs
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
-OPTIMIZER_FILES = sorted(p.stem for p in GOLDEN.glob("*.npz") if p.stem != "schedulers")
+OPTIMIZER_FILES = sorted(p.stem for p in GOLDEN.glob("*.npz") if p.stem in mxopt_jax.OPTIMIZERS)
 
 
 @functools.cache
