@@ -12,6 +12,35 @@ defaults (``lbsgd`` and ``ccsgd`` follow MXNet 1.9.1, where they live)::
 from . import lr_scheduler
 from .adagrad import AdaDeltaState, AdaGradState, adadelta, adagrad, group_adagrad
 from .adam import AdamaxState, AdamState, NadamState, adabelief, adam, adamax, adamw, nadam
+from .facade import (
+    DCASGD,
+    FTML,
+    LAMB,
+    LANS,
+    LARS,
+    LBSGD,
+    NAG,
+    SGD,
+    SGLD,
+    AdaBelief,
+    AdaDelta,
+    AdaGrad,
+    Adam,
+    Adamax,
+    AdamW,
+    Ftrl,
+    GroupAdaGrad,
+    Nadam,
+    Optimizer,
+    RMSProp,
+    Signum,
+    Test,
+    Updater,
+    ccSGD,
+    create,
+    get_updater,
+    register,
+)
 from .ftrl import FTMLState, FtrlState, ftml, ftrl
 from .layerwise import lamb, lans, lars
 from .rmsprop import RMSPropState, rmsprop
@@ -62,6 +91,35 @@ OPTIMIZERS = {
 
 __all__ = [
     "OPTIMIZERS",
+    # MXNet-style facade
+    "Optimizer",
+    "Updater",
+    "create",
+    "get_updater",
+    "register",
+    "SGD",
+    "NAG",
+    "Signum",
+    "SGLD",
+    "DCASGD",
+    "LBSGD",
+    "ccSGD",
+    "AdaGrad",
+    "GroupAdaGrad",
+    "AdaDelta",
+    "RMSProp",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "Nadam",
+    "AdaBelief",
+    "Ftrl",
+    "FTML",
+    "LARS",
+    "LAMB",
+    "LANS",
+    "Test",
+    # functional API
     "AdaDeltaState",
     "AdaGradState",
     "AdamState",

@@ -855,12 +855,14 @@ class Updater:
         as MXNet does. No pickle is used.
         """
         codec = _Codec()
-        manifest = {
-            "format": _FORMAT,
-            "version": _VERSION,
-            "states": codec.enc(self.states),
-            "optimizer": None,
-        }
+        try:
+            enc_states = codec.enc(self.states)
+        except _Unencodable as exc:
+            raise TypeError(
+                f"Updater.get_states: the states hold a value of type {exc} that the safe state format cannot "
+                "store (supported: None, bool, int, float, str, arrays, and tuples/lists/dicts of them)"
+            ) from None
+        manifest = {"format": _FORMAT, "version": _VERSION, "states": enc_states, "optimizer": None}
         if dump_optimizer:
             opt = self.optimizer
             manifest["optimizer"] = {
@@ -915,6 +917,9 @@ class Updater:
                     f"optimizer is a {type(opt).__name__}"
                 )
             attrs = {k: codec.dec(v) for k, v in opt_entry["attrs"].items()}
+            unknown = sorted(set(attrs) - set(vars(opt)))
+            if unknown:
+                raise ValueError(f"set_states: the archive sets unknown optimizer attributes {unknown}")
             for k, v in attrs.items():
                 setattr(opt, k, v)
             counts = opt._all_index_update_counts

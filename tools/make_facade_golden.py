@@ -95,7 +95,10 @@ def main():
     }
     args = ["data", "a_weight", "b_bias", "c_weight"]
     opt = mx.optimizer.Optimizer(
-        learning_rate=1.0, wd=1.0, sym=_Sym(attrs, args), param_idx2name={0: "a_weight", 1: "b_bias", 2: "c_weight"}
+        learning_rate=1.0,
+        wd=1.0,
+        sym=_Sym(attrs, args),
+        param_idx2name={0: "a_weight", 1: "b_bias", 2: "c_weight"},
     )
     before = {"lr_mult": dict(opt.lr_mult), "wd_mult": dict(opt.wd_mult)}
     opt.set_lr_mult({"b_bias": 5.0, 2: 11.0})
@@ -143,17 +146,22 @@ def main():
     kw = {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01, "multi_precision": True}
     opt = mx.optimizer.create("sgd", aggregate_num=2, **kw)
     upd = mx.optimizer.get_updater(opt)
-    W = [mx.nd.array(w, dtype=d) for w, d in zip(m0, dtypes)]
+    W = [mx.nd.array(w, dtype=d) for w, d in zip(m0, dtypes, strict=True)]
     rec = [[] for _ in shapes5]
     for s in range(STEPS):
-        upd(list(range(5)), [mx.nd.array(g[s], dtype=d) for g, d in zip(mg, dtypes)], W)
+        upd(list(range(5)), [mx.nd.array(g[s], dtype=d) for g, d in zip(mg, dtypes, strict=True)], W)
         for p, w in enumerate(W):
             rec[p].append(w.asnumpy().astype(np.float32))
     for p in range(5):
         arrays[f"mixed_w0_{p}"] = m0[p]
         arrays[f"mixed_grads_{p}"] = mg[p]
         arrays[f"mixed_out_{p}"] = np.stack(rec[p])
-    meta["cases"]["mixed"] = {"kwargs": kw, "aggregate_num": 2, "dtypes": dtypes, "counts": opt._index_update_count}
+    meta["cases"]["mixed"] = {
+        "kwargs": kw,
+        "aggregate_num": 2,
+        "dtypes": dtypes,
+        "counts": opt._index_update_count,
+    }
 
     # ---------------------------------------------------------------- different update frequencies
     fsteps = 9
@@ -188,7 +196,11 @@ def main():
     sched = {"type": "FactorScheduler", "args": {"step": 2, "factor": 0.5, "base_lr": 0.1}}
     o0, og = _data(4, [(6,)], 6)
     res = {}
-    for tag, lr_kw in (("default", {}), ("none", {"learning_rate": None}), ("given", {"learning_rate": 0.05})):
+    for tag, lr_kw in (
+        ("default", {}),
+        ("none", {"learning_rate": None}),
+        ("given", {"learning_rate": 0.05}),
+    ):
         s_obj = mx.lr_scheduler.FactorScheduler(**sched["args"])
         opt = mx.optimizer.create("adam", lr_scheduler=s_obj, **lr_kw)
         base_after = s_obj.base_lr
@@ -234,7 +246,9 @@ def main():
     upd(0, mx.nd.array(bg[0][1], ctx=mx.cpu(0)), w_a)
     upd(0, mx.nd.array(bg[0][2], ctx=mx.cpu(1)), w_b)
     meta["cases"]["devices"] = {
-        "counts": {str(d): {str(k): v for k, v in c.items()} for d, c in opt._all_index_update_counts.items()},
+        "counts": {
+            str(d): {str(k): v for k, v in c.items()} for d, c in opt._all_index_update_counts.items()
+        },
         "num_update": opt.num_update,
     }
 
