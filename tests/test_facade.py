@@ -16,6 +16,7 @@ import zipfile
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from golden import GOLDEN, config, expected, inputs, load
 
@@ -787,3 +788,31 @@ def test_set_states_rejects_pickle_and_garbage_without_unpickling():
 
 def test_golden_facade_file_is_tiny():
     assert (GOLDEN / "facade.npz").stat().st_size < 64 * 1024
+
+
+@pytest.mark.parametrize("name", sorted(mxopt_jax.OPTIMIZERS))
+def test_bfloat16_multi_precision_matches_functional_api(name):
+    """bfloat16 weights: the facade's master equals the functional transform's, and the weight is its rounding."""
+    shape = (4, 3)
+    w0 = jnp.linspace(-1.0, 1.0, 12).reshape(shape).astype(jnp.bfloat16)
+    kw = {"learning_rate": 0.05, "multi_precision": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        opt = create(name, **kw)
+        tx = mxopt_jax.OPTIMIZERS[name](**kw, **({"seed": 0} if name == "sgld" else {}))
+    upd = get_updater(opt)
+    w_f, st_f = [w0], tx.init([w0])
+    w = w0
+    for s in range(3):
+        g = (jnp.cos(jnp.arange(12.0) + s).reshape(shape)).astype(jnp.bfloat16)
+        w = upd(0, g, w)
+        u, st_f = tx.update([g], st_f, w_f)
+        w_f = optax.apply_updates(w_f, u)
+    master = upd.states[0][0]
+    assert w.dtype == jnp.bfloat16 and master.dtype == jnp.float32
+    np.testing.assert_array_equal(
+        np.asarray(w, np.float32), np.asarray(master.astype(jnp.bfloat16), np.float32)
+    )
+    if name != "sgld":  # different noise streams
+        # jitted (facade fused_step) vs eager functional update: float32 rounding (FMA contraction) only
+        np.testing.assert_allclose(master, st_f.master[0], rtol=2e-5, atol=1e-6)
