@@ -12,7 +12,7 @@ import optax
 
 from ._base import check_lazy_update, is_static_zero, l2_norm, one_minus_pow, preprocess, scale
 from ._transform import Rule, build, with_common_doc
-from .adam import AdamState, ema
+from .adam import AdamState, _two_moments, ema
 from .sgd import SGDState, _has_momentum, _mom_init
 
 _BETA = {"low": 0.0, "high": 1.0, "high_open": True}
@@ -131,10 +131,6 @@ def lamb_step(g, w, s, hp, opts):
 
 def _bounds_checks() -> dict:
     return {"lower_bound": {"low": 0.0, "allow_none": True}, "upper_bound": {"low": 0.0, "allow_none": True}}
-
-
-def _two_moments(w, dtype, opts):
-    return jnp.zeros_like(w, dtype), jnp.zeros_like(w, dtype)
 
 
 LAMB_RULE = Rule(
