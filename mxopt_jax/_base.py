@@ -34,11 +34,6 @@ def is_python_number(x: Any) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
-def static_value(x: Any) -> float | None:
-    """The value of ``x`` when it is a Python number, else ``None`` (arrays and schedules are dynamic)."""
-    return float(x) if is_python_number(x) else None
-
-
 def concrete_value(x: Any) -> float | None:
     """The value of ``x`` when it can be read on the host now (Python number or a concrete scalar array)."""
     if is_python_number(x):

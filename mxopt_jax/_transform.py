@@ -29,20 +29,6 @@ import optax
 from . import _base
 from ._base import check_clip_gradient, check_range, is_python_number, is_static_one, is_static_zero
 
-COMMON_ARGS = (
-    "learning_rate",
-    "wd",
-    "rescale_grad",
-    "clip_gradient",
-    "lr_scheduler",
-    "multi_precision",
-    "lr_mult",
-    "wd_mult",
-    "begin_num_update",
-    "aggregate_num",
-    "use_fused_step",
-)
-
 FP16_WARNING = (
     "Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
     "Consider using multi_precision=True option of the optimizer"
@@ -110,8 +96,7 @@ def leaf_init(rule: Rule, opts: dict, weight: jax.Array, multi_precision: bool) 
     w = jnp.asarray(weight, cdt) if mp else jnp.asarray(weight)
     sdt = cdt if mp else state_dtype(rule, cdt, dtype)
     fields = rule.init(jnp.asarray(w, cdt), sdt, opts)
-    fields = tuple(None if f is None else f for f in fields)
-    return fields, (w if mp else None)
+    return tuple(fields), (w if mp else None)
 
 
 def leaf_update(

@@ -44,7 +44,7 @@ def rmsprop_step(g, w, s, hp, opts):
     cw = hp["clip_weights"]
     if opts["clip_weights"]:
         new_w = w + delta
-        if not is_python_number(opts["clip_weights_value"]):
+        if opts["clip_weights_dynamic"]:  # a traced value: 0 means off, as MXNet
             return jnp.where(cw > 0, jnp.clip(new_w, -cw, cw), new_w), (mean, var, mom)
         return jnp.clip(new_w, -cw, cw), (mean, var, mom)
     return delta, (mean, var, mom)
@@ -53,7 +53,12 @@ def rmsprop_step(g, w, s, hp, opts):
 def _prepare(args: dict) -> dict:
     cw = args["clip_weights"]
     active = cw is not None and not (is_python_number(cw) and float(cw) == 0.0)
-    return {"clip_weights": active, "clip_weights_value": cw, "returns_weight": active}
+    # Options hold only hashable structure (drivers cache compiled code by them), never the value itself.
+    return {
+        "clip_weights": active,
+        "clip_weights_dynamic": not is_python_number(cw),
+        "returns_weight": active,
+    }
 
 
 RMSPROP_RULE = Rule(

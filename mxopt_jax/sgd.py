@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ._base import check_choice, check_int, check_lazy_update, is_static_zero, preprocess
+from ._base import check_choice, check_int, check_lazy_update, is_python_number, is_static_zero, preprocess
 from ._transform import Rule, build, with_common_doc
 
 _UNIT = {"low": 0.0, "high": 1.0}
@@ -231,7 +231,7 @@ SIGNUM_RULE = Rule(
     checks={"momentum": _UNIT, "wd_lh": {"low": 0.0}},
     prepare=lambda a: {
         "has_mom": not is_static_zero(a["momentum"]),
-        "dynamic_momentum": not isinstance(a["momentum"], (int, float)),
+        "dynamic_momentum": not is_python_number(a["momentum"]),
     },
 )
 

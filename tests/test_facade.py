@@ -816,3 +816,11 @@ def test_bfloat16_multi_precision_matches_functional_api(name):
     if name != "sgld":  # different noise streams
         # jitted (facade fused_step) vs eager functional update: float32 rounding (FMA contraction) only
         np.testing.assert_allclose(master, st_f.master[0], rtol=2e-5, atol=1e-6)
+
+
+def test_fused_step_with_array_valued_options():
+    """Options derived from array hyperparameters stay hashable for the compile cache."""
+    opt = create("rmsprop", learning_rate=0.01, clip_weights=jnp.float32(0.5))
+    upd = get_updater(opt)
+    w = upd(0, jnp.full((3,), -1.0), jnp.full((3,), 0.45))
+    assert np.all(np.asarray(w) <= 0.5)
