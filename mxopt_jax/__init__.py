@@ -10,6 +10,7 @@ defaults (``lbsgd`` and ``ccsgd`` follow MXNet 1.9.1, where they live)::
 """
 
 from . import lr_scheduler
+from . import sparse as sparse
 from .adagrad import AdaDeltaState, AdaGradState, adadelta, adagrad, group_adagrad
 from .adam import AdamaxState, AdamState, NadamState, adabelief, adam, adamax, adamw, nadam
 from .facade import (
@@ -60,6 +61,7 @@ from .sgd import (
     signum,
     test,
 )
+from .sparse import RowSparse as RowSparse
 
 __version__ = "0.1.0"
 

@@ -28,6 +28,7 @@ import optax
 
 from . import _base
 from ._base import check_clip_gradient, check_range, is_python_number, is_static_one, is_static_zero
+from .sparse import RowSparse, gather_rows, is_row_sparse, scatter_rows, unique_rows
 
 FP16_WARNING = (
     "Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
@@ -61,6 +62,10 @@ class Rule:
       validate: extra ``(owner, args) -> None`` checks across arguments.
       leaf_check: ``(owner, path, leaf, opts) -> None`` checks on each parameter at ``init``.
       derive: ``(args) -> dict`` of hyperparameters computed from the constructor arguments.
+      sparse: what a :class:`~mxopt_jax.sparse.RowSparse` gradient does (MXNet's kernels, spec §0.6):
+        ``"standard"`` densifies it and runs the dense rule; ``"lazy_update"`` updates only the listed rows
+        when the ``lazy_update`` option is set (standard otherwise); ``"rows"`` always updates only the
+        listed rows and needs ``wd == 0`` (MXNet's sparse AdaGrad/GroupAdaGrad kernels).
     """
 
     name: str
@@ -80,6 +85,7 @@ class Rule:
     validate: Callable[[str, dict], None] | None = None
     leaf_check: Callable[..., None] | None = None
     derive: Callable[[dict], dict] | None = None
+    sparse: str = "standard"
 
 
 # --------------------------------------------------------------------------- per-parameter core
@@ -140,6 +146,75 @@ def leaf_update(
     else:
         update = out
     return update.astype(pdtype), new_s, None
+
+
+def is_lazy(rule: Rule, opts: dict) -> bool:
+    """Whether a row-sparse gradient updates only its listed rows (else: densified, standard update)."""
+    return rule.sparse == "rows" or (rule.sparse == "lazy_update" and bool(opts.get("lazy_update")))
+
+
+def check_sparse_wd(owner: str, rule: Rule, wd: Any, path: str) -> None:
+    """MXNet's sparse AdaGrad/GroupAdaGrad kernels reject weight decay; so do we (``wd`` must be 0)."""
+    if rule.sparse != "rows":
+        return
+    value = 0.0 if is_static_zero(wd) else _base.concrete_value(wd)
+    if value is None:
+        raise ValueError(
+            f"{owner}: a row-sparse gradient for {path!r} needs `wd` == 0 given as a number, not a traced "
+            "value (MXNet's sparse kernel has no weight decay)"
+        )
+    if float(value) != 0.0:
+        raise ValueError(
+            f"{owner}: a row-sparse gradient for {path!r} needs `wd` == 0 (MXNet's sparse {rule.name} "
+            f"kernel has no weight decay), got wd = {float(value)!r} for this parameter; pass a dense gradient "
+            "or set wd=0"
+        )
+
+
+def apply_leaf(
+    rule: Rule,
+    opts: dict,
+    g: Any,
+    w: jax.Array | None,
+    s: tuple,
+    master: jax.Array | None,
+    hp: dict,
+    owner: str = "",
+    path: str = "",
+    wd_checked: bool = False,
+) -> tuple[Any, tuple, jax.Array | None]:
+    """:func:`leaf_update` for a dense or :class:`~mxopt_jax.sparse.RowSparse` gradient.
+
+    A row-sparse gradient runs the lazy path (gather the listed rows of the weight, the states and the master,
+    run the rule on those rows, scatter them back; the update is a ``RowSparse``) when :func:`is_lazy`, and the
+    dense rule on the densified gradient otherwise. ``wd_checked``: the caller already ran
+    :func:`check_sparse_wd` on concrete values (the facade, whose ``wd`` is traced here).
+    """
+    if not isinstance(g, RowSparse):
+        return leaf_update(rule, opts, g, w, s, master, hp)
+    if not jnp.issubdtype(g.indices.dtype, jnp.integer):
+        raise TypeError(
+            f"{owner}: the RowSparse gradient for {path!r} has {g.indices.dtype} indices: a transform earlier "
+            "in the chain mapped over its indices. Element-wise optax transforms (scale, clip_by_global_norm, "
+            "...) must not precede or follow a row-sparse update; apply lazy updates with optax.apply_updates"
+        )
+    ref = w if w is not None else master
+    if ref is not None and tuple(ref.shape) != tuple(g.shape):
+        raise ValueError(
+            f"{owner}: the RowSparse gradient for {path!r} has shape {g.shape}, the parameter {tuple(ref.shape)}"
+        )
+    if not is_lazy(rule, opts):
+        return leaf_update(rule, opts, g.todense(), w, s, master, hp)
+    if not wd_checked:
+        check_sparse_wd(owner, rule, hp["wd"], path)
+    rows, values = unique_rows(g)
+    w_rows = None if w is None else gather_rows(w, rows)
+    s_rows = tuple(None if x is None else gather_rows(x, rows) for x in s)
+    m_rows = None if master is None else gather_rows(master, rows)
+    update, new_rows, new_m_rows = leaf_update(rule, opts, values, w_rows, s_rows, m_rows, hp)
+    new_s = tuple(None if x is None else scatter_rows(x, rows, r) for x, r in zip(s, new_rows, strict=True))
+    new_master = None if master is None else scatter_rows(master, rows, new_m_rows)
+    return RowSparse.tree_unflatten(g.shape, (rows, update)), new_s, new_master
 
 
 def leaf_hparams(
@@ -308,7 +383,7 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
         return rule.state_cls(**state)
 
     def update_fn(updates, state, params=None):
-        leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(updates)
+        leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(updates, is_leaf=is_row_sparse)
         paths = [_base.path_name(p) for p, _ in leaves_with_path]
         g_leaves = [leaf for _, leaf in leaves_with_path]
         count = state.count
@@ -354,7 +429,7 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
             ref = g if p_leaves[i] is None else p_leaves[i]
             cdt = _base.compute_dtype(jnp.result_type(ref))
             hp = leaf_hparams(common, lr, lr_mults[i], wd_mults[i], t, cdt, paths[i], leaf_keys[i])
-            u, ns, nm = leaf_update(rule, opts, g, p_leaves[i], s, masters[i], hp)
+            u, ns, nm = apply_leaf(rule, opts, g, p_leaves[i], s, masters[i], hp, owner, paths[i])
             outs.append(u)
             new_fields.append(ns)
             new_masters.append(nm)

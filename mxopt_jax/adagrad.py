@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ._base import concrete_value, preprocess
+from ._base import AxisName, check_axis_name, concrete_value, param_mean, preprocess
 from ._transform import Rule, build, with_common_doc
 
 _POSITIVE = {"low": 0.0, "low_open": True}
@@ -40,6 +40,7 @@ ADAGRAD_RULE = Rule(
     checks={"epsilon": _POSITIVE},
     fp32_state=True,
     weight_only_for_decay=True,
+    sparse="rows",
 )
 
 
@@ -76,10 +77,13 @@ def adagrad(
 
 
 def group_adagrad_step(g, w, s, hp, opts):
-    """Row-wise AdaGrad: ``h += mean(G^2, axis=1) ; w -= lr * G / (sqrt(h) + epsilon)``."""
+    """Row-wise AdaGrad: ``h += mean(G^2, axis=1) ; w -= lr * G / (sqrt(h) + epsilon)``.
+
+    The mean runs over all the columns, across shards when the columns are sharded (``axis_name``).
+    """
     (h,) = s
     G = preprocess(g, w, hp, decay=False)
-    h = h + jnp.mean(G * G, axis=1, keepdims=True)
+    h = h + param_mean(G * G, opts, axis=1, keepdims=True)
     return -hp["lr"] * G / (jnp.sqrt(h) + hp["epsilon"]), (h,)
 
 
@@ -97,6 +101,7 @@ def _group_adagrad_validate(owner: str, args: dict) -> None:
         raise ValueError(
             f"{owner}: `wd` must be 0 (GroupAdaGrad has no weight decay in MXNet), got {args['wd']!r}"
         )
+    check_axis_name(owner, args["axis_name"])
 
 
 GROUP_ADAGRAD_RULE = Rule(
@@ -110,7 +115,9 @@ GROUP_ADAGRAD_RULE = Rule(
     fp32_state=True,
     weight_only_for_decay=True,
     validate=_group_adagrad_validate,
+    prepare=lambda args: {"axis_name": args["axis_name"]},
     leaf_check=_group_adagrad_leaf,
+    sparse="rows",
 )
 
 
@@ -129,6 +136,7 @@ def group_adagrad(
     begin_num_update: int = 0,
     aggregate_num: Any = None,
     use_fused_step: bool | None = None,
+    axis_name: AxisName = None,
 ) -> optax.GradientTransformation:
     """Group AdaGrad with one accumulator per row (``mxnet.optimizer.contrib.GroupAdaGrad``)::
 
@@ -142,6 +150,11 @@ def group_adagrad(
     Args:
       learning_rate: step size (default 0.01).
       epsilon: added to the denominator, ``> 0`` (default 1e-6).
+      axis_name: ``None`` (default), or the mesh axis name (or tuple of names) over which the parameters'
+        *columns* (axis 1) are sharded when ``update`` runs inside ``jax.shard_map`` (or ``jax.pmap`` with
+        sharded parameters): the per-row mean over the columns is then ``lax.psum``-ed over those axes.
+        Sharding the rows needs no ``axis_name`` (each row's mean is local), nor does ``jax.jit`` with
+        ``NamedSharding``; see ``docs/interop.md``. Keyword-only (not in the MXNet-style facade).
     """
     return build(GROUP_ADAGRAD_RULE, locals())
 

@@ -70,6 +70,7 @@ ADAM_RULE = Rule(
     checks=_ADAM_CHECKS,
     weight_only_for_decay=True,
     validate=lambda owner, args: check_lazy_update(owner, args, allow_multi_precision=True),
+    sparse="lazy_update",
 )
 
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from . import _base, _transform, lr_scheduler
 from ._transform import FP16_WARNING, Rule
+from .sparse import RowSparse
 
 __all__ = [
     "Optimizer",
@@ -380,10 +381,17 @@ def _apply(rule: Rule, opts: dict, names, mp, weights, grads, states, lrs, wds, 
         common = dict(hypers)
         common["wd"] = wds[i]
         hp = _transform.leaf_hparams(common, lrs[i], 1.0, 1.0, ts[i], cdt, names[i], keys[i])
-        update, nf, nm = _transform.leaf_update(rule, opts, g, w, fields, master, hp)
+        update, nf, nm = _transform.apply_leaf(
+            rule, opts, g, w, fields, master, hp, f"mxopt_jax.{rule.name}", names[i], wd_checked=True
+        )
         new_w.append((w + update).astype(w.dtype))
         new_s.append((nm, nf) if mp[i] else nf)
     return new_w, new_s
+
+
+def _as_grad(g: Any) -> Any:
+    """A gradient as the rules take it: a JAX array, or a :class:`~mxopt_jax.sparse.RowSparse` as is."""
+    return g if isinstance(g, RowSparse) else jnp.asarray(g)
 
 
 def _jitted(rule: Rule, opts: dict) -> Callable:
@@ -496,9 +504,12 @@ class _RuleOptimizer(Optimizer):
     def _run(self, fused: bool, indices, weights, grads, states) -> tuple[list, list]:
         indices = list(indices)
         weights = [jnp.asarray(w) for w in weights]
-        grads = [jnp.asarray(g) for g in grads]
+        grads = [_as_grad(g) for g in grads]
         states = list(states)
         names, mp, lrs, wds, ts, hypers, keys = self._prepare_call(indices, weights)
+        for g, wd, name in zip(grads, wds, names, strict=True):
+            if isinstance(g, RowSparse) and _transform.is_lazy(self._rule, self._prep.opts):
+                _transform.check_sparse_wd(self._prep.owner, self._rule, float(wd), name)
         args = (names, mp, weights, grads, states, lrs, wds, ts, hypers, keys)
         if fused:
             return _jitted(self._rule, self._prep.opts)(*args)
@@ -808,7 +819,7 @@ class Updater:
         else:
             indices, grads, weights = list(index), list(grad), list(weight)
         weights = [jnp.asarray(w) for w in weights]
-        grads = [jnp.asarray(g) for g in grads]
+        grads = [_as_grad(g) for g in grads]
         opt = self.optimizer
         if weights:
             opt._set_current_device(_device_id(weights[0]))

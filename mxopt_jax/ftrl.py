@@ -46,6 +46,8 @@ FTRL_RULE = Rule(
     checks={"lamda1": {"low": 0.0}, "beta": {"low": 0.0}},
     fp32_state=True,
     returns_weight=True,
+    static=("lazy_update",),
+    sparse="lazy_update",
 )
 
 
@@ -55,6 +57,7 @@ def ftrl(
     lamda1: Any = 0.01,
     beta: Any = 1.0,
     *,
+    lazy_update: bool = False,
     wd: Any = 0.0,
     rescale_grad: Any = 1.0,
     clip_gradient: Any = None,
@@ -81,6 +84,9 @@ def ftrl(
       learning_rate: ``alpha`` of the paper (default 0.1).
       lamda1: L1 regularization strength, ``>= 0`` (default 0.01).
       beta: ``>= 0`` (default 1.0).
+      lazy_update: for a :class:`~mxopt_jax.sparse.RowSparse` gradient, update only the listed rows of
+        ``w``, ``z`` and ``n`` (what MXNet does for a ``row_sparse`` weight); ``False`` (MXNet's dense weight)
+        densifies the gradient and recomputes every weight. No effect on dense gradients.
     """
     return build(FTRL_RULE, locals())
 

@@ -61,6 +61,7 @@ SGD_RULE = Rule(
     prepare=_has_momentum,
     weight_only_for_decay=True,
     validate=_check_lazy,
+    sparse="lazy_update",
 )
 
 
