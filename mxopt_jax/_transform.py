@@ -66,6 +66,9 @@ class Rule:
         ``"standard"`` densifies it and runs the dense rule; ``"lazy_update"`` updates only the listed rows
         when the ``lazy_update`` option is set (standard otherwise); ``"rows"`` always updates only the
         listed rows and needs ``wd == 0`` (MXNet's sparse AdaGrad/GroupAdaGrad kernels).
+      sparse_hparams: ``(g_rows, w, hp, opts) -> hp`` run by the lazy path before it gathers rows, for rules
+        whose step needs whole-tensor quantities (LARS's layer-wise rate from ``|w|`` and ``|g|``); ``g_rows``
+        holds the summed listed rows (zero padding), whose norm is the dense gradient's.
     """
 
     name: str
@@ -86,6 +89,7 @@ class Rule:
     leaf_check: Callable[..., None] | None = None
     derive: Callable[[dict], dict] | None = None
     sparse: str = "standard"
+    sparse_hparams: Callable[..., dict] | None = None
 
 
 # --------------------------------------------------------------------------- per-parameter core
@@ -208,6 +212,10 @@ def apply_leaf(
     if not wd_checked:
         check_sparse_wd(owner, rule, hp["wd"], path)
     rows, values = unique_rows(g)
+    if rule.sparse_hparams is not None:
+        cdt = jnp.result_type(hp["lr"])
+        src = w if master is None else master
+        hp = rule.sparse_hparams(values.astype(cdt), None if src is None else src.astype(cdt), hp, opts)
     w_rows = None if w is None else gather_rows(w, rows)
     s_rows = tuple(None if x is None else gather_rows(x, rows) for x in s)
     m_rows = None if master is None else gather_rows(master, rows)

@@ -563,6 +563,12 @@ def _make_class(
         elif name == "aggregate_num":
             default = aggregate
         kw.append(p.replace(kind=p.KEYWORD_ONLY, default=default))
+    # The constructor's own keyword-only options (e.g. Ftrl's ``lazy_update``) stay keyword-only here.
+    kw += [
+        p
+        for p in inspect.signature(ctor).parameters.values()
+        if p.kind == p.KEYWORD_ONLY and p.name not in base and p.name not in ("lr_mult", "wd_mult")
+    ]
     self_p = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     sig = inspect.Signature([self_p, *own, *kw])
 
