@@ -165,6 +165,7 @@ class JaxStep(eng.Contender):
         self.info = {"note": note} if note else {}
         self._jaxpr: str | None = None
         self.want_jaxpr = False
+        self.skip_reason: str | None = None  # set by the harness: only trace (for a twin), never run
         if twin is not None:
             twin.want_jaxpr = True
 
@@ -182,6 +183,8 @@ class JaxStep(eng.Contender):
         self.fn = jax.jit(self.step, donate_argnums=(0, 1))
         if self.want_jaxpr:
             self.jaxpr()
+        if self.skip_reason:
+            raise eng.Skip(self.skip_reason)
         if self.twin is not None:
             same = self.twin.jaxpr() == self.jaxpr()
             self.twin._jaxpr = self._jaxpr = None
@@ -220,7 +223,6 @@ class JaxStep(eng.Contender):
         for name in ("params", "state", "grads", "fn", "tx", "step"):
             if hasattr(self, name):
                 delattr(self, name)
-        self._jaxpr = None
 
 
 class FacadeStep(eng.Contender):
@@ -689,7 +691,12 @@ def child_main(args: argparse.Namespace) -> None:
             print(f"   [{wname}/{key}] rounds={rounds}", flush=True)
             skip = skips.get((wname, key), {})
             cs = jax_contenders(wl, cfg, data, key == configs.HEADLINE, args.facade_first_budget)
-            cs = [_Missing(c.label, skip[c.label]) if c.label in skip else c for c in cs]
+            for i, c in enumerate(cs):
+                if c.label in skip:
+                    if isinstance(c, JaxStep):  # still traced when its twin needs the fingerprint
+                        c.skip_reason = skip[c.label]
+                    else:
+                        cs[i] = _Missing(c.label, skip[c.label])
             slots: list = [eng.LocalSlot(c, sample_s) for c in cs]
             for w in workers:
                 if any(label.startswith(f"{w.name}:") for label in skip):

@@ -84,7 +84,16 @@ def _check_table(lines: list[str]) -> int:
 def test_quick_run(tmp_path):
     out_md, out_png, out_json = tmp_path / "R.md", tmp_path / "r.png", tmp_path / "r.json"
     cmd = [sys.executable, str(BENCH / "run.py"), "--quick", "--workloads", "C,D"]
-    cmd += ["--optimizers", "sgd_mom,adam", "--rounds", "1", "--headline-rounds", "1"]
+    cmd += [
+        "--optimizers",
+        "sgd_mom,adam",
+        "--rounds",
+        "1",
+        "--headline-rounds",
+        "1",
+        "--facade-first-budget",
+        "2",
+    ]
     cmd += ["--out", str(out_md), "--plot", str(out_png), "--json", str(out_json)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
