@@ -169,9 +169,15 @@ def resolve_learning_rate(owner: str, learning_rate: Any, lr_scheduler: Any) -> 
         learning_rate = 0.01
     if lr_scheduler is not None:
         if not callable(lr_scheduler):
+            hint = ""
+            if isinstance(lr_scheduler, (jax.Array, np.ndarray)):
+                hint = (
+                    " (under optax.inject_hyperparams the scheduler is called like a schedule unless you pass "
+                    "static_args=('lr_scheduler',))"
+                )
             raise TypeError(
                 f"{owner}: `lr_scheduler` must be an mxopt_jax.lr_scheduler.LRScheduler or a callable "
-                f"num_update -> lr, got {type(lr_scheduler).__name__}"
+                f"num_update -> lr, got {type(lr_scheduler).__name__}{hint}"
             )
         if learning_rate is not None and callable(learning_rate):
             raise TypeError(
@@ -260,9 +266,53 @@ def preprocess(
     return G
 
 
-def l2_norm(x: jax.Array) -> jax.Array:
-    """Whole-tensor L2 norm (in the dtype of ``x``, float32 or wider)."""
-    return jnp.sqrt(jnp.sum(jnp.square(x)))
+AxisName = str | tuple[str, ...] | None
+
+
+def check_axis_name(owner: str, value: Any) -> None:
+    """``axis_name``: ``None``, a mesh axis name, or a non-empty tuple of distinct axis names."""
+    ok = value is None or (isinstance(value, str) and value != "")
+    if isinstance(value, tuple) and value and all(isinstance(v, str) and v for v in value):
+        ok = len(set(value)) == len(value)
+    if not ok:
+        raise TypeError(
+            f"{owner}: `axis_name` must be None, a mesh axis name (non-empty str) or a non-empty tuple of "
+            f"distinct axis names (the axes the parameters are sharded over inside shard_map/pmap), "
+            f"got {value!r}"
+        )
+
+
+def param_sum(x: jax.Array, opts: dict | None = None, axis: Any = None, keepdims: bool = False) -> jax.Array:
+    """Sum of ``x`` over ``axis`` of a parameter (all axes by default), across shards when it is sharded.
+
+    When ``opts["axis_name"]`` is set, the parameter is a shard of a larger tensor inside ``jax.shard_map``
+    (or ``jax.pmap`` with sharded parameters), split over those mesh axes: the local sum is followed by a
+    ``lax.psum`` over them, so the result is the sum over the whole tensor, identical on every shard.
+    Every reduction of an update rule that must see the whole parameter goes through here.
+    """
+    s = jnp.sum(x, axis=axis, keepdims=keepdims)
+    name = None if opts is None else opts.get("axis_name")
+    if name is None:
+        return s
+    try:
+        return jax.lax.psum(s, name)
+    except NameError as exc:
+        raise ValueError(
+            f"`axis_name`={name!r}: no such mesh axis is bound here ({exc}). Call the update inside "
+            "jax.shard_map / jax.pmap over that axis, or pass axis_name=None when the parameters are not "
+            "sharded (jax.jit with NamedSharding needs no axis_name)"
+        ) from None
+
+
+def param_mean(x: jax.Array, opts: dict | None = None, axis: int = 1, keepdims: bool = True) -> jax.Array:
+    """Mean of ``x`` over ``axis`` of a parameter, across shards like :func:`param_sum`."""
+    count = param_sum(jnp.asarray(x.shape[axis], x.dtype), opts)
+    return param_sum(x, opts, axis=axis, keepdims=keepdims) / count
+
+
+def l2_norm(x: jax.Array, opts: dict | None = None) -> jax.Array:
+    """Whole-tensor L2 norm (in the dtype of ``x``, float32 or wider), across shards like :func:`param_sum`."""
+    return jnp.sqrt(param_sum(jnp.square(x), opts))
 
 
 def one_minus_pow(beta: jax.Array, t: jax.Array) -> jax.Array:

@@ -1,6 +1,8 @@
 """Layer-wise adaptive optimizers: LARS, LAMB and LANS.
 
-Their trust ratios use whole-tensor L2 norms of each parameter (never per row or per shard).
+Their trust ratios use whole-tensor L2 norms of each parameter (never per row or per shard): with
+``axis_name`` set, the norms of parameters sharded inside ``jax.shard_map``/``jax.pmap`` are summed across the
+shards (:func:`mxopt_jax._base.param_sum`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,16 @@ from typing import Any
 import jax.numpy as jnp
 import optax
 
-from ._base import check_lazy_update, is_static_zero, l2_norm, one_minus_pow, preprocess, scale
+from ._base import (
+    AxisName,
+    check_axis_name,
+    check_lazy_update,
+    is_static_zero,
+    l2_norm,
+    one_minus_pow,
+    preprocess,
+    scale,
+)
 from ._transform import Rule, build, with_common_doc
 from .adam import AdamState, _two_moments, ema
 from .sgd import SGDState, _has_momentum, _mom_init
@@ -19,17 +30,43 @@ _BETA = {"low": 0.0, "high": 1.0, "high_open": True}
 _LARS_EXEMPT = ("gamma", "beta", "bias")
 
 
+def _axis_opts(args: dict) -> dict:
+    """The mesh axes the parameters are sharded over (norms are then ``psum``-ed over them)."""
+    return {"axis_name": args["axis_name"]}
+
+
+def _check_axis(owner: str, args: dict) -> None:
+    check_axis_name(owner, args["axis_name"])
+
+
+def _lars_validate(owner: str, args: dict) -> None:
+    check_lazy_update(owner, args, allow_multi_precision=False)
+    _check_axis(owner, args)
+
+
+def _lars_rate(g, w, hp, opts) -> dict:
+    """``hp`` with ``lr`` times the layer-wise factor ``eta * |w| / (|g| + wd |w| + eps)`` (1 when degenerate
+    or for gamma/beta/bias parameters), computed from the whole tensors."""
+    if hp["name"].endswith(_LARS_EXEMPT):
+        return {**hp, "lars_rate_applied": True}
+    wn = l2_norm(w, opts)
+    gn = l2_norm(scale(g, hp["rescale_grad"]), opts)
+    wd = 0.0 if is_static_zero(hp["wd"]) else hp["wd"]
+    ok = (wn > 0) & (gn > 0)
+    lam = jnp.where(ok, hp["eta"] * wn / jnp.where(ok, gn + wd * wn + hp["epsilon"], 1.0), 1.0)
+    return {**hp, "lr": hp["lr"] * lam, "lars_rate_applied": True}
+
+
 def lars_step(g, w, s, hp, opts):
-    """SGD(-momentum) with the layer-wise rate ``lr * eta * |w| / (|g| + wd |w| + eps)``."""
+    """SGD(-momentum) with the layer-wise rate ``lr * eta * |w| / (|g| + wd |w| + eps)``.
+
+    A lazy row-sparse update computes the rate from the whole weight and gradient first (``sparse_hparams``),
+    as MXNet does, then runs this step on the listed rows.
+    """
     (mom,) = s
+    if not hp.get("lars_rate_applied"):
+        hp = _lars_rate(g, w, hp, opts)
     lr = hp["lr"]
-    if not hp["name"].endswith(_LARS_EXEMPT):
-        wn = l2_norm(w)
-        gn = l2_norm(scale(g, hp["rescale_grad"]))
-        wd = 0.0 if is_static_zero(hp["wd"]) else hp["wd"]
-        ok = (wn > 0) & (gn > 0)
-        lam = jnp.where(ok, hp["eta"] * wn / jnp.where(ok, gn + wd * wn + hp["epsilon"], 1.0), 1.0)
-        lr = lr * lam
     G = preprocess(g, w, hp)
     if mom is None:
         return -lr * G, (None,)
@@ -46,8 +83,10 @@ LARS_RULE = Rule(
     hyper=("momentum", "eta", "epsilon"),
     static=("lazy_update",),
     checks={"momentum": {"low": 0.0, "high": 1.0}, "eta": {"low": 0.0}, "epsilon": {"low": 0.0}},
-    prepare=_has_momentum,
-    validate=lambda owner, args: check_lazy_update(owner, args, allow_multi_precision=False),
+    prepare=lambda args: {**_has_momentum(args), **_axis_opts(args)},
+    validate=_lars_validate,
+    sparse="lazy_update",
+    sparse_hparams=_lars_rate,
 )
 
 
@@ -69,6 +108,7 @@ def lars(
     begin_num_update: int = 0,
     aggregate_num: Any = None,
     use_fused_step: bool | None = None,
+    axis_name: AxisName = None,
 ) -> optax.GradientTransformation:
     """LARS, layer-wise adaptive rate scaling (``mxnet.optimizer.LARS``)::
 
@@ -87,13 +127,18 @@ def lars(
       eta: trust coefficient, ``>= 0`` (default 0.001).
       epsilon: ``>= 0`` (default 1e-8).
       lazy_update: for row-sparse gradients, update only the listed rows.
+      axis_name: ``None`` (default), or the mesh axis name (or tuple of names) over which every parameter
+        given to this transform is sharded when ``update`` runs inside ``jax.shard_map`` (or ``jax.pmap``
+        with sharded parameters): the whole-tensor norms are then ``lax.psum``-ed over those axes, so the
+        result equals the unsharded one. Not needed under ``jax.jit`` with ``NamedSharding``; see
+        ``docs/interop.md``. Keyword-only (an mxopt_jax extension, not in the MXNet-style facade).
     """
     return build(LARS_RULE, locals())
 
 
-def bounded_weight_norm(w, hp):
+def bounded_weight_norm(w, hp, opts=None):
     """``|w|`` clamped to ``[lower_bound, upper_bound]`` (a bound of None or 0 is off, as MXNet's kernels)."""
-    r1 = l2_norm(w)
+    r1 = l2_norm(w, opts)
     lb, ub = hp["lower_bound"], hp["upper_bound"]
     if lb is not None:
         r1 = jnp.where(lb > 0, jnp.maximum(r1, lb), r1)
@@ -102,9 +147,9 @@ def bounded_weight_norm(w, hp):
     return r1
 
 
-def trust_ratio(r1, u):
+def trust_ratio(r1, u, opts=None):
     """``r1 / |u|``, or 1 when either is 0."""
-    r2 = l2_norm(u)
+    r2 = l2_norm(u, opts)
     ok = (r1 > 0) & (r2 > 0)
     return jnp.where(ok, r1 / jnp.where(ok, r2, 1.0), 1.0)
 
@@ -125,7 +170,7 @@ def lamb_step(g, w, s, hp, opts):
     else:
         u = m / (jnp.sqrt(v) + eps)
     u = _with_decay(u, w, hp)
-    r = trust_ratio(bounded_weight_norm(w, hp), u)
+    r = trust_ratio(bounded_weight_norm(w, hp, opts), u, opts)
     return -hp["lr"] * r * u, (m, v)
 
 
@@ -143,6 +188,8 @@ LAMB_RULE = Rule(
     static=("bias_correction",),
     checks={"beta1": _BETA, "beta2": _BETA, "epsilon": {"low": 0.0, "low_open": True}, **_bounds_checks()},
     fp32_state=True,
+    prepare=_axis_opts,
+    validate=_check_axis,
 )
 
 
@@ -166,6 +213,7 @@ def lamb(
     begin_num_update: int = 0,
     aggregate_num: Any = 4,
     use_fused_step: bool | None = None,
+    axis_name: AxisName = None,
 ) -> optax.GradientTransformation:
     """LAMB (``mxnet.optimizer.LAMB``)::
 
@@ -185,6 +233,11 @@ def lamb(
       epsilon: ``> 0`` (default 1e-6).
       lower_bound, upper_bound: clamp of ``|w|`` in the trust ratio (None or 0: off).
       bias_correction: use Adam's bias correction (default True).
+      axis_name: ``None`` (default), or the mesh axis name (or tuple of names) over which every parameter
+        given to this transform is sharded when ``update`` runs inside ``jax.shard_map`` (or ``jax.pmap``
+        with sharded parameters): the whole-tensor norms are then ``lax.psum``-ed over those axes, so the
+        result equals the unsharded one. Not needed under ``jax.jit`` with ``NamedSharding``; see
+        ``docs/interop.md``. Keyword-only (an mxopt_jax extension, not in the MXNet-style facade).
     """
     return build(LAMB_RULE, locals())
 
@@ -194,16 +247,16 @@ def lans_step(g, w, s, hp, opts):
     m, v = s
     b1, b2, eps, t = hp["beta1"], hp["beta2"], hp["epsilon"], hp["t"]
     gs = scale(g, hp["rescale_grad"])
-    gn = gs / l2_norm(gs)
+    gn = gs / l2_norm(gs, opts)
     c = hp["clip_gradient"]
     G = gn if c is None else jnp.clip(gn, -c, c)
     m = ema(m, G, b1)
     v = ema(v, G * G, b2)
     D = jnp.sqrt(v / one_minus_pow(b2, t)) + eps
-    r1 = bounded_weight_norm(w, hp)
+    r1 = bounded_weight_norm(w, hp, opts)
     u_m = _with_decay((m / one_minus_pow(b1, t)) / D, w, hp)
     u_g = _with_decay(G / D, w, hp)
-    step = b1 * trust_ratio(r1, u_m) * u_m + (1 - b1) * trust_ratio(r1, u_g) * u_g
+    step = b1 * trust_ratio(r1, u_m, opts) * u_m + (1 - b1) * trust_ratio(r1, u_g, opts) * u_g
     return -hp["lr"] * step, (m, v)
 
 
@@ -216,6 +269,8 @@ LANS_RULE = Rule(
     hyper=("beta1", "beta2", "epsilon", "lower_bound", "upper_bound"),
     checks=LAMB_RULE.checks,
     fp32_state=True,
+    prepare=_axis_opts,
+    validate=_check_axis,
 )
 
 
@@ -238,6 +293,7 @@ def lans(
     begin_num_update: int = 0,
     aggregate_num: Any = 4,
     use_fused_step: bool | None = None,
+    axis_name: AxisName = None,
 ) -> optax.GradientTransformation:
     """LANS (``mxnet.optimizer.LANS``, MXNet 2.0's fused math)::
 
@@ -257,5 +313,10 @@ def lans(
       beta1, beta2: decay rates in ``[0, 1)``.
       epsilon: ``> 0`` (default 1e-6).
       lower_bound, upper_bound: clamp of ``|w|`` in the trust ratios (None or 0: off).
+      axis_name: ``None`` (default), or the mesh axis name (or tuple of names) over which every parameter
+        given to this transform is sharded when ``update`` runs inside ``jax.shard_map`` (or ``jax.pmap``
+        with sharded parameters): the whole-tensor norms are then ``lax.psum``-ed over those axes, so the
+        result equals the unsharded one. Not needed under ``jax.jit`` with ``NamedSharding``; see
+        ``docs/interop.md``. Keyword-only (an mxopt_jax extension, not in the MXNet-style facade).
     """
     return build(LANS_RULE, locals())
