@@ -26,9 +26,16 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from . import _base
+from . import _base, multi_tensor
 from ._base import check_clip_gradient, check_range, is_python_number, is_static_one, is_static_zero
-from .sparse import RowSparse, gather_rows, is_row_sparse, scatter_rows, unique_rows
+from .multi_tensor import FlatParams
+from .sparse import RowSparse, gather_rows, scatter_rows, unique_rows
+
+
+def _is_unit(x: Any) -> bool:
+    """Leaves of a gradient tree as the driver sees them: arrays, ``RowSparse`` and ``FlatParams``."""
+    return isinstance(x, (RowSparse, FlatParams))
+
 
 FP16_WARNING = (
     "Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
@@ -260,13 +267,33 @@ def leaf_hparams(
 
 
 # --------------------------------------------------------------------------- multipliers
-def _mult_leaves(owner: str, argname: str, mult: Any, params: Any, treedef: Any, paths: list[str]) -> list:
-    """Per-leaf multipliers from ``None``, a pytree matching params, or ``(path, leaf) -> float``."""
+def _mult_leaves(
+    owner: str,
+    argname: str,
+    mult: Any,
+    params: Any,
+    treedef: Any,
+    paths: list[str],
+    units: list | None = None,
+) -> list:
+    """Per-leaf multipliers from ``None``, a pytree matching params, or ``(path, leaf) -> float``.
+
+    For a :class:`~mxopt_jax.multi_tensor.FlatParams` leaf (of ``params``, or of ``units``, the gradients,
+    when ``params`` is absent) the entry is the list of its original parameters' multipliers.
+    """
     leaves = treedef.flatten_up_to(params) if params is not None else [None] * treedef.num_leaves
+    if units is not None:
+        leaves = [
+            u if isinstance(u, FlatParams) and leaf is None else leaf
+            for u, leaf in zip(units, leaves, strict=True)
+        ]
     if mult is None:
-        return [1.0] * treedef.num_leaves
+        return [[1.0] * len(x.layout.paths) if isinstance(x, FlatParams) else 1.0 for x in leaves]
     if callable(mult):
-        vals = [mult(p, leaf) for p, leaf in zip(paths, leaves, strict=True)]
+        vals = [
+            None if isinstance(leaf, FlatParams) else mult(p, leaf)
+            for p, leaf in zip(paths, leaves, strict=True)
+        ]
     else:
         try:
             vals = treedef.flatten_up_to(mult)
@@ -276,16 +303,47 @@ def _mult_leaves(owner: str, argname: str, mult: Any, params: Any, treedef: Any,
                 f"(one float per parameter) or a callable (path, leaf) -> float; structure mismatch: {exc}"
             ) from None
     out = []
-    for p, v in zip(paths, vals, strict=True):
-        if v is None:
-            v = 1.0
-        check_range(owner, f"{argname}[{p!r}]", v, low=0.0)
-        if not is_python_number(v):
-            arr = jnp.asarray(v)
-            if arr.shape != ():
-                raise ValueError(f"{owner}: `{argname}[{p!r}]` must be a scalar, got shape {arr.shape}")
-        out.append(float(v) if is_python_number(v) else v)
+    for p, v, leaf in zip(paths, vals, leaves, strict=True):
+        if isinstance(leaf, FlatParams):  # one multiplier per original parameter of the buffers
+            out.append(_flat_mults(owner, argname, mult, v, leaf.layout, p))
+            continue
+        out.append(_check_mult(owner, argname, p, v))
     return out
+
+
+def _check_mult(owner: str, argname: str, p: str, v: Any) -> Any:
+    if v is None:
+        v = 1.0
+    check_range(owner, f"{argname}[{p!r}]", v, low=0.0)
+    if not is_python_number(v):
+        arr = jnp.asarray(v)
+        if arr.shape != ():
+            raise ValueError(f"{owner}: `{argname}[{p!r}]` must be a scalar, got shape {arr.shape}")
+    return float(v) if is_python_number(v) else v
+
+
+def _inner_paths(layout: multi_tensor.Layout, outer: str) -> list[str]:
+    return [f"{outer}/{p}" if outer and p else (outer or p) for p in layout.paths]
+
+
+def _flat_mults(
+    owner: str, argname: str, mult: Any, sub: Any, layout: multi_tensor.Layout, outer: str
+) -> list:
+    paths = _inner_paths(layout, outer)
+    if mult is None:
+        return [1.0] * len(paths)
+    if callable(mult):
+        leaves = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in zip(layout.shapes, layout.dtypes, strict=True)]
+        vals = [mult(p, leaf) for p, leaf in zip(paths, leaves, strict=True)]
+    else:
+        try:
+            vals = layout.treedef.flatten_up_to(sub)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(
+                f"{owner}: `{argname}` for the FlatParams at {outer or '<root>'!r} must match the structure of "
+                f"the parameters it was built from: {exc}"
+            ) from None
+    return [_check_mult(owner, argname, p, v) for p, v in zip(paths, vals, strict=True)]
 
 
 # --------------------------------------------------------------------------- the transform
@@ -363,19 +421,38 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
     seed = args.get("seed", 0)
 
     def init_fn(params):
-        leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(params)
+        leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(params, is_leaf=_is_unit)
         paths = [_base.path_name(p) for p, _ in leaves_with_path]
         leaves = [leaf for _, leaf in leaves_with_path]
         warned = False
         fields_per_leaf, masters = [], []
         for path, leaf in zip(paths, leaves, strict=True):
-            _base.check_float_leaf(owner, path, leaf)
-            if rule.leaf_check is not None:
-                rule.leaf_check(owner, path, leaf, opts)
-            if _base.is_low_precision(jnp.result_type(leaf)) and not multi_precision and not warned:
-                warnings.warn(FP16_WARNING, UserWarning, stacklevel=3)
-                warned = True
-            f, m = leaf_init(rule, opts, leaf, multi_precision)
+            if isinstance(leaf, RowSparse):
+                raise TypeError(
+                    f"{owner}: parameter {path or '<root>'} is a RowSparse; parameters must be dense"
+                )
+            units = leaf.buffers if isinstance(leaf, FlatParams) else (leaf,)
+            per_unit = []
+            for unit in units:
+                _base.check_float_leaf(owner, path, unit)
+                if rule.leaf_check is not None:
+                    rule.leaf_check(owner, path, unit, opts)
+                if _base.is_low_precision(jnp.result_type(unit)) and not multi_precision and not warned:
+                    warnings.warn(FP16_WARNING, UserWarning, stacklevel=3)
+                    warned = True
+                per_unit.append(leaf_init(rule, opts, unit, multi_precision))
+            if isinstance(leaf, FlatParams):
+                f = tuple(
+                    None
+                    if all(u[0][j] is None for u in per_unit)
+                    else FlatParams([u[0][j] for u in per_unit], leaf.layout)
+                    for j in range(len(rule.fields))
+                )
+                # a master buffer for each 16-bit buffer (None for the others)
+                masters_b = [u[1] for u in per_unit]
+                m = None if all(x is None for x in masters_b) else FlatParams(masters_b, leaf.layout)
+            else:
+                f, m = per_unit[0]
             fields_per_leaf.append(f)
             masters.append(m)
         # Multipliers are checked now so a bad tree fails at init, not inside a trace.
@@ -391,7 +468,7 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
         return rule.state_cls(**state)
 
     def update_fn(updates, state, params=None):
-        leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(updates, is_leaf=is_row_sparse)
+        leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(updates, is_leaf=_is_unit)
         paths = [_base.path_name(p) for p, _ in leaves_with_path]
         g_leaves = [leaf for _, leaf in leaves_with_path]
         count = state.count
@@ -422,8 +499,8 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
             if state.master is None
             else _flatten_state(owner, "master", treedef, state.master)
         )
-        lr_mults = _mult_leaves(owner, "lr_mult", lr_mult, params, treedef, paths)
-        wd_mults = _mult_leaves(owner, "wd_mult", wd_mult, params, treedef, paths)
+        lr_mults = _mult_leaves(owner, "lr_mult", lr_mult, params, treedef, paths, g_leaves)
+        wd_mults = _mult_leaves(owner, "wd_mult", wd_mult, params, treedef, paths, g_leaves)
         num_update = begin + count + (0 if rule.lr_before_count else 1)
         t = begin + count + 1
         lr = sched(num_update) if sched is not None else _base.resolve(learning_rate, count)
@@ -434,10 +511,28 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
         outs, new_fields, new_masters = [], [], []
         for i, g in enumerate(g_leaves):
             s = tuple(None if fields[n] is None else fields[n][i] for n in rule.fields)
-            ref = g if p_leaves[i] is None else p_leaves[i]
-            cdt = _base.compute_dtype(jnp.result_type(ref))
-            hp = leaf_hparams(common, lr, lr_mults[i], wd_mults[i], t, cdt, paths[i], leaf_keys[i])
-            u, ns, nm = apply_leaf(rule, opts, g, p_leaves[i], s, masters[i], hp, owner, paths[i])
+            if isinstance(g, FlatParams):
+                u, ns, nm = _flat_update(
+                    rule,
+                    opts,
+                    owner,
+                    common,
+                    lr,
+                    t,
+                    paths[i],
+                    g,
+                    p_leaves[i],
+                    s,
+                    masters[i],
+                    lr_mults[i],
+                    wd_mults[i],
+                    leaf_keys[i],
+                )
+            else:
+                ref = g if p_leaves[i] is None else p_leaves[i]
+                cdt = _base.compute_dtype(jnp.result_type(ref))
+                hp = leaf_hparams(common, lr, lr_mults[i], wd_mults[i], t, cdt, paths[i], leaf_keys[i])
+                u, ns, nm = apply_leaf(rule, opts, g, p_leaves[i], s, masters[i], hp, owner, paths[i])
             outs.append(u)
             new_fields.append(ns)
             new_masters.append(nm)
@@ -449,7 +544,77 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
             new_state["key"] = new_key
         return treedef.unflatten(outs), rule.state_cls(**new_state)
 
+    tx = optax.GradientTransformation(init_fn, update_fn)
+    agg = args["aggregate_num"]
+    if agg is None or (not isinstance(agg, float) and agg == 1):
+        return tx
+    return _aggregated(owner, tx, agg)
+
+
+def _aggregated(owner: str, tx: optax.GradientTransformation, agg: Any) -> optax.GradientTransformation:
+    """``aggregate_num > 1``: state kept as multi-tensor buffers; gradients concatenated, updates split."""
+
+    def flat(tree: Any, what: str) -> FlatParams:
+        leaves = jax.tree_util.tree_leaves(tree, is_leaf=_is_unit)
+        if any(isinstance(x, (RowSparse, FlatParams)) for x in leaves):
+            raise ValueError(
+                f"{owner}: `aggregate_num` > 1 groups an ordinary parameter tree into buffers; `{what}` holds a "
+                "RowSparse or FlatParams (use aggregate_num=None for row-sparse gradients; pass FlatParams to a "
+                "transform built without aggregate_num)"
+            )
+        return FlatParams.from_tree(tree, agg)
+
+    def init_fn(params):
+        return tx.init(flat(params, "params"))
+
+    def update_fn(updates, state, params=None):
+        if params is None:
+            g, p = flat(updates, "updates"), None
+        else:
+            p = flat(params, "params")
+            try:
+                p.layout.treedef.flatten_up_to(updates)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(
+                    f"{owner}: `params` and the gradients have different tree structures: {exc}"
+                ) from None
+            flat(updates, "updates")
+            g = p.like(updates)
+        u, state = tx.update(g, state, p)
+        return u.to_tree(), state
+
     return optax.GradientTransformation(init_fn, update_fn)
+
+
+def _flat_update(rule, opts, owner, common, lr, t, path, g, w, s, master, lr_mults, wd_mults, key):
+    """The multi-tensor path: the rule once per buffer of a :class:`~mxopt_jax.multi_tensor.FlatParams`."""
+    layout = g.layout
+    for what, x in (("params", w), ("master", master), *zip(rule.fields, s, strict=True)):
+        if x is not None and (not isinstance(x, FlatParams) or x.layout != layout):
+            raise ValueError(
+                f"{owner}: the gradient at {path or '<root>'!r} is a FlatParams but `{what}` there is not one "
+                "with the same layout (build params, gradients and state from the same FlatParams)"
+            )
+    keys = [None] * len(g.buffers) if key is None else list(jax.random.split(key, len(g.buffers)))
+    outs, new_s, new_m = [], [], []
+    for b, gb in enumerate(g.buffers):
+        wb = None if w is None else w.buffers[b]
+        sb = tuple(None if x is None else x.buffers[b] for x in s)
+        mb = None if master is None else master.buffers[b]
+        segments = multi_tensor.segment_info(layout, b)
+        cdt = _base.compute_dtype(jnp.result_type(gb if wb is None else wb))
+        members = layout.groups[b]
+        lr_m = multi_tensor.expand([lr_mults[j] for j in members], segments["sizes"], cdt)
+        wd_m = multi_tensor.expand([wd_mults[j] for j in members], segments["sizes"], cdt)
+        hp = leaf_hparams(common, lr, lr_m, wd_m, t, cdt, "", keys[b])
+        u, ns, nm = leaf_update(rule, {**opts, "segments": segments}, gb, wb, sb, mb, hp)
+        outs.append(u)
+        new_s.append(ns)
+        new_m.append(nm)
+    fields = tuple(
+        None if s[j] is None else FlatParams([n[j] for n in new_s], layout) for j in range(len(rule.fields))
+    )
+    return FlatParams(outs, layout), fields, (None if master is None else FlatParams(new_m, layout))
 
 
 def _flatten_state(owner: str, name: str, treedef: Any, tree: Any) -> list:

@@ -56,7 +56,7 @@ MXNET_DEFAULTS = {
         lower_bound=None,
         upper_bound=None,
         bias_correction=True,
-        aggregate_num=4,
+        aggregate_num=None,  # MXNet's 4 is the facade's default; the functional default is per parameter
     ),
     "lans": dict(
         learning_rate=0.001,
@@ -65,7 +65,7 @@ MXNET_DEFAULTS = {
         epsilon=1e-6,
         lower_bound=None,
         upper_bound=None,
-        aggregate_num=4,
+        aggregate_num=None,
     ),
     "test": dict(learning_rate=0.01),
 }
