@@ -298,7 +298,11 @@ class WorkerSlot:
         while True:
             line = self.proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"{self.name} worker exited (rc={self.proc.poll()})")
+                try:
+                    rc = self.proc.wait(timeout=10)
+                except Exception:  # noqa: BLE001
+                    rc = None
+                raise RuntimeError(f"{self.name} worker exited (rc={rc})")
             line = line.strip()
             if line.startswith("{"):
                 return json.loads(line)

@@ -29,6 +29,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -176,6 +177,12 @@ class JaxStep(eng.Contender):
         self.grads = self.sparse_grads() if self.sparse_grads is not None else self.data.grads(self.layout)
         self.params = self.data.params(self.layout)
         self.state = self.tx.init(self.params)
+        # a state leaf that IS a parameter array (DCASGD's prev_weight at init) cannot be donated twice
+        ids = {id(x) for x in jax.tree.leaves(self.params)}
+        aliased = [id(x) in ids for x in jax.tree.leaves(self.state)]
+        if any(aliased):
+            self.info["note"] = "tx.init returned state aliasing the params; copied so both can be donated"
+            self.state = jax.tree.map(lambda x: jnp.copy(x) if id(x) in ids else x, self.state)
         self.step = _make_step(self.tx)
         _sync(self.params, self.state)
         dense_grads = None if self.sparse_grads is None else self.grads
@@ -512,7 +519,9 @@ def start_worker(name: str, python: str, script: str) -> eng.WorkerSlot | None:
     try:
         w = eng.WorkerSlot(name, [python, os.path.join(HERE, script), "--serve"], env=env)
     except Exception as exc:  # noqa: BLE001
-        print(f"!! {name}: could not start {python} {script}: {exc}", file=sys.stderr)
+        why = f"not available: could not start {python} {script}: {exc}"
+        print(f"!! {name}: {why}", file=sys.stderr)
+        _emit({"event": "side", "name": name, "hello": {"error": why}})
         return None
     print(f"   {name} worker: {json.dumps(w.hello.get('hello', w.hello))}")
     return w
@@ -599,24 +608,39 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--first-call-timeout",
         type=float,
         default=None,
-        help="seconds a contender's set-up + first call may take before it is abandoned (default 120)",
+        help="seconds a contender's set-up + first call may take before it is abandoned (default 60)",
     )
     p.add_argument(
         "--facade-first-budget",
         type=float,
         default=None,
-        help="seconds the facade's per-index first step may take before it is skipped (default 75)",
+        help="seconds the facade's per-index first step may take before it is skipped (default 60)",
     )
     p.add_argument("--mxnet-python", default=None, help="python of a side venv with mxnet 1.9.1 (optional)")
     p.add_argument("--torch-python", default=None, help="python of a side venv with torch (optional)")
-    p.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"), help="markdown report ('' = none)")
-    p.add_argument("--plot", default=os.path.join(HERE, "results.png"), help="bar chart ('' = none)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="markdown report ('' = none; default benchmarks/RESULTS.md, with --quick a file in the temp dir)",
+    )
+    p.add_argument(
+        "--plot",
+        default=None,
+        help="bar chart ('' = none; default benchmarks/results.png, with --quick a file in the temp dir)",
+    )
     p.add_argument("--json", default="", help="also dump the raw results as JSON to this file")
     p.add_argument("--quick", action="store_true", help="small sizes and 1-2 rounds: check that it works")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--skip", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument("--bw-gbps", type=float, default=float("nan"), help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    tmp = tempfile.gettempdir()
+    if a.out is None:
+        a.out = os.path.join(tmp, "mxopt_jax_bench_quick.md") if a.quick else os.path.join(HERE, "RESULTS.md")
+    if a.plot is None:
+        a.plot = (
+            os.path.join(tmp, "mxopt_jax_bench_quick.png") if a.quick else os.path.join(HERE, "results.png")
+        )
     if a.rounds is None:
         a.rounds = 1 if a.quick else 5
     if a.headline_rounds is None:
@@ -626,9 +650,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if a.bandwidth_mib is None:
         a.bandwidth_mib = 4 if a.quick else 256
     if a.first_call_timeout is None:
-        a.first_call_timeout = 120.0
+        a.first_call_timeout = 60.0
     if a.facade_first_budget is None:
-        a.facade_first_budget = 30.0 if a.quick else 75.0
+        a.facade_first_budget = 30.0 if a.quick else 60.0
     a.workload_list = [w.strip().upper() for w in a.workloads.split(",") if w.strip()]
     for w in a.workload_list:
         if w not in W.ALL:

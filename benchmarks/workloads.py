@@ -9,7 +9,7 @@ shapes and the same numbers.
 * ``C``: 2000 leaves of 256 float32.
 * ``D``: a 1,000,000 x 64 float32 embedding table; 10,000 distinct rows (1 %) get a gradient each step.
 
-``quick=True`` gives small versions of the same structure (B keeps its 161 leaves) for smoke runs.
+``quick=True`` gives small versions for smoke runs (B: one bottleneck block per stage at 1/16 width, 53 leaves).
 """
 
 from __future__ import annotations
@@ -110,8 +110,8 @@ def get(name: str, quick: bool = False) -> Workload:
         return Workload("A", f"one leaf of {n:,} float32", (("w", (n,)),))
     if name == "B":
         if quick:
-            shapes = resnet_param_shapes(base_width=4, num_classes=10)
-            desc = "ResNet-50 structure at 1/16 width"
+            shapes = resnet_param_shapes(blocks=(1, 1, 1, 1), base_width=4, num_classes=10)
+            desc = "ResNet structure, one block per stage, 1/16 width"
         else:
             shapes = resnet_param_shapes()
             desc = "ResNet-50 parameters"
