@@ -26,6 +26,7 @@ Scalar = float | int | jax.Array | np.ndarray
 ScalarOrSchedule = Scalar | Callable[[jax.Array], Any]
 
 LOW_PRECISION = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
+INT32_MAX = 2**31 - 1
 
 
 # --------------------------------------------------------------------------- static vs dynamic values
@@ -145,6 +146,9 @@ def check_int(owner: str, name: str, value: Any, *, low: int) -> None:
     if isinstance(value, bool) or not ok:
         raise TypeError(f"{owner}: `{name}` must be an int >= {low}, got {value!r}")
     check_range(owner, name, value, low=low)
+    v = concrete_value(value)  # None when traced (optax.inject_hyperparams injects int arguments too)
+    if v is not None and v > INT32_MAX:
+        raise ValueError(f"{owner}: `{name}` must be <= {INT32_MAX} (update counts are int32), got {int(v)}")
 
 
 def check_bool(owner: str, name: str, value: Any) -> None:
@@ -206,11 +210,95 @@ def scheduler_fn(lr_scheduler: Any) -> Callable[[jax.Array], jax.Array]:
 
 # --------------------------------------------------------------------------- dtypes
 def check_float_leaf(owner: str, path: str, leaf: Any) -> None:
-    dtype = jnp.result_type(leaf)
+    try:
+        dtype = jnp.result_type(leaf)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{owner}: parameter {path or '<root>'} is a {type(leaf).__name__}, not an array; optimizers "
+            "update floating-point arrays only (float16, bfloat16, float32, float64)"
+        ) from None
     if not jnp.issubdtype(dtype, jnp.floating):
         raise TypeError(
             f"{owner}: parameter {path or '<root>'} has dtype {dtype}; optimizers update floating-point "
             "parameters only (float16, bfloat16, float32, float64)"
+        )
+
+
+def check_update_leaf(owner: str, path: str, g: Any, w: Any = None, master: Any = None) -> None:
+    """Checks on one parameter at ``update`` time, before its rule runs (static shapes/dtypes: free under jit).
+
+    The gradient must be a floating-point array of the parameter's shape (NumPy/JAX broadcasting would
+    otherwise turn a wrong-shaped gradient into a silently wrong update, and ``astype`` an integer or complex
+    one into garbage); the parameter, when given, must be floating-point (an integer parameter would get its
+    update truncated to 0); the multi-precision master must have the parameter's shape.
+    """
+    name = path or "<root>"
+    try:
+        gdt = jnp.result_type(g)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{owner}: the gradient for parameter {name} is a {type(g).__name__}, not an array"
+        ) from None
+    if not jnp.issubdtype(gdt, jnp.floating):
+        raise TypeError(
+            f"{owner}: the gradient for parameter {name} has dtype {gdt}; gradients must be floating-point "
+            "(float16, bfloat16, float32, float64)"
+        )
+    if w is not None:
+        check_float_leaf(owner, path, w)
+        if tuple(jnp.shape(g)) != tuple(jnp.shape(w)):
+            raise ValueError(
+                f"{owner}: the gradient for parameter {name} has shape {tuple(jnp.shape(g))} but the parameter "
+                f"has shape {tuple(jnp.shape(w))}; they must be equal"
+            )
+    if master is not None and tuple(jnp.shape(master)) != tuple(jnp.shape(g)):
+        raise ValueError(
+            f"{owner}: the optimizer state's float32 master copy of parameter {name} has shape "
+            f"{tuple(jnp.shape(master))}, the gradient {tuple(jnp.shape(g))} (was the state created by init() "
+            "on these parameters?)"
+        )
+
+
+def check_state_leaves(
+    owner: str,
+    path: str,
+    names: tuple[str, ...],
+    fields: tuple,
+    init: Callable[..., tuple],
+    ref: Any,
+    opts: dict,
+) -> None:
+    """One parameter's state entries have the shapes the rule's ``init`` gives for a parameter like ``ref``.
+
+    ``init`` is ``rule.init`` (evaluated abstractly with ``jax.eval_shape``, nothing is computed); a state
+    made by ``init`` on differently shaped parameters of the same tree structure fails here with a message
+    naming the entry, instead of broadcasting into a silently wrong update.
+    """
+    cdt = compute_dtype(jnp.result_type(ref))
+    expected = jax.eval_shape(lambda w: tuple(init(w, cdt, opts)), jax.ShapeDtypeStruct(jnp.shape(ref), cdt))
+    for n, x, e in zip(names, fields, expected, strict=True):
+        if x is None or e is None:
+            if (x is None) != (e is None):
+                what = "missing" if x is None else "unexpected"
+                raise ValueError(
+                    f"{owner}: optimizer state `{n}` of parameter {path or '<root>'} is {what} (was the state "
+                    "created by this optimizer's init() with the same options?)"
+                )
+            continue
+        if tuple(jnp.shape(x)) != tuple(e.shape):
+            raise ValueError(
+                f"{owner}: optimizer state `{n}` of parameter {path or '<root>'} has shape "
+                f"{tuple(jnp.shape(x))}, expected {tuple(e.shape)} (was the state created by init() on these "
+                "parameters?)"
+            )
+
+
+def check_state_type(owner: str, state: Any, state_cls: type) -> None:
+    """The state passed to ``update`` is this optimizer's (not ``None``, not another optimizer's)."""
+    if not isinstance(state, state_cls):
+        raise TypeError(
+            f"{owner}: `state` is a {type(state).__name__}, expected the {state_cls.__name__} returned by this "
+            "optimizer's init() (inside optax wrappers pass the wrapper's own state)"
         )
 
 

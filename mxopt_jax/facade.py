@@ -357,8 +357,14 @@ def create(name: str, **kwargs: Any) -> Optimizer:
     """Instantiate the optimizer registered as ``name`` (case-insensitive), e.g. ``create('adam', wd=1e-4)``.
 
     Raises:
+      TypeError: ``name`` is not a string.
       ValueError: unknown name (the message lists the registered names).
     """
+    if not isinstance(name, str):
+        raise TypeError(
+            f"create: `name` must be an optimizer name (str), one of {', '.join(sorted(Optimizer.opt_registry))}; "
+            f"got {type(name).__name__} {name!r}"
+        )
     klass = Optimizer.opt_registry.get(name.lower())
     if klass is None:
         raise ValueError(
@@ -767,8 +773,19 @@ class _Codec:
         if "array" in x:
             if x["dtype"] not in _DTYPES or x["array"] not in self.arrays:
                 raise ValueError(f"malformed array entry in state manifest: {x!r}")
+            shape = x["shape"]
+            if not isinstance(shape, list) or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+            ):
+                raise ValueError(f"malformed array shape in state manifest: {x!r}")
             dtype = jnp.dtype(x["dtype"])
-            arr = np.frombuffer(self.arrays[x["array"]], dtype=dtype).reshape([int(s) for s in x["shape"]])
+            raw = self.arrays[x["array"]]
+            if len(raw) != math.prod(shape) * dtype.itemsize:
+                raise ValueError(
+                    f"array member {x['array']!r} holds {len(raw)} bytes, but {x['dtype']}{shape} needs "
+                    f"{math.prod(shape) * dtype.itemsize} (truncated or corrupted archive)"
+                )
+            arr = np.frombuffer(raw, dtype=dtype).reshape(shape)
             return jnp.asarray(arr) if x["jax"] else arr.copy()
         if "tuple" in x:
             return tuple(self.dec(v) for v in x["tuple"])
@@ -922,27 +939,90 @@ class Updater:
         if manifest.get("version") != _VERSION:
             raise ValueError(f"set_states: unsupported state format version {manifest.get('version')!r}")
         codec = _Codec(arrays)
-        new_states = codec.dec(manifest["states"])
+        if "states" not in manifest:
+            raise ValueError("set_states: malformed state archive: the manifest has no 'states' entry")
+        new_states = _decode(codec, manifest["states"], "states")
         if not isinstance(new_states, dict):
             raise ValueError("set_states: the archive's states are not a dict")
+        _check_rule_states(self.optimizer, new_states)
         opt_entry = manifest.get("optimizer")
         if opt_entry is not None:
             opt = self.optimizer
+            if not isinstance(opt_entry, dict) or not isinstance(opt_entry.get("attrs"), dict):
+                raise ValueError(
+                    "set_states: malformed state archive: 'optimizer' must be an object with 'class' and 'attrs'"
+                )
             if opt_entry.get("class") != type(opt).__name__:
                 raise ValueError(
                     f"set_states: the archive holds a {opt_entry.get('class')} optimizer but this Updater's "
                     f"optimizer is a {type(opt).__name__}"
                 )
-            attrs = {k: codec.dec(v) for k, v in opt_entry["attrs"].items()}
+            attrs = {
+                k: _decode(codec, v, f"optimizer attribute {k!r}") for k, v in opt_entry["attrs"].items()
+            }
             unknown = sorted(set(attrs) - set(vars(opt)))
             if unknown:
                 raise ValueError(f"set_states: the archive sets unknown optimizer attributes {unknown}")
+            for k, v in attrs.items():
+                _check_attr(opt, k, v)
             for k, v in attrs.items():
                 setattr(opt, k, v)
             counts = opt._all_index_update_counts
             opt._index_update_count = counts.setdefault(opt._current_device, {})
         self.states = new_states
         self.states_synced = dict.fromkeys(self.states, False)
+
+
+def _decode(codec: _Codec, entry: Any, what: str) -> Any:
+    """``codec.dec`` with any malformation reported as a ``ValueError`` naming the entry."""
+    try:
+        return codec.dec(entry)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        raise ValueError(f"set_states: malformed {what} in the state archive: {exc}") from None
+
+
+def _check_attr(opt: Optimizer, name: str, value: Any) -> None:
+    """A restored attribute has the kind of value the optimizer holds (numbers stay numbers, ...)."""
+    old = getattr(opt, name)
+    if old is None or value is None or isinstance(old, (jax.Array, np.ndarray)):
+        return
+    if isinstance(old, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(old, (int, float)):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+    elif isinstance(old, (dict, list, tuple, str)):
+        ok = isinstance(value, type(old))
+    else:
+        return
+    if not ok:
+        raise ValueError(
+            f"set_states: the archive sets optimizer attribute {name!r} to {value!r}; expected a value like "
+            f"the current {type(old).__name__} {old!r}"
+        )
+
+
+def _check_rule_states(opt: Optimizer, states: dict) -> None:
+    """Each state fits the optimizer's rule: its state entries, or ``(master, entries)`` (multi-precision)."""
+    if not isinstance(opt, _RuleOptimizer):
+        return
+    fields = opt._rule.fields
+
+    def entries(t: Any) -> bool:
+        return (
+            isinstance(t, tuple)
+            and len(t) == len(fields)
+            and all(x is None or isinstance(x, (jax.Array, np.ndarray)) for x in t)
+        )
+
+    for idx, st in states.items():
+        master_pair = isinstance(st, tuple) and len(st) == 2 and isinstance(st[0], (jax.Array, np.ndarray))
+        if entries(st) or (master_pair and entries(st[1])):
+            continue
+        raise ValueError(
+            f"set_states: the state of index {idx!r} does not fit {type(opt).__name__}: expected a tuple of its "
+            f"{len(fields)} state entries {fields} (or (float32 master, entries) with multi_precision); was it "
+            "saved from another optimizer?"
+        )
 
 
 def get_updater(optimizer: Optimizer) -> Updater:

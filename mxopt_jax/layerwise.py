@@ -16,6 +16,7 @@ from ._base import (
     AxisName,
     check_axis_name,
     check_lazy_update,
+    concrete_value,
     is_static_zero,
     l2_norm,
     one_minus_pow,
@@ -174,6 +175,17 @@ def lamb_step(g, w, s, hp, opts):
     return -hp["lr"] * r * u, (m, v)
 
 
+def _lamb_validate(owner: str, args: dict) -> None:
+    """``axis_name``, and ``lower_bound <= upper_bound`` when both are on (else the clamp is a constant)."""
+    _check_axis(owner, args)
+    lb, ub = concrete_value(args["lower_bound"]), concrete_value(args["upper_bound"])
+    if lb is not None and ub is not None and lb > 0 and ub > 0 and lb > ub:
+        raise ValueError(
+            f"{owner}: `lower_bound` must be <= `upper_bound` when both are set (> 0), got lower_bound={lb!r}, "
+            f"upper_bound={ub!r}"
+        )
+
+
 def _bounds_checks() -> dict:
     return {"lower_bound": {"low": 0.0, "allow_none": True}, "upper_bound": {"low": 0.0, "allow_none": True}}
 
@@ -189,7 +201,7 @@ LAMB_RULE = Rule(
     checks={"beta1": _BETA, "beta2": _BETA, "epsilon": {"low": 0.0, "low_open": True}, **_bounds_checks()},
     fp32_state=True,
     prepare=_axis_opts,
-    validate=_check_axis,
+    validate=_lamb_validate,
 )
 
 
@@ -270,7 +282,7 @@ LANS_RULE = Rule(
     checks=LAMB_RULE.checks,
     fp32_state=True,
     prepare=_axis_opts,
-    validate=_check_axis,
+    validate=_lamb_validate,
 )
 
 
