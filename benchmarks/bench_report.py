@@ -76,7 +76,7 @@ def markdown(results: dict) -> str:
         "",
         f"* Date: {m['date_utc']}; total run time {f3(m.get('total_s'))} s.",
         f"* Machine: {m['cpu']}, {m['logical_cpus']} logical CPUs ({m['usable_cpus']} usable), "
-        f"{f3(m.get('ram_gib'))} GiB RAM; JAX device {m['device']}.",
+        f"{f3(m.get('ram_gib'))} GiB RAM, last-level cache {m.get('l3', '?')}; JAX device {m['device']}.",
         f"* Load average at start {', '.join(f'{x:.2f}' for x in m['load_avg_start'])}; at end "
         f"{', '.join(f'{x:.2f}' for x in m.get('load_avg_end', ()))} (a busy machine makes every number slower).",
         f"* Software: Python {m['python']}, jax {m['jax']}, jaxlib {m['jaxlib']}, optax {m['optax']}, "
@@ -99,8 +99,8 @@ def markdown(results: dict) -> str:
         "* **Roofline**: bytes a step must move = read g + read and write w + read and write every state array"
         " (sizes taken from `tx.init(params)`: fp32 SGD 12 B/param, SGD-momentum 20, Adam 28), divided by the"
         " reference bandwidth below. `% RL` = that limit ÷ measured time. LARS/LAMB/LANS need norms before"
-        " the weight can be written, so a single pass (the model) is not reachable for them; workloads whose"
-        " buffers fit in cache (C) can exceed 100 %.",
+        " the weight can be written, so a single pass (the model) is not reachable for them. Working sets that"
+        " fit in the last-level cache (C; partly A and B where the L3 is large) can exceed 100 %.",
         f"* **Memory**: {m['memory_method']}. *setup peak* covers state init + first call (compilation"
         " included); *step peak* is the largest growth during one timed sample (ideally 0: donated buffers are"
         " reused; a non-zero value means a per-step temporary). Page faults are minor faults per step.",
@@ -140,7 +140,8 @@ def markdown(results: dict) -> str:
         "",
         "`scale`: a = s·b (8 B/element), `triad`: a = b + s·c (12 B), `axpy`: a = a + s·b in place (12 B, the"
         " optimizer pattern); write-allocate traffic not counted (as STREAM). "
-        f"**Reference bandwidth (best median): {f3(bw.get('reference_gbps'))} GB/s.**",
+        "**Reference bandwidth (the best median, at the start or the end of the run): "
+        f"{f3(results.get('reference_gbps', bw.get('reference_gbps')))} GB/s.**",
         "",
     ]
 
