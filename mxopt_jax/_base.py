@@ -378,7 +378,13 @@ def param_sum(x: jax.Array, opts: dict | None = None, axis: Any = None, keepdims
     ``lax.psum`` over them, so the result is the sum over the whole tensor, identical on every shard.
     Every reduction of an update rule that must see the whole parameter goes through here.
     """
-    s = jnp.sum(x, axis=axis, keepdims=keepdims)
+    segments = None if opts is None else opts.get("segments")
+    if segments is not None and axis is None:  # a multi-tensor buffer: one sum per original parameter
+        from .multi_tensor import segment_sum
+
+        s = segment_sum(x, segments)
+    else:
+        s = jnp.sum(x, axis=axis, keepdims=keepdims)
     name = None if opts is None else opts.get("axis_name")
     if name is None:
         return s
@@ -396,6 +402,16 @@ def param_mean(x: jax.Array, opts: dict | None = None, axis: int = 1, keepdims: 
     """Mean of ``x`` over ``axis`` of a parameter, across shards like :func:`param_sum`."""
     count = param_sum(jnp.asarray(x.shape[axis], x.dtype), opts)
     return param_sum(x, opts, axis=axis, keepdims=keepdims) / count
+
+
+def name_flag(hp: dict, opts: dict | None, predicate: Callable[[str], bool]) -> Any:
+    """``predicate(parameter name)``: a Python bool, or a per-element mask on a multi-tensor buffer."""
+    segments = None if opts is None else opts.get("segments")
+    if segments is None:
+        return bool(predicate(hp["name"]))
+    from .multi_tensor import name_mask
+
+    return name_mask(segments, predicate)
 
 
 def l2_norm(x: jax.Array, opts: dict | None = None) -> jax.Array:

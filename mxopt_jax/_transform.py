@@ -76,6 +76,9 @@ class Rule:
       sparse_hparams: ``(g_rows, w, hp, opts) -> hp`` run by the lazy path before it gathers rows, for rules
         whose step needs whole-tensor quantities (LARS's layer-wise rate from ``|w|`` and ``|g|``); ``g_rows``
         holds the summed listed rows (zero padding), whose norm is the dense gradient's.
+      name_key: for rules whose step reads the parameter's name (``hp["name"]``, LARS's exemptions), the part
+        of the name that matters; compiled drivers (the facade) key their programs on it, so parameters whose
+        names differ only in what the rule ignores share one program. ``None``: the rule ignores names.
     """
 
     name: str
@@ -97,6 +100,7 @@ class Rule:
     derive: Callable[[dict], dict] | None = None
     sparse: str = "standard"
     sparse_hparams: Callable[..., dict] | None = None
+    name_key: Callable[[str], str] | None = None
 
 
 # --------------------------------------------------------------------------- per-parameter core
@@ -229,7 +233,7 @@ def apply_leaf(
     update, new_rows, new_m_rows = leaf_update(rule, opts, values, w_rows, s_rows, m_rows, hp)
     new_s = tuple(None if x is None else scatter_rows(x, rows, r) for x, r in zip(s, new_rows, strict=True))
     new_master = None if master is None else scatter_rows(master, rows, new_m_rows)
-    return RowSparse.tree_unflatten(g.shape, (rows, update)), new_s, new_master
+    return RowSparse._unique_rows(g.shape, rows, update), new_s, new_master
 
 
 def leaf_hparams(
@@ -548,6 +552,11 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
     agg = args["aggregate_num"]
     if agg is None or (not isinstance(agg, float) and agg == 1):
         return tx
+    if rule.name == "group_adagrad":
+        raise ValueError(
+            f"{owner}: `aggregate_num` > 1 is not supported: GroupAdaGrad keeps one accumulator per row of a 2-D "
+            "parameter, which a flat multi-tensor buffer has not; use aggregate_num=None"
+        )
     return _aggregated(owner, tx, agg)
 
 

@@ -378,15 +378,24 @@ _BASE_ONLY = ("param_idx2name", "sym", "param_dict")
 _JIT_CACHE: dict[tuple, Callable] = {}
 
 
-def _apply(rule: Rule, opts: dict, names, mp, weights, grads, states, lrs, wds, ts, hypers, keys):
-    """The rule on a list of parameters (shared by ``step`` (eager) and ``fused_step`` (jitted))."""
+def _apply(rule: Rule, opts: dict, names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys):
+    """The rule on a list of parameters (shared by ``step`` (eager) and ``fused_step`` (jitted)).
+
+    Per-call numbers travel packed, so a call moves three small host arrays whatever the parameter count:
+    ``scal[i] = (lr_i, wd_i)``, ``ts[i]`` the update count, ``hvec`` the float hyperparameters named by the
+    static ``hkeys`` (``(name, present)`` pairs; absent ones, e.g. ``clip_gradient=None``, are ``None``).
+    """
+    hypers, j = {}, 0
+    for k, present in hkeys:
+        hypers[k] = hvec[j] if present else None
+        j += present
     new_w, new_s = [], []
     for i, (w, g, st) in enumerate(zip(weights, grads, states, strict=True)):
         master, fields = st if mp[i] else (None, st)
         cdt = _base.compute_dtype(jnp.result_type(w))
         common = dict(hypers)
-        common["wd"] = wds[i]
-        hp = _transform.leaf_hparams(common, lrs[i], 1.0, 1.0, ts[i], cdt, names[i], keys[i])
+        common["wd"] = scal[i, 1]
+        hp = _transform.leaf_hparams(common, scal[i, 0], 1.0, 1.0, ts[i], cdt, names[i], keys[i])
         update, nf, nm = _transform.apply_leaf(
             rule, opts, g, w, fields, master, hp, f"mxopt_jax.{rule.name}", names[i], wd_checked=True
         )
@@ -395,9 +404,13 @@ def _apply(rule: Rule, opts: dict, names, mp, weights, grads, states, lrs, wds, 
     return new_w, new_s
 
 
+def _as_array(x: Any) -> Any:
+    return x if isinstance(x, jax.Array) else jnp.asarray(x)
+
+
 def _as_grad(g: Any) -> Any:
     """A gradient as the rules take it: a JAX array, or a :class:`~mxopt_jax.sparse.RowSparse` as is."""
-    return g if isinstance(g, RowSparse) else jnp.asarray(g)
+    return g if isinstance(g, (RowSparse, jax.Array)) else jnp.asarray(g)
 
 
 def _jitted(rule: Rule, opts: dict) -> Callable:
@@ -406,10 +419,10 @@ def _jitted(rule: Rule, opts: dict) -> Callable:
     fn = _JIT_CACHE.get(key)
     if fn is None:
 
-        def run(names, mp, weights, grads, states, lrs, wds, ts, hypers, keys):
-            return _apply(rule, opts, names, mp, weights, grads, states, lrs, wds, ts, hypers, keys)
+        def run(names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys):
+            return _apply(rule, opts, names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys)
 
-        fn = jax.jit(run, static_argnums=(0, 1))
+        fn = jax.jit(run, static_argnums=(0, 1, 2))
         _JIT_CACHE[key] = fn
     return fn
 
@@ -496,29 +509,35 @@ class _RuleOptimizer(Optimizer):
             lrs = self._get_lrs(indices)
         wds = self._get_wds(indices)
         fdt = _float_dtype()
-        ts = [np.asarray(self._index_update_count[i], np.int32) for i in indices]
-        lrs = [np.asarray(float(x), fdt) for x in lrs]
-        wds = [np.asarray(float(x), fdt) for x in wds]
+        ts = np.asarray([self._index_update_count[i] for i in indices], np.int32)
+        scal = np.asarray([lrs, wds], fdt).T.reshape(len(indices), 2)
         names = tuple(str(self.idx2name.get(i, str(i))) for i in indices)
         mp = tuple(bool(self.multi_precision and _base.is_low_precision(jnp.result_type(w))) for w in weights)
         keys = [None] * len(indices)
         if rule.uses_key:
             self._key, sub = jax.random.split(self._key)
             keys = list(jax.random.split(sub, max(len(indices), 1)))
-        return names, mp, lrs, wds, ts, self._hypers(), keys
+        hypers = self._hypers()
+        hkeys = tuple((k, v is not None) for k, v in hypers.items())
+        hvec = np.asarray([v for v in hypers.values() if v is not None], fdt)
+        return names, mp, hkeys, scal, ts, hvec, keys
 
     def _run(self, fused: bool, indices, weights, grads, states) -> tuple[list, list]:
         indices = list(indices)
-        weights = [jnp.asarray(w) for w in weights]
+        weights = [_as_array(w) for w in weights]
         grads = [_as_grad(g) for g in grads]
         states = list(states)
-        names, mp, lrs, wds, ts, hypers, keys = self._prepare_call(indices, weights)
-        for g, wd, name in zip(grads, wds, names, strict=True):
+        names, mp, hkeys, scal, ts, hvec, keys = self._prepare_call(indices, weights)
+        for g, wd, name in zip(grads, scal[:, 1], names, strict=True):
             if isinstance(g, RowSparse) and _transform.is_lazy(self._rule, self._prep.opts):
                 _transform.check_sparse_wd(self._prep.owner, self._rule, float(wd), name)
-        args = (names, mp, weights, grads, states, lrs, wds, ts, hypers, keys)
+        args = (names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys)
         if fused:
-            return _jitted(self._rule, self._prep.opts)(*args)
+            # names are static in the compiled program: keep only what the rule reads (one program per
+            # shape signature, not per parameter name)
+            key = self._rule.name_key
+            names = tuple("" if key is None else key(n) for n in names)
+            return _jitted(self._rule, self._prep.opts)(names, *args[1:])
         return _apply(self._rule, self._prep.opts, *args)
 
     def step(self, indices: list, weights: list, grads: list, states: list) -> tuple[list, list]:
@@ -841,7 +860,7 @@ class Updater:
             indices, grads, weights = [index], [grad], [weight]
         else:
             indices, grads, weights = list(index), list(grad), list(weight)
-        weights = [jnp.asarray(w) for w in weights]
+        weights = [_as_array(w) for w in weights]
         grads = [_as_grad(g) for g in grads]
         opt = self.optimizer
         if weights:

@@ -19,6 +19,7 @@ from ._base import (
     concrete_value,
     is_static_zero,
     l2_norm,
+    name_flag,
     one_minus_pow,
     preprocess,
     scale,
@@ -48,13 +49,16 @@ def _lars_validate(owner: str, args: dict) -> None:
 def _lars_rate(g, w, hp, opts) -> dict:
     """``hp`` with ``lr`` times the layer-wise factor ``eta * |w| / (|g| + wd |w| + eps)`` (1 when degenerate
     or for gamma/beta/bias parameters), computed from the whole tensors."""
-    if hp["name"].endswith(_LARS_EXEMPT):
+    exempt = name_flag(hp, opts, lambda name: name.endswith(_LARS_EXEMPT))
+    if exempt is True:
         return {**hp, "lars_rate_applied": True}
     wn = l2_norm(w, opts)
     gn = l2_norm(scale(g, hp["rescale_grad"]), opts)
     wd = 0.0 if is_static_zero(hp["wd"]) else hp["wd"]
     ok = (wn > 0) & (gn > 0)
     lam = jnp.where(ok, hp["eta"] * wn / jnp.where(ok, gn + wd * wn + hp["epsilon"], 1.0), 1.0)
+    if exempt is not False:  # a multi-tensor buffer mixing exempt and scaled parameters
+        lam = jnp.where(exempt, 1.0, lam)
     return {**hp, "lr": hp["lr"] * lam, "lars_rate_applied": True}
 
 
@@ -88,6 +92,7 @@ LARS_RULE = Rule(
     validate=_lars_validate,
     sparse="lazy_update",
     sparse_hparams=_lars_rate,
+    name_key=lambda name: "bias" if name.endswith(_LARS_EXEMPT) else "",
 )
 
 
@@ -223,7 +228,7 @@ def lamb(
     lr_mult: Any = None,
     wd_mult: Any = None,
     begin_num_update: int = 0,
-    aggregate_num: Any = 4,
+    aggregate_num: Any = None,
     use_fused_step: bool | None = None,
     axis_name: AxisName = None,
 ) -> optax.GradientTransformation:
@@ -303,7 +308,7 @@ def lans(
     lr_mult: Any = None,
     wd_mult: Any = None,
     begin_num_update: int = 0,
-    aggregate_num: Any = 4,
+    aggregate_num: Any = None,
     use_fused_step: bool | None = None,
     axis_name: AxisName = None,
 ) -> optax.GradientTransformation:

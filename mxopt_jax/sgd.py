@@ -355,7 +355,8 @@ DCASGD_RULE = Rule(
     name="dcasgd",
     state_cls=DCASGDState,
     fields=("mom", "prev_weight"),
-    init=lambda w, dtype, opts: (_mom_init(w, dtype, opts)[0], w.astype(dtype)),
+    # a copy: the state must not alias the parameter (both are donated in a jitted training step)
+    init=lambda w, dtype, opts: (_mom_init(w, dtype, opts)[0], jnp.array(w, dtype=dtype, copy=True)),
     step=dcasgd_step,
     hyper=("momentum", "lamda"),
     checks={"momentum": _UNIT, "lamda": {"low": 0.0}},

@@ -74,7 +74,7 @@ class RowSparse:
     :func:`optax.apply_updates` applies a lazy update); :meth:`todense` densifies.
     """
 
-    __slots__ = ("indices", "values", "shape")
+    __slots__ = ("indices", "values", "shape", "unique")
 
     def __init__(self, indices: Any, values: Any, shape: tuple[int, ...] | Any) -> None:
         try:
@@ -104,17 +104,23 @@ class RowSparse:
         self.indices = indices.astype(jnp.int32)
         self.values = values
         self.shape = shape
+        self.unique = False  # True: indices sorted and unique but for padding (set by the lazy updates)
 
     # pytree protocol: rebuild without re-validating (children may be tracers, None or sentinels)
     def tree_flatten(self) -> tuple[tuple, tuple]:
-        return (self.indices, self.values), self.shape
+        return (self.indices, self.values), (self.shape, self.unique)
 
     @classmethod
-    def tree_unflatten(cls, shape: tuple, children: tuple) -> RowSparse:
+    def tree_unflatten(cls, aux: tuple, children: tuple) -> RowSparse:
         obj = object.__new__(cls)
         obj.indices, obj.values = children
-        obj.shape = shape
+        obj.shape, obj.unique = aux
         return obj
+
+    @classmethod
+    def _unique_rows(cls, shape: tuple, rows: jax.Array, values: jax.Array) -> RowSparse:
+        """Rows from :func:`unique_rows` (sorted, each once, padded with ``shape[0]``)."""
+        return cls.tree_unflatten((tuple(shape), True), (rows, values))
 
     @property
     def dtype(self) -> Any:
@@ -138,7 +144,7 @@ class RowSparse:
         return jnp.zeros(self.shape, self.values.dtype).at[valid_indices(self)].add(self.values, mode="drop")
 
     def astype(self, dtype: Any) -> RowSparse:
-        return RowSparse.tree_unflatten(self.shape, (self.indices, self.values.astype(dtype)))
+        return RowSparse.tree_unflatten((self.shape, self.unique), (self.indices, self.values.astype(dtype)))
 
     def __radd__(self, other: Any) -> jax.Array:
         return self._add_to(other)
@@ -158,6 +164,9 @@ class RowSparse:
                 "optax transforms must not follow a row-sparse update)"
             )
         dtype = jnp.result_type(dense, self.values)
+        if self.unique:
+            summed = gather_rows(dense, self.indices).astype(dtype) + self.values
+            return scatter_rows(dense, self.indices, summed)
         if dtype == dense.dtype:
             return dense.at[valid_indices(self)].add(self.values, mode="drop")
         # Wider values (a float32 multi-precision update on a float16 table): add each row in the wider
@@ -196,13 +205,13 @@ def unique_rows(g: RowSparse) -> tuple[jax.Array, jax.Array]:
 
 
 def gather_rows(x: jax.Array, rows: jax.Array) -> jax.Array:
-    """``x[rows]`` with zeros for the padding rows."""
-    return x.at[rows].get(mode="fill", fill_value=0)
+    """``x[rows]`` for sorted rows from :func:`unique_rows`, with zeros for the padding rows."""
+    return x.at[rows].get(mode="fill", fill_value=0, indices_are_sorted=True)
 
 
 def scatter_rows(x: jax.Array, rows: jax.Array, values: jax.Array) -> jax.Array:
-    """``x`` with ``x[rows] = values`` (padding rows dropped)."""
-    return x.at[rows].set(values.astype(x.dtype), mode="drop")
+    """``x`` with ``x[rows] = values`` for rows from :func:`unique_rows` (padding rows, out of range, dropped)."""
+    return x.at[rows].set(values.astype(x.dtype), mode="drop", indices_are_sorted=True, unique_indices=True)
 
 
 # --------------------------------------------------------------------------- model side
@@ -294,7 +303,7 @@ def value_and_grad(fun: Callable, has_aux: bool = False) -> Callable:
             out[i] = g
         for i, g in zip(sorted(table_pos), g_rows, strict=True):
             out[i] = RowSparse.tree_unflatten(
-                tuple(jnp.shape(leaves[i])), (table_pos[i].reshape(-1).astype(jnp.int32), g)
+                (tuple(jnp.shape(leaves[i])), False), (table_pos[i].reshape(-1).astype(jnp.int32), g)
             )
         return value, treedef.unflatten(out)
 

@@ -156,6 +156,8 @@ def test_flat_params_roundtrip_and_errors():
     tx = mxopt_jax.group_adagrad()
     with pytest.raises(ValueError, match="2-D"):
         tx.init(FlatParams.from_tree({"w": jnp.ones((3, 4))}))
+    with pytest.raises(ValueError, match="GroupAdaGrad keeps one accumulator per row"):
+        mxopt_jax.group_adagrad(aggregate_num=4)
     tx = mxopt_jax.adam(aggregate_num=4)
     state = tx.init({"t": jnp.ones((5, 2))})
     g = RowSparse(jnp.array([1]), jnp.ones((1, 2)), (5, 2))
