@@ -105,7 +105,8 @@ def markdown(results: dict) -> str:
         " included); *step peak* is the largest growth during one timed sample (ideally 0: donated buffers are"
         " reused; a non-zero value means a per-step temporary). Page faults are minor faults per step.",
         "* `mxopt_agg` = the same constructor with `aggregate_num=np.inf`; `= mxopt (n/a)` means it traced to the"
-        " same program as the per-leaf transform (aggregation not implemented yet) and was not timed.",
+        " same program as the per-leaf transform and was not timed. `mxopt_multi` = the parameters kept as"
+        " `mxopt_jax.multi_tensor.FlatParams` (one buffer per dtype) between steps: the multi-tensor path.",
         "",
         "## Memory bandwidth (measured in this run)",
         "",

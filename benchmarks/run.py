@@ -113,6 +113,10 @@ class Data:
             return {k: v.reshape(W.as_2d(v.shape)) for k, v in tree.items()}
         if layout == "flat":
             return {"flat": jnp.concatenate([v.reshape(-1) for v in tree.values()])}
+        if layout == "multi":  # the library's multi-tensor path: parameters kept as FlatParams
+            from mxopt_jax.multi_tensor import FlatParams
+
+            return FlatParams.from_tree(tree)
         raise ValueError(layout)
 
 
@@ -427,6 +431,16 @@ def jax_contenders(
     cs.append(per_leaf)
     if wl.num_leaves > 1:
         cs.append(JaxStep("mxopt_agg", _mx_tx(cfg, aggregate_num=np.inf), data, layout, twin=per_leaf))
+    if wl.num_leaves > 1 and cfg.key != "groupadagrad":  # GroupAdaGrad needs 2-D parameters
+        cs.append(
+            JaxStep(
+                "mxopt_multi",
+                _mx_tx(cfg),
+                data,
+                "multi",
+                note="parameters kept as mxopt_jax.multi_tensor.FlatParams (the multi-tensor path)",
+            )
+        )
     if cfg.optax is not None:
         cs.append(JaxStep("optax", lambda: cfg.optax(optax), data, layout))
     if headline and wl.num_leaves > 1:
