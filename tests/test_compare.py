@@ -1,0 +1,334 @@
+"""The main job (``mxopt-jax compare``), the comparison functions and the plots they draw."""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from mxopt_jax import OPTIMIZERS, compare, plotting, testfns
+from mxopt_jax.compare import Result
+
+PIL_Image = pytest.importorskip("PIL.Image")
+pytest.importorskip("matplotlib")
+
+NAMES = ("adam", "ftml", "sgd")
+CLI_NAMES = (*NAMES, "groupadagrad")  # GroupAdaGrad needs 2-D weights: the MLP's biases go to AdaGrad
+PNGS = ("spiral.png", "rosenbrock.png", "beale.png", "saddle.png", "testfns_loss.png")
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).with_name("mxopt-jax")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "mxopt_jax"]
+
+
+def _table_rows(stdout: str, task: str) -> list[list[str]]:
+    """The rows of one task's table: split fields, in printed (rank) order."""
+    block = stdout.split(f"== {task}:", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert block[1].split()[:4] == ["rank", "optimizer", "lr", "final"], block[:3]
+    return [line.split() for line in block[3:]]
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cmp")
+    cmd = [*_cli(), "compare", "--steps", "5", "--optimizers", ",".join(CLI_NAMES), "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return proc, out
+
+
+def test_cli_prints_ranked_tables(cli):
+    proc, _ = cli
+    for task in compare.TASKS:
+        rows = _table_rows(proc.stdout, task)
+        assert [r[0] for r in rows] == ["1", "2", "3", "4"]
+        assert sorted(r[1] for r in rows) == sorted(CLI_NAMES)
+        losses = [float(r[3]) for r in rows]
+        assert losses == sorted(losses)
+        for r in rows:
+            expected = compare.TUNED_LR[r[1]] if task == "spiral" else testfns.LEARNING_RATES[task][r[1]]
+            assert float(r[2]) == pytest.approx(expected, rel=1e-3)
+            assert r[-2] == "5"  # steps
+            assert float(r[-1]) > 0  # ms/step
+        if task == "spiral":
+            assert all(re.fullmatch(r"\d+\.\d%", r[4]) for r in rows)
+    assert "Overall: mean rank over 4 task(s)" in proc.stdout
+    assert "results.csv" in proc.stdout and "spiral.png" in proc.stdout
+
+
+def test_cli_progress_and_clean_output(cli):
+    proc, _ = cli
+    # stderr is not a terminal here: one line per compiled program (3 families x 2 kinds of task)
+    progress = [line for line in proc.stderr.splitlines() if re.match(r"\[\d/6\]", line)]
+    assert len(progress) == 6 and "spiral, SGD family" in progress[0] and "sgd" in progress[0]
+    assert "Warning" not in proc.stderr
+    assert "\r" not in proc.stderr
+
+
+def test_cli_writes_valid_pngs_and_csv(cli):
+    _, out = cli
+    for name in PNGS:
+        path = out / name
+        assert path.stat().st_size > 5_000, name
+        with PIL_Image.open(path) as im:
+            im.verify()
+        with PIL_Image.open(path) as im:
+            assert im.format == "PNG"
+            w, h = im.size
+            assert 400 <= w <= 2000 and 150 <= h <= 1500, (name, im.size)
+            colors = im.convert("RGB").getcolors(maxcolors=1 << 16)
+            assert colors is None or len(colors) > 20, f"{name} looks blank"
+    lines = (out / "results.csv").read_text().splitlines()
+    assert lines[0].startswith("task,rank,optimizer,lr,final_loss")
+    assert len(lines) == 1 + len(CLI_NAMES) * len(compare.TASKS)
+
+
+def test_python_m_form_deprecated_optimizers_and_no_matplotlib(tmp_path):
+    # -X importtime lists every module imported: a run without plots never imports matplotlib
+    cmd = [sys.executable, "-X", "importtime", "-m", "mxopt_jax", "compare", "--optimizers", "ccsgd"]
+    cmd += ["--tasks", "saddle", "--steps", "3", "--no-plots", "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert [r[1] for r in _table_rows(proc.stdout, "saddle")] == ["ccsgd"]
+    imported = [
+        line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")
+    ]
+    assert "mxopt_jax.compare" in imported and "jax" in imported
+    assert not [m for m in imported if m.startswith("matplotlib")]
+    other = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
+    assert not [line for line in other if "Warning" in line]  # ccsgd's DeprecationWarning is silenced
+    assert "Overall" not in proc.stdout  # one task: no overall ranking
+    assert not list(tmp_path.glob("*.png"))
+    assert (tmp_path / "results.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "argument"),
+    [
+        (["--steps", "0"], "--steps"),
+        (["--steps", "ten"], "--steps"),
+        (["--optimizers", "adam,nosuch"], "--optimizers"),
+        (["--optimizers", ","], "--optimizers"),
+        (["--tasks", "spiral,moons"], "--tasks"),
+        (["--seed", "1.5"], "--seed"),
+    ],
+)
+def test_bad_arguments_name_the_argument(argv, argument, capsys):
+    with pytest.raises(SystemExit) as exc:
+        compare.main(["compare", *argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {argument}" in err
+    if argument == "--optimizers" and "nosuch" in argv[1]:
+        assert "'nosuch'" in err and "ftml" in err  # names the culprit and lists the known names
+
+
+def test_missing_matplotlib_still_prints_table(tmp_path, monkeypatch, capsys):
+    for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.setitem(sys.modules, mod, None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    plotting._background.cache_clear()
+    code = compare.main(
+        ["compare", "--optimizers", "sgd", "--tasks", "saddle", "--steps", "2", "--out", str(tmp_path)]
+    )
+    assert code == 0
+    out, err = capsys.readouterr()
+    assert "pip install 'mxopt_jax[plot]'" in err
+    assert _table_rows(out, "saddle")[0][1] == "sgd"
+    assert not list(tmp_path.glob("*.png"))
+
+
+# --------------------------------------------------------------------------- the functions behind it
+def test_minimize_records_trajectory_and_matches_the_function():
+    steps = 4
+    by_fn = compare.minimize_all(["adam", "lamb", "sgld"], steps=steps, seed=0)
+    assert list(by_fn) == list(testfns.FUNCTIONS)
+    for task, (r, *others) in by_fn.items():
+        assert [x.task for x in (r, *others)] == [task] * 3 and [x.name for x in others] == ["lamb", "sgld"]
+        fn = testfns.FUNCTIONS[r.task]
+        assert r.trajectory.shape == (steps + 1, 2) and r.losses.shape == (steps + 1,)
+        np.testing.assert_allclose(r.trajectory[0], fn.start)
+        values = np.asarray(jax.jit(jax.vmap(fn.fn))(r.trajectory.astype(np.float32)))
+        np.testing.assert_allclose(r.losses, values, rtol=1e-5)
+        assert r.final_loss == r.losses[-1] and math.isnan(r.accuracy)
+        assert r.learning_rate == testfns.LEARNING_RATES[r.task]["adam"]
+    # one optimizer compiled alone (and its rate given explicitly) runs exactly as in the shared program
+    lr = testfns.LEARNING_RATES["beale"]["lamb"]
+    single = compare.minimize("lamb", "beale", steps=steps, learning_rate=lr)
+    np.testing.assert_array_equal(single.trajectory, by_fn["beale"][1].trajectory)
+    # SGLD's noise follows the seed
+    other_seed = compare.minimize("sgld", "beale", steps=steps, seed=1)
+    assert not np.array_equal(other_seed.trajectory, by_fn["beale"][2].trajectory)
+
+
+def test_learning_rate_tables_cover_every_optimizer():
+    assert set(compare.TUNED_LR) == set(OPTIMIZERS)
+    for fn in testfns.FUNCTIONS:
+        assert set(testfns.LEARNING_RATES[fn]) == set(OPTIMIZERS)
+    assert set(compare.DEFAULT_OPTIMIZERS) == set(OPTIMIZERS) and len(OPTIMIZERS) == 22
+    assert sorted(n for members in compare.FAMILIES.values() for n in members) == sorted(OPTIMIZERS)
+
+
+def test_testfns_minima():
+    for fn in testfns.FUNCTIONS.values():
+        f = jax.jit(fn.fn)
+        assert float(f(np.asarray(fn.minimum, np.float32))) == pytest.approx(0.0, abs=1e-6)
+        assert float(f(fn.start_point())) > 0.5
+    f = jax.jit(jax.grad(testfns.saddle))
+    np.testing.assert_array_equal(f(np.zeros(2, np.float32)), [0.0, 0.0])  # the saddle point
+    assert float(testfns.saddle(np.zeros(2, np.float32))) == 1.0
+
+
+def _fake(name: str, task: str, final: float, steps: int = 20, seed: int = 0) -> Result:
+    rng = np.random.default_rng(seed)
+    losses = np.exp(-np.linspace(0, 3 + seed, steps + 1)) + final
+    if task == "spiral":
+        accs = np.linspace(0.3, 0.9 + 0.01 * seed, steps + 1)
+        return Result(name, 0.1, final, accs[-1], steps, 0.5, losses, task, accuracies=accs)
+    fn = testfns.FUNCTIONS[task]
+    traj = np.asarray(fn.start) + np.cumsum(rng.normal(0, 0.05, (steps + 1, 2)), axis=0)
+    traj[0] = fn.start
+    return Result(name, 0.1, final, math.nan, steps, 0.01, losses, task, trajectory=traj)
+
+
+def test_format_table_ranks_nan_last():
+    rs = [_fake("sgd", "spiral", math.nan), _fake("adam", "spiral", 0.5), _fake("nag", "spiral", 0.1)]
+    rs.append(_fake("lamb", "spiral", math.inf))
+    lines = compare.format_table(rs, title="T").splitlines()
+    assert lines[0] == "T"
+    assert [line.split()[1] for line in lines[3:]] == ["nag", "adam", "lamb", "sgd"]
+    assert "accuracy" in lines[1]
+    fn_table = compare.format_table([_fake("sgd", "beale", 0.1)])
+    assert "accuracy" not in fn_table
+    overall = compare.format_overall(
+        {"spiral": rs, "beale": [_fake(n, "beale", 0.1) for n in ("sgd", "nag")]}
+    )
+    assert "mean rank" in overall
+
+
+def test_progress_bar_tty_and_log():
+    log = io.StringIO()
+    p = compare.Progress(2, stream=log)
+    p.status("adam on spiral")
+    p.advance("adam done")
+    p.advance("sgd done")
+    assert log.getvalue().splitlines()[0].startswith("[1/2]") and "\r" not in log.getvalue()
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    p = compare.Progress(2, stream=tty, width=10)
+    p.status("adam on spiral")
+    p.advance("adam")
+    p.advance("sgd")
+    text = tty.getvalue()
+    assert text.count("\r") == 3 and text.endswith("\n") and "[##########] 2/2" in text
+
+
+# --------------------------------------------------------------------------- the figures
+def _visible(fig):
+    return [ax for ax in fig.axes if ax.get_visible()]
+
+
+def _check_curves(ax, names, with_legend=True):
+    lines = [ln for ln in ax.get_lines() if ln.get_label() and not ln.get_label().startswith("_")]
+    assert lines, "empty axes"
+    for ln in lines:
+        y = np.asarray(ln.get_ydata(), float)
+        assert len(y) > 1 and np.isfinite(y).all()
+    styles = {(ln.get_color(), ln.get_linestyle()) for ln in lines}
+    assert len(styles) == len(lines), "two curves drawn alike"
+    assert all(any(n in ln.get_label() for n in names) for ln in lines)
+    legend = ax.get_legend()
+    if with_legend:
+        assert legend is not None
+        assert [t.get_text() for t in legend.get_texts()] == [ln.get_label() for ln in lines]
+    return lines
+
+
+def _check_curve_grid(fig, nrows, names):
+    """Rows x families of curves; one legend per column, under its bottom panel, naming every curve."""
+    axes = np.asarray(_visible(fig)).reshape(nrows, -1)
+    for col in axes.T:
+        labels = [ln.get_label() for ln in _check_curves(col[-1], names)]
+        for ax in col[:-1]:
+            assert ax.get_legend() is None
+            assert [ln.get_label() for ln in _check_curves(ax, names, with_legend=False)] == labels
+        assert col[-1].get_xlabel() == "step"
+    return axes
+
+
+ALL = tuple(OPTIMIZERS)
+
+
+def test_plot_training_figure():
+    rs = [_fake(n, "spiral", 0.01 * (i + 1), seed=i) for i, n in enumerate(ALL)]
+    fig = plotting.plot_training(rs)
+    axes = _check_curve_grid(fig, 2, ALL)
+    assert axes.shape == (2, len(compare.FAMILIES))
+    assert axes[0, 0].get_ylabel() == "training loss" and axes[0, 0].get_yscale() == "log"
+    assert axes[1, 0].get_ylabel() == "training accuracy (%)" and axes[1, 0].get_ylim() == (0, 102)
+    assert [ax.get_title() for ax in axes[0]] == list(compare.FAMILIES)
+    assert fig.get_suptitle()
+    drawn = [t.get_text().split()[0] for ax in axes[-1] for t in ax.get_legend().get_texts()]
+    assert sorted(drawn) == sorted(ALL)  # every optimizer appears exactly once per row
+    assert "(lr 0.1)" in axes[-1, 0].get_legend().get_texts()[0].get_text()
+
+
+def test_plot_subset_and_function_losses():
+    rs = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(NAMES)] for t in testfns.FUNCTIONS}
+    fig = plotting.plot_function_losses(rs)
+    axes = _check_curve_grid(fig, 3, NAMES)
+    assert axes.shape == (3, 3)  # 3 functions x 3 families (one optimizer each)
+    assert [ax.get_ylabel() for ax in axes[:, 0]] == [f"{t}: f(x, y)" for t in testfns.FUNCTIONS]
+
+
+def test_plot_trajectories_and_overlay():
+    rs = [_fake(n, "rosenbrock", 0.1 * i, seed=i) for i, n in enumerate(ALL)]
+    fig = plotting.plot_trajectories("rosenbrock", rs)
+    axes = _visible(fig)
+    assert len(axes) == len(ALL)
+    titles = [ax.get_title() for ax in axes]
+    assert titles[0].startswith("1. sgd")  # best first
+    for ax, r in zip(axes, compare.ranked(rs), strict=True):
+        assert r.name in ax.get_title()
+        assert len(ax.get_images()) == 1  # the function's contours
+        traj = [ln for ln in ax.get_lines() if ln.get_label() == r.name]
+        assert len(traj) == 1 and np.isfinite(traj[0].get_xydata()).all()
+        np.testing.assert_allclose(traj[0].get_xydata(), r.trajectory)
+        assert ax.get_xlim() == testfns.FUNCTIONS["rosenbrock"].xlim
+    fig = plotting.plot_overlay("saddle", [_fake(n, "saddle", 0.1, seed=i) for i, n in enumerate(NAMES)])
+    (ax,) = _visible(fig)
+    _check_curves(ax, NAMES)
+    assert ax.get_xlabel() == "x" and ax.get_title() and len(ax.get_images()) == 1
+    fig = plotting.plot_family_trajectories("beale", rs)
+    axes = _visible(fig)
+    assert [ax.get_title() for ax in axes] == list(compare.FAMILIES)
+    for ax, members in zip(axes, compare.FAMILIES.values(), strict=True):
+        lines = _check_curves(ax, members)
+        assert [ln.get_label().split()[0] for ln in lines] == list(members)
+        assert len(ax.get_images()) == 1
+
+
+def test_plot_time_per_step_and_save(tmp_path):
+    rs = [_fake(n, "spiral", 0.1, seed=i)._replace(ms_per_step=0.1 * (i + 1)) for i, n in enumerate(NAMES)]
+    fig = plotting.plot_time_per_step(rs)
+    (ax,) = _visible(fig)
+    assert len(ax.patches) == 3 and [t.get_text() for t in ax.get_yticklabels()] == list(NAMES)
+    path = plotting.save(fig, tmp_path / "t.png")
+    with PIL_Image.open(path) as im:
+        assert im.format == "PNG" and im.mode == "P" and im.size == (432, 140)  # 6 x 1.95 inches at 72 dpi
+    full = plotting.png_bytes(fig, colors=None)
+    assert full.startswith(b"\x89PNG") and len(full) > path.stat().st_size
+    with pytest.raises(ValueError, match="no results"):
+        plotting.plot_training([])
