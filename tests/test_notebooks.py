@@ -1,0 +1,74 @@
+"""Every notebook in notebooks/ executes top to bottom (on a copy: the committed files are never rewritten)."""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+pytest.importorskip("matplotlib")
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+MAX_BYTES = 500_000
+CELL_TIMEOUT = 300  # seconds per cell; a whole notebook takes well under a minute on 2 cores
+PLOTLESS = {"03_migrating_from_mxnet.ipynb"}  # prints only; every other notebook must display figures
+
+
+def test_the_four_notebooks_exist_and_are_linked():
+    names = [p.name for p in NOTEBOOKS]
+    assert len(names) == 4, names
+    readme = (NOTEBOOKS[0].parent / "README.md").read_text()
+    for name in names:
+        assert f"({name})" in readme, f"notebooks/README.md does not link {name}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_committed_with_outputs_and_small(path):
+    assert path.stat().st_size < MAX_BYTES
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count is not None for c in code), "commit the notebook executed"
+    assert not [o for c in code for o in c.outputs if o.output_type == "error"]
+    assert nb.metadata.kernelspec.name == "python3"
+
+
+def _execute(path: Path, workdir: Path) -> Path:
+    """Execute a copy of ``path`` in ``workdir`` (its own kernel, ``python3``); returns the executed copy."""
+    workdir.mkdir()
+    copy = workdir / path.name
+    shutil.copy(path, copy)
+    nb = nbformat.read(copy, as_version=4)
+    client = nbclient.NotebookClient(
+        nb, timeout=CELL_TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+    )
+    client.execute()  # raises CellExecutionError, with the cell and its traceback, on any failing cell
+    nbformat.write(nb, copy)
+    return copy
+
+
+def test_every_notebook_executes(tmp_path):
+    # Two kernels at a time (one test, so pytest-xdist never runs the notebooks twice); the slowest first.
+    order = sorted(NOTEBOOKS, key=lambda p: p.name in PLOTLESS)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {p: pool.submit(_execute, p, tmp_path / p.stem) for p in order}
+    failures = []
+    for path, future in futures.items():
+        try:
+            copy = future.result()
+        except Exception as e:  # noqa: BLE001 - report every notebook's failure, not only the first
+            failures.append(f"{path.name}: {type(e).__name__}: {e}")
+            continue
+        nb = nbformat.read(copy, as_version=4)
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+        if not outputs:
+            failures.append(f"{path.name}: no output")
+        if path.name not in PLOTLESS and not [o for o in outputs if "image/png" in o.get("data", {})]:
+            failures.append(f"{path.name}: no figure was displayed")
+        if copy.stat().st_size >= MAX_BYTES:
+            failures.append(f"{path.name}: {copy.stat().st_size} bytes once executed")
+    assert not failures, "\n\n".join(failures)
