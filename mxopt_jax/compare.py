@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import shutil
 import sys
 import time
 import warnings
@@ -84,7 +85,7 @@ TASK_DESCRIPTIONS: dict[str, str] = {
     "spiral": "3-class spiral classification (600 points), MLP 2-32-32-3, full batch, cross-entropy",
     "rosenbrock": "Rosenbrock (1-x)^2 + 100(y-x^2)^2 from (-1.5, 2); minimum 0 at (1, 1)",
     "beale": "Beale's function from (1, 1.5); minimum 0 at (3, 0.5)",
-    "saddle": "saddle x^2 + (y^2/2 - 1)^2 from (-1.5, 0.01), saddle point (0, 0); minimum 0 at (0, ±1.41)",
+    "saddle": "saddle x^2 + (y^2/2 - 1)^2 from (-1.5, 0.01); saddle point (0, 0); minima 0 at (0, +/-1.41)",
 }
 
 #: Optimizers grouped by family (used to split curve plots into readable panels).
@@ -432,6 +433,7 @@ class Progress:
         filled = round(self.width * self.done / max(self.total, 1))
         bar = "#" * filled + "-" * (self.width - filled)
         line = f"[{bar}] {self.done}/{self.total} {time.perf_counter() - self._t0:5.1f}s {label}"
+        line = line[: shutil.get_terminal_size().columns - 1]  # a wrapped line could not be redrawn
         self.stream.write("\r" + line.ljust(self._shown))
         self._shown = len(line)
         self.stream.flush()
