@@ -963,7 +963,6 @@ class Updater:
         new_states = _decode(codec, manifest["states"], "states")
         if not isinstance(new_states, dict):
             raise ValueError("set_states: the archive's states are not a dict")
-        _check_rule_states(self.optimizer, new_states)
         opt_entry = manifest.get("optimizer")
         if opt_entry is not None:
             opt = self.optimizer
@@ -976,6 +975,8 @@ class Updater:
                     f"set_states: the archive holds a {opt_entry.get('class')} optimizer but this Updater's "
                     f"optimizer is a {type(opt).__name__}"
                 )
+        _check_rule_states(self.optimizer, new_states)
+        if opt_entry is not None:
             attrs = {
                 k: _decode(codec, v, f"optimizer attribute {k!r}") for k, v in opt_entry["attrs"].items()
             }

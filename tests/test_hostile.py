@@ -283,6 +283,7 @@ UPDATE_BAD = [
 
 
 @PENDING_HOOK
+@pytest.mark.filterwarnings("ignore:Casting from complex to real:DeprecationWarning")  # the unhooked path
 @pytest.mark.parametrize(("case", "exc", "msg"), UPDATE_BAD, ids=[c[0] for c in UPDATE_BAD])
 @pytest.mark.parametrize("name", NAMES)
 def test_update_rejects_mismatched_input(name, case, exc, msg):
@@ -421,7 +422,7 @@ def test_facade_integer_weight():
 def test_facade_gradient_shape_mismatch():
     upd = mxopt_jax.get_updater(mxopt_jax.create("adam"))
     with pytest.raises(
-        ValueError, match=r"gradient for parameter 0 has shape \(3,\) but the parameter has shape \(4,\)"
+        ValueError, match=r"gradient for parameter \S+ has shape \(3,\) but the parameter has shape \(4,\)"
     ):
         upd(0, jnp.ones(3), jnp.ones(4))
 
@@ -536,7 +537,7 @@ def test_valid_payloads_still_load():
         ("sgd", {"momentum": 0.9, "multi_precision": True}),
         ("sgld", {"seed": 3}),
         ("test", {}),
-        ("nadam", {"lr_scheduler": lr_scheduler.FactorScheduler(step=1, factor=0.5, base_lr=0.1)}),
+        ("nadam", {"learning_rate": None, "lr_scheduler": lr_scheduler.FactorScheduler(step=1, base_lr=0.1)}),
     ]:
         upd = mxopt_jax.get_updater(mxopt_jax.create(name, **kw))
         w = jnp.ones(3, jnp.float16 if kw.get("multi_precision") else jnp.float32)
