@@ -14,9 +14,10 @@ gradient is exact) run
   ``Mesh`` (ZeRO-style: each state entry sharded like its parameter); the output shardings are recorded;
 * ``shard_map``: ``jax.shard_map`` with sharded parameters, state and data (``axis_name`` set for LARS, LAMB,
   LANS and GroupAdaGrad, whose norms / row means must cover the whole tensor);
-* for those four also ``pmap_sharded`` (``jax.pmap`` with each device holding a slice of every parameter),
-  ``shard_map_2d`` (a 2x4 mesh, parameters sharded over both axes, ``axis_name=('a', 'b')``), and
-  ``shard_map_no_axis`` (the control: without ``axis_name`` the result must differ).
+* for those four also ``shard_map_2d`` (a 2x4 mesh, parameters sharded over both axes,
+  ``axis_name=('a', 'b')``), ``shard_map_no_axis`` (the control: without ``axis_name`` the result must
+  differ) and, with ``--extended``, ``pmap_sharded`` (``jax.pmap`` with each device holding a slice of every
+  parameter).
 
 Each entry reports the largest deviation from ``ref`` (parameters and state) in units of the tolerance
 ``atol + rtol * |ref|``; ``ratio <= 1`` means equal up to float32 rounding.
@@ -221,7 +222,7 @@ def check_shardings(out, expect, mesh) -> list[str]:
     return bad
 
 
-def run_all(names: list[str], mesh1: Mesh, mesh2: Mesh) -> tuple[dict, dict]:
+def run_all(names: list[str], mesh1: Mesh, mesh2: Mesh, extended: bool = False) -> tuple[dict, dict]:
     res: dict = {n: {} for n in names}
     timing: dict = {}
     clock = (time.perf_counter(), time.process_time())
@@ -300,17 +301,18 @@ def run_all(names: list[str], mesh1: Mesh, mesh2: Mesh) -> tuple[dict, dict]:
         res[n]["shard_map_no_axis"] = compare(ctl[n], ref[n])
     lap("shard_map_no_axis")
 
-    # pmap with each device holding a slice of every parameter (and of its state and data)
-    def sp(tree, specs):
-        return jax.tree.map(lambda x, s: split(x, s, N), tree, specs)
+    if extended:  # pmap with each device holding a slice of every parameter (and of its state and data)
 
-    pms = jax.pmap(train_all({n: tx_ax[n] for n in ax}, loss), axis_name="x")(
-        sp(sub(params), sub(pspecs)), sp(sub(state0), sub(sspecs)), sp(sub(data), sub(dspecs))
-    )
-    for n in ax:
-        back = (jax.tree.map(unsplit, pms[n][0], pspecs[n]), jax.tree.map(unsplit, pms[n][1], sspecs[n]))
-        res[n]["pmap_sharded"] = compare(back, ref[n])
-    lap("pmap_sharded")
+        def sp(tree, specs):
+            return jax.tree.map(lambda x, s: split(x, s, N), tree, specs)
+
+        pms = jax.pmap(train_all({n: tx_ax[n] for n in ax}, loss), axis_name="x")(
+            sp(sub(params), sub(pspecs)), sp(sub(state0), sub(sspecs)), sp(sub(data), sub(dspecs))
+        )
+        for n in ax:
+            back = (jax.tree.map(unsplit, pms[n][0], pspecs[n]), jax.tree.map(unsplit, pms[n][1], sspecs[n]))
+            res[n]["pmap_sharded"] = compare(back, ref[n])
+        lap("pmap_sharded")
 
     # 2-D mesh, parameters sharded over both axes: axis_name=('a', 'b') (same values as above, other specs)
     pspecs2 = {n: problem(n, two_d=True)[1] for n in ax}
@@ -325,7 +327,7 @@ def run_all(names: list[str], mesh1: Mesh, mesh2: Mesh) -> tuple[dict, dict]:
     return res, timing
 
 
-def main(names: list[str]) -> dict:
+def main(names: list[str], extended: bool = False) -> dict:
     devices = jax.devices()
     report = {"n_devices": len(devices), "platform": devices[0].platform, "rtol": RTOL, "atol": ATOL}
     if len(devices) < N:
@@ -335,7 +337,7 @@ def main(names: list[str]) -> dict:
     mesh2 = Mesh(np.array(devices[:N]).reshape(2, 4), ("a", "b"))
     t0 = time.perf_counter()
     try:
-        report["results"], report["seconds"] = run_all(names, mesh1, mesh2)
+        report["results"], report["seconds"] = run_all(names, mesh1, mesh2, extended)
     except Exception:  # noqa: BLE001 - reported to the test, which fails showing the traceback
         report["error"] = traceback.format_exc()
     report["total_seconds"] = round(time.perf_counter() - t0, 2)
@@ -343,5 +345,7 @@ def main(names: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    chosen = sys.argv[1:] or sorted(mxopt_jax.OPTIMIZERS)
-    print(json.dumps(main(chosen)))
+    args = sys.argv[1:]
+    extended = "--extended" in args  # also pmap with sharded parameters (one more slow pmap compile)
+    chosen = [a for a in args if a != "--extended"] or sorted(mxopt_jax.OPTIMIZERS)
+    print(json.dumps(main(chosen, extended)))

@@ -144,9 +144,16 @@ def test_optax_wrappers_checkpoint_and_resume(tmp_path):
 
 # --------------------------------------------------------------------------- the facade
 def _facade(name, **kw):
+    """The eager ``step`` path (no compile per optimizer; test_facade checks ``step == fused_step``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        opt = mxopt_jax.create(name, learning_rate=0.05, param_idx2name={0: "fc_weight", 1: "fc_bias"}, **kw)
+        opt = mxopt_jax.create(
+            name,
+            learning_rate=0.05,
+            param_idx2name={0: "fc_weight", 1: "fc_bias"},
+            use_fused_step=False,
+            **kw,
+        )
     return mxopt_jax.get_updater(opt)
 
 

@@ -76,6 +76,7 @@ def _static(name):
     return ("seed", "lr_mult") if name == "sgld" else ("lr_mult",)
 
 
+@pytest.mark.slow  # one compile per optimizer; the default run covers all three in test_optax_stack
 @pytest.mark.filterwarnings("ignore:ccsgd is deprecated:DeprecationWarning")
 @pytest.mark.parametrize("name", NAMES)
 def test_inject_hyperparams_all_numeric_arguments_and_static_callables(name):
@@ -176,6 +177,7 @@ def test_masked_passes_other_leaves_through(name):
     chex.assert_trees_all_equal(_sub(p, mine), p_alone)
 
 
+@pytest.mark.slow  # one compile per optimizer; the default run covers all three in test_optax_stack
 @pytest.mark.parametrize("name", NAMES)
 def test_multisteps_accumulates_then_updates(name):
     """optax.MultiSteps(k=2): zero updates on odd mini-steps; every 2nd the optimizer sees the mean gradient.
@@ -203,6 +205,7 @@ def test_multisteps_accumulates_then_updates(name):
     chex.assert_trees_all_close(state.inner_opt_state, s_plain, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow  # one compile per optimizer; the default run covers all three in test_optax_stack
 @pytest.mark.parametrize("name", NAMES)
 def test_apply_if_finite_skips_non_finite_steps(name):
     """optax.apply_if_finite: steps with a NaN or an inf gradient are skipped entirely (zero update, the inner
@@ -233,6 +236,66 @@ def test_apply_if_finite_skips_non_finite_steps(name):
     chex.assert_trees_all_close(u_safe, u_plain, rtol=1e-4, atol=1e-6)
     chex.assert_trees_all_close(s_safe.inner_state, s_plain, rtol=1e-4, atol=1e-6)
     assert int(s_safe.notfinite_count) == 0 and int(s_safe.inner_state.count) == 2
+
+
+@pytest.mark.filterwarnings("ignore:ccsgd is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("name", NAMES)
+def test_optax_stack(name):
+    """inject_hyperparams, MultiSteps and apply_if_finite at once, one compile per optimizer:
+    ``apply_if_finite(MultiSteps(inject_hyperparams(opt)(..., rescale_grad, lr_mult=callable), k=2))``.
+
+    Mini-steps give zero updates; every 2nd the optimizer (plain, eager) sees the mean gradient; a NaN step is
+    skipped without touching the state; changing the injected learning rate and ``rescale_grad`` changes the
+    next update like a plain transform built with the new values, without recompiling. (The slow tests take
+    each wrapper alone.)
+    """
+    params = params_for(name)
+    lr_mult = lambda path, leaf: 0.5 if leaf.ndim == 2 else 1.0  # noqa: E731
+    kw = {**KW[name], "rescale_grad": 0.5, "lr_mult": lr_mult}
+    inj = optax.inject_hyperparams(mxopt_jax.OPTIMIZERS[name], static_args=_static(name))(**kw)
+    tx = optax.apply_if_finite(optax.MultiSteps(inj, every_k_schedule=2), max_consecutive_errors=5)
+    traces = []
+
+    def update(g, s, p):
+        traces.append(1)
+        return tx.update(g, s, p)
+
+    update = jax.jit(update)
+    state, plain = tx.init(params), make(name, rescale_grad=0.5, lr_mult=lr_mult)
+    s_plain, p, p_plain = plain.init(params), params, params
+    g = [grads_for(params, i) for i in range(6)]
+    g[2] = dict(g[2], **{sorted(params)[0]: g[2][sorted(params)[0]] * np.nan})
+
+    def mini(i, zero=True):
+        nonlocal state, p
+        u, state = update(g[i], state, p)
+        if zero:
+            chex.assert_trees_all_equal(u, jax.tree.map(jnp.zeros_like, u))
+        p = optax.apply_updates(p, u)
+        return u
+
+    mini(0)
+    u = mini(1, zero=False)
+    u_ref, s_plain = plain.update(jax.tree.map(lambda a, b: (a + b) / 2, g[0], g[1]), s_plain, p_plain)
+    chex.assert_trees_all_close(u, u_ref, rtol=1e-4, atol=1e-6)
+    p_plain = optax.apply_updates(p_plain, u_ref)
+    before = state.inner_state
+    mini(2)  # NaN: skipped, nothing accumulated
+    chex.assert_trees_all_equal(state.inner_state, before)
+    assert int(state.total_notfinite) == 1
+    mini(3)
+    hp = state.inner_state.inner_opt_state.hyperparams
+    lr2 = 0.5 * KW[name]["learning_rate"]
+    hp["learning_rate"] = jnp.asarray(lr2, hp["learning_rate"].dtype)
+    hp["rescale_grad"] = jnp.asarray(2.0, hp["rescale_grad"].dtype)
+    u = mini(4, zero=False)
+    plain2 = make(name, learning_rate=lr2, rescale_grad=2.0, lr_mult=lr_mult)
+    u_ref, s_plain = plain2.update(jax.tree.map(lambda a, b: (a + b) / 2, g[3], g[4]), s_plain, p_plain)
+    chex.assert_trees_all_close(u, u_ref, rtol=1e-4, atol=1e-6)
+    inner = state.inner_state.inner_opt_state.inner_state
+    chex.assert_trees_all_close(inner, s_plain, rtol=1e-4, atol=1e-6)
+    assert int(inner.count) == 2
+    assert len(traces) == 1 and update._cache_size() == 1
 
 
 def test_everything_together_under_jit():
