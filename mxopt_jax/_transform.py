@@ -206,6 +206,7 @@ def apply_leaf(
     :func:`check_sparse_wd` on concrete values (the facade, whose ``wd`` is traced here).
     """
     if not isinstance(g, RowSparse):
+        _base.check_update_leaf(owner, path, g, w, master)
         return leaf_update(rule, opts, g, w, s, master, hp)
     if not jnp.issubdtype(g.indices.dtype, jnp.integer):
         raise TypeError(
@@ -472,6 +473,7 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
         return rule.state_cls(**state)
 
     def update_fn(updates, state, params=None):
+        _base.check_state_type(owner, state, rule.state_cls)
         leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(updates, is_leaf=_is_unit)
         paths = [_base.path_name(p) for p, _ in leaves_with_path]
         g_leaves = [leaf for _, leaf in leaves_with_path]
@@ -513,8 +515,16 @@ def build(rule: Rule, args: dict) -> optax.GradientTransformation:
             new_key, sub = jax.random.split(state.key)
             leaf_keys = list(jax.random.split(sub, max(len(g_leaves), 1)))
         outs, new_fields, new_masters = [], [], []
+        checked: set = set()  # state shapes checked per (parameter shape, dtype): one eval_shape each
         for i, g in enumerate(g_leaves):
             s = tuple(None if fields[n] is None else fields[n][i] for n in rule.fields)
+            if not isinstance(g, (FlatParams, RowSparse)):
+                _base.check_update_leaf(owner, paths[i], g, p_leaves[i], masters[i])
+            if not isinstance(g, FlatParams):
+                ref = p_leaves[i]
+                if ref is None:
+                    ref = jax.ShapeDtypeStruct(g.shape, g.values.dtype) if isinstance(g, RowSparse) else g
+                _check_state(owner, rule, opts, paths[i], s, ref, checked)
             if isinstance(g, FlatParams):
                 u, ns, nm = _flat_update(
                     rule,
@@ -624,6 +634,24 @@ def _flat_update(rule, opts, owner, common, lr, t, path, g, w, s, master, lr_mul
         None if s[j] is None else FlatParams([n[j] for n in new_s], layout) for j in range(len(rule.fields))
     )
     return FlatParams(outs, layout), fields, (None if master is None else FlatParams(new_m, layout))
+
+
+def _check_state(owner: str, rule: Rule, opts: dict, path: str, s: tuple, ref: Any, checked: set) -> None:
+    """One parameter's state entries have the shapes ``rule.init`` gives for its parameter (static check)."""
+    if not rule.fields:
+        return
+    try:
+        sig = (
+            tuple(jnp.shape(ref)),
+            jnp.result_type(ref),
+            tuple(None if x is None else jnp.shape(x) for x in s),
+        )
+    except (TypeError, ValueError):
+        return  # not an array: check_update_leaf names it
+    if sig in checked:
+        return
+    _base.check_state_leaves(owner, path, rule.fields, s, rule.init, ref, opts)
+    checked.add(sig)
 
 
 def _flatten_state(owner: str, name: str, treedef: Any, tree: Any) -> list:

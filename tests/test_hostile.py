@@ -9,8 +9,8 @@ every optimizer's own hyperparameters generated from its rule (NaN, strings, arr
 range), the update call (state, shapes, dtypes, params), multipliers for every optimizer, the facade's
 ``create`` and corrupted or pickled ``set_states`` payloads.
 
-Cases marked ``PENDING_HOOK`` need the driver to call :func:`mxopt_jax._base.check_update_leaf` /
-``check_state_leaves`` / ``check_state_type`` (written, unit-tested below); they are strict xfails until then.
+The update-time checks (:func:`mxopt_jax._base.check_update_leaf`, ``check_state_leaves``,
+``check_state_type``) run in the driver on static shapes and dtypes: free under ``jit``.
 
 Non-finite gradients are documented behaviour, not errors: they propagate into the update as in MXNet
 (``optax.apply_if_finite`` skips such steps: ``tests/test_interop.py``).
@@ -38,12 +38,6 @@ from mxopt_jax import _base, facade
 
 RULES = {n: facade.Optimizer.opt_registry[n]._rule for n in NAMES}
 INF, NAN = math.inf, math.nan
-
-PENDING_HOOK = pytest.mark.xfail(
-    strict=True,
-    reason="needs _base.check_update_leaf / check_state_leaves / check_state_type called by the driver "
-    "(_transform.leaf_update and update_fn): see the report of issue 7",
-)
 
 
 def ctor(name, **kw):
@@ -282,8 +276,6 @@ UPDATE_BAD = [
 ]  # fmt: skip
 
 
-@PENDING_HOOK
-@pytest.mark.filterwarnings("ignore:Casting from complex to real:DeprecationWarning")  # the unhooked path
 @pytest.mark.parametrize(("case", "exc", "msg"), UPDATE_BAD, ids=[c[0] for c in UPDATE_BAD])
 @pytest.mark.parametrize("name", NAMES)
 def test_update_rejects_mismatched_input(name, case, exc, msg):
@@ -418,7 +410,6 @@ def test_facade_integer_weight():
         upd(0, jnp.ones(3), jnp.ones(3, jnp.int32))
 
 
-@PENDING_HOOK
 def test_facade_gradient_shape_mismatch():
     upd = mxopt_jax.get_updater(mxopt_jax.create("adam"))
     with pytest.raises(
