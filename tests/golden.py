@@ -5,7 +5,8 @@ running all steps inside one jitted ``lax.scan``. Two modes:
 
 * ``"static"``: every hyperparameter is the Python value from the config (what users usually pass);
 * ``"dynamic"``: float hyperparameters are passed as traced JAX scalars, so configs that differ only in
-  their values share one compiled program (this is also how ``optax.inject_hyperparams`` drives us).
+  their values share one compiled program (this is also how ``optax.inject_hyperparams`` drives us);
+  :func:`replay_many` runs such a group at once, vmapped over the configs' values.
 """
 
 from __future__ import annotations
@@ -79,12 +80,16 @@ def _make_kwargs(cfg: dict, n_params: int, dynamic: dict) -> dict:
 
 @functools.cache
 def _trajectory_fn(name: str, signature: str):
-    """A jitted ``(floats, w0, grads) -> (weights per step, masters per step)`` shared by alike configs."""
+    """A jitted ``(floats, w0, grads) -> (weights per step, masters per step)`` shared by alike configs, vmapped
+    over a leading config axis of ``floats``."""
     cfg = json.loads(signature)
     ctor = mxopt_jax.OPTIMIZERS[name]
     n_params = cfg["n_params"]
 
     def run(floats, w0, grads):
+        floats = {
+            k: v for k, v in floats.items() if k != "_config"
+        }  # "_config": the vmapped axis, always there
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tx = ctor(**_make_kwargs(cfg, n_params, floats))
@@ -99,27 +104,58 @@ def _trajectory_fn(name: str, signature: str):
         _, (ws, masters) = jax.lax.scan(body, (w0, state), grads)
         return ws, masters
 
-    return jax.jit(run)
+    return jax.jit(jax.vmap(run, in_axes=(0, None, None)))
+
+
+def signature(name: str, cfg: dict, mode: str = "dynamic") -> str:
+    """What a config's compiled program depends on: everything but its float hyperparameters (dynamic mode)."""
+    meta, _ = load(name)
+    fkeys = _float_keys(cfg, mode)
+    static_cfg = {k: v for k, v in cfg.items() if k not in ("id", "group")}
+    static_cfg["kwargs"] = {k: v for k, v in cfg["kwargs"].items() if k not in fkeys}
+    static_cfg["n_params"] = len(meta["shapes"])
+    static_cfg["float_keys"] = fkeys
+    return json.dumps(static_cfg, sort_keys=True)
+
+
+def groups(name: str) -> list[list[dict]]:
+    """The configs of ``name`` grouped by :func:`signature` (dynamic mode), in file order."""
+    meta, _ = load(name)
+    out: dict[str, list[dict]] = {}
+    for cfg in meta["configs"]:
+        out.setdefault(signature(name, cfg), []).append(cfg)
+    return list(out.values())
 
 
 def replay(name: str, cfg: dict, mode: str = "dynamic") -> tuple[list[np.ndarray], list[np.ndarray] | None]:
     """Our trajectory for a golden config: per parameter, arrays (steps, *shape) of weights and masters."""
+    return replay_many(name, [cfg], mode)[0]
+
+
+def replay_many(
+    name: str, cfgs: list[dict], mode: str = "dynamic"
+) -> list[tuple[list[np.ndarray], list[np.ndarray] | None]]:
+    """:func:`replay` for configs of one :func:`signature`: one compiled program, vmapped over their float
+    hyperparameters (the traced values every config of the group differs in)."""
     meta, data = load(name)
     n = len(meta["shapes"])
+    cfg = cfgs[0]
+    sig = signature(name, cfg, mode)
+    assert all(signature(name, c, mode) == sig for c in cfgs), "replay_many takes configs of one signature"
     dt = _dtype(cfg)
     fkeys = _float_keys(cfg, mode)
-    static_cfg = {k: v for k, v in cfg.items() if k not in ("id", "group")}
-    static_cfg["kwargs"] = {k: v for k, v in cfg["kwargs"].items() if k not in fkeys}
-    static_cfg["n_params"] = n
-    static_cfg["float_keys"] = fkeys
-    fn = _trajectory_fn(name, json.dumps(static_cfg, sort_keys=True))
-    floats = {k: jnp.float32(cfg["kwargs"][k]) for k in fkeys}
+    fn = _trajectory_fn(name, sig)
+    floats = {k: jnp.asarray([c["kwargs"][k] for c in cfgs], jnp.float32) for k in fkeys}
+    floats["_config"] = jnp.arange(len(cfgs))
     w0 = _tree(cfg, [jnp.asarray(data[f"w0_{p}"], dt) for p in range(n)])
     grads = _tree(cfg, [jnp.asarray(data[f"grads_{p}"], dt) for p in range(n)])
     ws, masters = fn(floats, w0, grads)
-    ws = [np.asarray(x, np.float32) for x in _leaves(cfg, ws)]
-    masters = None if masters is None else [np.asarray(x) for x in _leaves(cfg, masters)]
-    return ws, masters
+    out = []
+    for i in range(len(cfgs)):
+        w_i = [np.asarray(x[i], np.float32) for x in _leaves(cfg, ws)]
+        m_i = None if masters is None else [np.asarray(x[i]) for x in _leaves(cfg, masters)]
+        out.append((w_i, m_i))
+    return out
 
 
 def expected(name: str, cfg: dict) -> tuple[list[np.ndarray], list[np.ndarray] | None]:

@@ -188,8 +188,14 @@ def test_state_is_named_and_counts(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16, jnp.float16])
+@pytest.mark.parametrize(
+    "dtype",
+    [jnp.float32, pytest.param(jnp.bfloat16, marks=pytest.mark.slow), jnp.float16],
+    ids=["float32", "bfloat16", "float16"],
+)
 def test_dtypes_preserved(name, dtype):
+    """Two jitted steps keep dtypes and stay finite (bfloat16 under ``slow``; test_dtypes checks every dtype
+    abstractly)."""
     params = params_for(name, dtype)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -202,7 +208,9 @@ def test_dtypes_preserved(name, dtype):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(jnp.bfloat16, marks=pytest.mark.slow), jnp.float16], ids=["bfloat16", "float16"]
+)
 def test_multi_precision_lands_on_rounded_master(name, dtype):
     params = params_for(name, dtype)
     tx = make(name, multi_precision=True)

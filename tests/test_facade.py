@@ -43,7 +43,8 @@ def _golden_cases():
     """Per optimizer: defaults, sched, begin, two mult configs, the fp16 config with the optimizer's main
     option (multi_precision), and a few grid configs (one with
     ``param_idx2name`` for LARS). The functional API's tests replay every config; here the point is the
-    facade's bookkeeping (multipliers, schedulers, counts, multi-precision states) on the shared rules."""
+    facade's bookkeeping (multipliers, schedulers, counts, multi-precision states) on the shared rules. The
+    grid and mult configs run under the ``slow`` marker."""
     out = []
     for name in NAMES:
         if name == "sgld":
@@ -66,7 +67,8 @@ def _golden_cases():
             elif group == "fp16" and cfg is not last_fp16:
                 continue
             seen[group] = seen.get(group, 0) + 1
-            out.append(pytest.param(name, cfg["id"], id=f"{name}-{cfg['id']}-{group}"))
+            marks = (pytest.mark.slow,) if group in ("grid", "mult") else ()
+            out.append(pytest.param(name, cfg["id"], id=f"{name}-{cfg['id']}-{group}", marks=marks))
     return out
 
 

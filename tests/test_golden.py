@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from golden import OPTIMIZER_FILES, config, expected, inputs, load, replay
+from golden import OPTIMIZER_FILES, config, expected, groups, inputs, load, replay, replay_many
 
 import mxopt_jax
 
@@ -45,21 +45,41 @@ def _departs(name: str, cfg: dict) -> bool:
 
 
 def _cases():
-    """Every config with traced hyperparameters; with Python-number hyperparameters (each its own compiled
-    program) a sample in the default run and the rest under the ``slow`` marker."""
+    """Per optimizer, each group of configs that share a compiled program with traced hyperparameters (one
+    vmapped run per group; the default run takes every other group and those with the defaults or float16,
+    the ``slow`` marker the rest); with Python-number hyperparameters (each config its own program) the
+    defaults in the default run and every config under ``slow``. Every config is replayed in CI."""
     out = []
     for name in OPTIMIZER_FILES:
         if name == "sgld":
             continue
+        for k, group in enumerate(groups(name)):
+            ids = [c["id"] for c in group if not _departs(name, c)]
+            if ids:
+                sampled = k % 2 == 0 or any(c["group"] in ("defaults", "fp16") for c in group)
+                marks = () if sampled else (pytest.mark.slow,)
+                out.append(
+                    pytest.param(name, tuple(ids), "dynamic", id=f"{name}-g{k:02d}-dynamic", marks=marks)
+                )
         meta, _ = load(name)
-        for i, cfg in enumerate(meta["configs"]):
+        for cfg in meta["configs"]:
             if _departs(name, cfg):
                 continue
-            out.append(pytest.param(name, cfg["id"], "dynamic", id=f"{name}-{cfg['id']}-dynamic"))
-            sampled = cfg["group"] in ("defaults", "fp16") or i % 8 == 1
-            marks = () if sampled else (pytest.mark.slow,)
-            out.append(pytest.param(name, cfg["id"], "static", id=f"{name}-{cfg['id']}-static", marks=marks))
+            marks = () if cfg["group"] == "defaults" else (pytest.mark.slow,)
+            out.append(
+                pytest.param(name, (cfg["id"],), "static", id=f"{name}-{cfg['id']}-static", marks=marks)
+            )
     return out
+
+
+def test_every_config_is_replayed():
+    covered = {(p.values[0], cid) for p in _cases() if p.values[2] == "dynamic" for cid in p.values[1]}
+    for name in OPTIMIZER_FILES:
+        if name == "sgld":
+            continue  # tests below (noise-free part teacher-forced on MXNet's trajectory)
+        meta, _ = load(name)
+        want = {(name, c["id"]) for c in meta["configs"] if not _departs(name, c)}
+        assert want <= covered, sorted(want - covered)
 
 
 def test_tolerances_no_looser_than_mxnet():
@@ -79,23 +99,28 @@ def test_every_optimizer_has_golden_data():
         assert not meta["skipped"], (name, meta["skipped"])
 
 
-@pytest.mark.parametrize(("name", "cid", "mode"), _cases())
-def test_matches_mxnet(name, cid, mode):
-    cfg = config(name, cid)
+def _check(name: str, cfg: dict, ours: list, our_masters: list | None) -> None:
     rtol, atol = TOL[name]
-    ours, our_masters = replay(name, cfg, mode)
     ref, ref_masters = expected(name, cfg)
+    where = f"{name} config {cfg['id']} {cfg['kwargs']}"
     if cfg["dtype"] == "float16":
         for p, (m, rm, w, rw) in enumerate(zip(our_masters, ref_masters, ours, ref, strict=True)):
-            np.testing.assert_allclose(m, rm, rtol=rtol, atol=atol, err_msg=f"master of param {p}")
+            np.testing.assert_allclose(m, rm, rtol=rtol, atol=atol, err_msg=f"{where}: master of param {p}")
             # The 16-bit weight is exactly the rounded master ...
-            np.testing.assert_array_equal(w, m.astype(np.float16).astype(np.float32))
+            np.testing.assert_array_equal(w, m.astype(np.float16).astype(np.float32), err_msg=where)
             # ... and MXNet's is its rounded master: they agree to the master tolerance plus one ulp of rounding.
             ulp = np.spacing(np.abs(rw).astype(np.float16)).astype(np.float32)
-            assert np.all(np.abs(w - rw) <= atol + rtol * np.abs(rw) + ulp), f"fp16 param {p}"
+            assert np.all(np.abs(w - rw) <= atol + rtol * np.abs(rw) + ulp), f"{where}: fp16 param {p}"
     else:
         for p, (w, rw) in enumerate(zip(ours, ref, strict=True)):
-            np.testing.assert_allclose(w, rw, rtol=rtol, atol=atol, err_msg=f"param {p}")
+            np.testing.assert_allclose(w, rw, rtol=rtol, atol=atol, err_msg=f"{where}: param {p}")
+
+
+@pytest.mark.parametrize(("name", "cids", "mode"), _cases())
+def test_matches_mxnet(name, cids, mode):
+    cfgs = [config(name, cid) for cid in cids]
+    for cfg, (ours, our_masters) in zip(cfgs, replay_many(name, cfgs, mode), strict=True):
+        _check(name, cfg, ours, our_masters)
 
 
 # --------------------------------------------------------------------------- AdaBelief (DECISIONS #7)

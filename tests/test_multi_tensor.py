@@ -66,7 +66,7 @@ def _assert_close(a, b):
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "sgld"])
-@pytest.mark.parametrize("agg", [np.inf, 2])
+@pytest.mark.parametrize("agg", [np.inf, pytest.param(2, marks=pytest.mark.slow)], ids=["inf", "2"])
 def test_aggregate_num_equals_per_parameter_path(name, agg):
     params, grads = _tree()
     ref, _ = _run(_ctor(name), params, grads)
