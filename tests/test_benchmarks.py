@@ -117,3 +117,28 @@ def test_quick_run(tmp_path):
         assert heading in md
     assert _check_table(md.splitlines()) >= 4
     assert out_png.stat().st_size > 1000
+
+
+def test_pass_count_evidence_script():
+    """benchmarks/passes.py (the HLO evidence in benchmarks/ANALYSIS.md) parses the compiled program: Adam's
+    model is 28 B/param, the compiled program moves at least that, and every kernel it finds is counted."""
+    passes = _load("passes")
+    n = 2**12
+    adam = passes.analyse(mxopt_jax.adam(learning_rate=0.01), n)
+    assert adam["model"] == 28 and adam["fusions"] >= 1
+    assert adam["hlo"] >= 28 and 0 < adam["ceiling"] <= 1
+    sgd = passes.analyse(mxopt_jax.sgd(learning_rate=0.1), n)
+    assert sgd["model"] == 12 and sgd["hlo"] >= 12
+    hlo = "\n".join(
+        [
+            "HloModule m",
+            "",
+            "ENTRY %main (a: f32[8], b: f32[8]) -> f32[8] {",
+            "  %a = f32[8]{0} parameter(0)",
+            "  %b = f32[8]{0} parameter(1)",
+            "  %f = f32[8]{0} fusion(%a, %b), kind=kLoop, calls=%c",
+            "  ROOT %g = f32[8]{0} fusion(%f, %a), kind=kLoop, calls=%d",
+            "}",
+        ]
+    )
+    assert passes._kernels(hlo, 8) == [("fusion f", 96), ("fusion g", 96)]  # 3 arrays of 8 float32 each
