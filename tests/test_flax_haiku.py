@@ -103,10 +103,10 @@ def test_flax_train_state(name, compare_all):
         chex.assert_trees_all_close(state.opt_state, ref_state, rtol=1e-5, atol=1e-6)
 
 
-FACTOR_ALL = {"sgld": 0.9, "signum": 0.5, "adadelta": 0.5}
+FACTOR_ALL = {"signum": 0.5, "adadelta": 0.5, "lars": 0.6}
 LR_ALL = {
     "sgd": 0.05, "nag": 0.05, "ccsgd": 0.05, "dcasgd": 0.05, "lbsgd": 0.05, "test": 0.05, "sgld": 1e-3,
-    "signum": 0.003, "adagrad": 0.05, "adadelta": 1.0, "rmsprop": 0.003, "lars": 5.0,
+    "signum": 0.003, "adagrad": 0.05, "adadelta": 1.0, "rmsprop": 0.003, "lars": 0.5, "lans": 0.01,
 }  # fmt: skip
 
 
@@ -119,6 +119,11 @@ def test_flax_train_state_every_optimizer(name):
     else:
         tx = make(name, **({"learning_rate": LR_ALL[name]} if name in LR_ALL else {}))
     loss_fn, params, state = _linen_train(tx)
+    if name == "sgld":  # a sampler: its Langevin noise does not minimize the loss; same draws as plain optax
+        ref_params, _ = plain_loop(tx, loss_fn, params)
+        chex.assert_trees_all_close(state.params, ref_params, rtol=1e-5, atol=1e-6)
+        chex.assert_tree_all_finite(state.params)
+        return
     assert_trained(loss_fn, params, state.params, FACTOR_ALL.get(name, 0.3))
 
 
