@@ -407,8 +407,11 @@ def jax_contenders(
 
             def sparse_grads() -> Any:
                 return {
-                    "table": RowSparse(
-                        jnp.asarray(data.idx_np), jnp.asarray(data.vals_np), tuple(wl.leaves[0][1])
+                    "table": RowSparse(  # MXNet's row_sparse invariant: sorted, unique rows
+                        jnp.asarray(data.idx_np),
+                        jnp.asarray(data.vals_np),
+                        tuple(wl.leaves[0][1]),
+                        sorted_unique=True,
                     )
                 }
 

@@ -402,3 +402,49 @@ def test_readme_embedding_example_runs():
     moved = np.flatnonzero(np.any(np.asarray(params["E"]) != 0, axis=1))
     assert set(moved.tolist()) <= {1, 5, 7, 99_999}
     assert isinstance(ns["grad_fn"](params, {"E": ids}, ids, jnp.array([0, 2]))[1]["E"], RowSparse)
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "adagrad", "ftrl", "lars"])
+def test_sorted_unique_rows_skip_the_dedup_and_give_the_same_update(name):
+    """``RowSparse(..., sorted_unique=True)`` (MXNet's row_sparse invariant) runs the lazy update without the
+    sort + segment-sum, with the same result as the general path."""
+    kw = {"sgd": dict(momentum=0.9, lazy_update=True), "adam": dict(lazy_update=True), "adagrad": {},
+          "ftrl": dict(lazy_update=True), "lars": dict(momentum=0.9, lazy_update=True)}[name]  # fmt: skip
+    tx = mxopt_jax.OPTIMIZERS[name](learning_rate=0.05, **kw)
+    table = jax.random.normal(jax.random.PRNGKey(0), (50, 4))
+    idx = jnp.asarray([1, 4, 9, 30, 49], jnp.int32)
+    vals = jax.random.normal(jax.random.PRNGKey(1), (5, 4))
+    params = {"t": table}
+
+    def step(g):
+        u, s = tx.update({"t": g}, tx.init(params), params)
+        return optax.apply_updates(params, u)["t"], s
+
+    general = jax.jit(lambda i, v: step(RowSparse(i, v, (50, 4))))
+    fast = jax.jit(lambda i, v: step(RowSparse(i, v, (50, 4), sorted_unique=True)))
+    chex.assert_trees_all_close(fast(idx, vals), general(idx, vals), rtol=1e-6, atol=1e-7)
+    assert "sort" not in _primitives(jax.make_jaxpr(fast)(idx, vals).jaxpr)
+    assert "sort" in _primitives(jax.make_jaxpr(general)(idx, vals).jaxpr)
+
+
+def _primitives(jaxpr) -> set[str]:
+    """Names of every primitive in a jaxpr, sub-jaxprs (pjit, cond, ...) included."""
+    out = set()
+    for eqn in jaxpr.eqns:
+        out.add(eqn.primitive.name)
+        for v in eqn.params.values():
+            inner = getattr(v, "jaxpr", None)
+            if inner is not None:
+                out |= _primitives(getattr(inner, "jaxpr", inner))
+    return out
+
+
+def test_sorted_unique_is_checked():
+    with pytest.raises(ValueError, match=r"`sorted_unique=True` needs strictly increasing `indices`"):
+        RowSparse(jnp.asarray([3, 1]), jnp.ones((2, 2)), (5, 2), sorted_unique=True)
+    with pytest.raises(ValueError, match=r"`sorted_unique=True` needs strictly increasing"):
+        RowSparse(jnp.asarray([1, 1]), jnp.ones((2, 2)), (5, 2), sorted_unique=True)
+    with pytest.raises(TypeError, match=r"`sorted_unique` must be a bool"):
+        RowSparse(jnp.asarray([1]), jnp.ones((1, 2)), (5, 2), sorted_unique=1)
+    g = RowSparse(jnp.asarray([0, 2]), jnp.ones((2, 2)), (5, 2), sorted_unique=True)
+    assert jax.tree.map(lambda x: x, g).unique  # the promise survives tree maps (static aux data)
