@@ -86,6 +86,7 @@ def markdown(results: dict) -> str:
         lines.append(f"* Side library {name}: {', '.join(f'{k} {v}' for k, v in hello.items())}.")
     lines += [
         f"* Command: `{m['command']}`",
+        "* What limits each figure, and what it would take: [ANALYSIS.md](ANALYSIS.md).",
         "",
         "## Method",
         "",
