@@ -112,8 +112,13 @@ class Contender:
     def run(self, k: int) -> None:  # k steps, then synchronise
         raise NotImplementedError
 
+    #: attributes holding buffers, programs or optimizer objects; ``close`` drops them
+    buffers: tuple[str, ...] = ()
+
     def close(self) -> None:  # free buffers
-        pass
+        for name in self.buffers:
+            if hasattr(self, name):
+                delattr(self, name)
 
 
 class Skip(Exception):

@@ -52,18 +52,6 @@ KWARGS = {
     "sgd_mom": ("sgd", {"learning_rate": 0.1, "momentum": 0.9}),
 }
 
-_data: dict = {}
-
-
-def data(wname: str, quick: bool) -> tuple[W.Workload, list[np.ndarray], list[np.ndarray]]:
-    key = (wname, quick)
-    if key not in _data:
-        _data.clear()
-        wl = W.get(wname, quick)
-        p, g = W.params_and_grads(wl)
-        _data[key] = (wl, p, g)
-    return _data[key]
-
 
 def _sync() -> None:
     mx.nd.waitall()
@@ -91,7 +79,7 @@ class Updater(eng.Contender):
             )
 
     def prepare(self) -> None:
-        wl, p, g = data(self.wname, self.quick)
+        wl, p, g = W.cached(self.wname, self.quick)
         self.opt = mx.optimizer.create(self.name, **self.kw)
         self.upd = mx.optimizer.get_updater(self.opt)
         self.ws = [mx.nd.array(x, dtype=np.float32) for x in p]
@@ -113,10 +101,7 @@ class Updater(eng.Contender):
                 upd(self.idx, gs, ws)
         _sync()
 
-    def close(self) -> None:
-        for n in ("upd", "opt", "ws", "gs"):
-            if hasattr(self, n):
-                delattr(self, n)
+    buffers = ("upd", "opt", "ws", "gs")  # dropped by Contender.close
 
 
 class FusedOp(eng.Contender):
@@ -127,7 +112,7 @@ class FusedOp(eng.Contender):
         self.info = {"note": f"mx.nd.{'adam_update' if key == 'adam' else 'sgd_mom_update'}(out=weight)"}
 
     def prepare(self) -> None:
-        _, p, g = data(self.wname, self.quick)
+        _, p, g = W.cached(self.wname, self.quick)
         self.w = mx.nd.array(p[0], dtype=np.float32)
         self.g = mx.nd.array(g[0], dtype=np.float32)
         self.s = [mx.nd.zeros(self.w.shape, dtype=np.float32) for _ in range(2 if self.key == "adam" else 1)]
@@ -142,10 +127,7 @@ class FusedOp(eng.Contender):
                 mx.nd.sgd_mom_update(w, g, s[0], out=w, lr=0.1, momentum=0.9)
         _sync()
 
-    def close(self) -> None:
-        for n in ("w", "g", "s"):
-            if hasattr(self, n):
-                delattr(self, n)
+    buffers = ("w", "g", "s")  # dropped by Contender.close
 
 
 def make_contenders(wname: str, key: str, quick: bool) -> list[eng.Contender]:

@@ -230,10 +230,7 @@ class JaxStep(eng.Contender):
         self.params, self.state = p, s
         _sync(p, s)
 
-    def close(self) -> None:
-        for name in ("params", "state", "grads", "fn", "tx", "step"):
-            if hasattr(self, name):
-                delattr(self, name)
+    buffers = ("params", "state", "grads", "fn", "tx", "step")  # dropped by Contender.close
 
 
 class FacadeStep(eng.Contender):
@@ -305,10 +302,7 @@ class FacadeStep(eng.Contender):
             self._one()
         _sync(self.ws)
 
-    def close(self) -> None:
-        for name in ("upd", "ws", "gs"):
-            if hasattr(self, name):
-                delattr(self, name)
+    buffers = ("upd", "ws", "gs")  # dropped by Contender.close
 
 
 class LazyRef(eng.Contender):
@@ -364,10 +358,7 @@ class LazyRef(eng.Contender):
     def first(self) -> None:
         self.run(1)
 
-    def close(self) -> None:
-        for name in ("w", "state", "fn", "idx", "vals"):
-            if hasattr(self, name):
-                delattr(self, name)
+    buffers = ("w", "state", "fn", "idx", "vals")  # dropped by Contender.close
 
 
 def row_sparse_cls() -> tuple[Any, str | None]:
@@ -500,10 +491,7 @@ class BwKernel(eng.Contender):
         self.a = a
         _sync(a)
 
-    def close(self) -> None:
-        for name in ("a", "b", "c", "fn"):
-            if hasattr(self, name):
-                delattr(self, name)
+    buffers = ("a", "b", "c", "fn")  # dropped by Contender.close
 
 
 def measure_bandwidth(n: int, rounds: int, sample_s: float, log: Callable[[str], None]) -> dict:

@@ -53,18 +53,6 @@ OPTIMS = {
     "nadam": ("NAdam", {"lr": 0.001, "eps": 1e-8, "momentum_decay": 0.004}),
 }
 
-_data: dict = {}
-
-
-def data(wname: str, quick: bool) -> tuple[W.Workload, list[np.ndarray], list[np.ndarray]]:
-    key = (wname, quick)
-    if key not in _data:
-        _data.clear()
-        wl = W.get(wname, quick)
-        p, g = W.params_and_grads(wl)
-        _data[key] = (wl, p, g)
-    return _data[key]
-
 
 class TorchOptim(eng.Contender):
     def __init__(self, label: str, wname: str, key: str, quick: bool, impl: str) -> None:
@@ -75,7 +63,7 @@ class TorchOptim(eng.Contender):
         self.info = {"note": f"torch.optim.{cls}({', '.join(f'{k}={v}' for k, v in self.kw.items())})"}
 
     def prepare(self) -> None:
-        _, p, g = data(self.wname, self.quick)
+        _, p, g = W.cached(self.wname, self.quick)
         self.params = [torch.nn.Parameter(torch.from_numpy(x.copy())) for x in p]
         for prm, gr in zip(self.params, g, strict=True):
             prm.grad = torch.from_numpy(gr.copy())
@@ -96,10 +84,7 @@ class TorchOptim(eng.Contender):
             for _ in range(k):
                 step()
 
-    def close(self) -> None:
-        for n in ("opt", "params"):
-            if hasattr(self, n):
-                delattr(self, n)
+    buffers = ("opt", "params")  # dropped by Contender.close
 
 
 class SparseAdam(eng.Contender):
@@ -112,7 +97,7 @@ class SparseAdam(eng.Contender):
         self.info = {"note": "torch.optim.SparseAdam(lr=0.001, eps=1e-8), sparse COO gradient"}
 
     def prepare(self) -> None:
-        wl, p, _ = data(self.wname, self.quick)
+        wl, p, _ = W.cached(self.wname, self.quick)
         idx, vals = W.sparse_rows(wl)
         self.param = torch.nn.Parameter(torch.from_numpy(p[0].copy()))
         self.grad = torch.sparse_coo_tensor(
@@ -125,10 +110,7 @@ class SparseAdam(eng.Contender):
             self.param.grad = self.grad
             self.opt.step()
 
-    def close(self) -> None:
-        for n in ("opt", "param", "grad"):
-            if hasattr(self, n):
-                delattr(self, n)
+    buffers = ("opt", "param", "grad")  # dropped by Contender.close
 
 
 def make_contenders(wname: str, key: str, quick: bool) -> list[eng.Contender]:

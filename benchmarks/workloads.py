@@ -179,3 +179,16 @@ if __name__ == "__main__":
     for w in ALL:
         wl = get(w)
         print(f"{w}: {wl.description} ({wl.num_leaves} leaves, {wl.num_params:,} params)")
+
+
+_CACHE: dict = {}
+
+
+def cached(name: str, quick: bool = False) -> tuple[Workload, list[np.ndarray], list[np.ndarray]]:
+    """``(workload, params, grads)`` for the side workers, the last workload kept (one at a time in memory)."""
+    key = (name, quick)
+    if key not in _CACHE:
+        _CACHE.clear()
+        wl = get(name, quick)
+        _CACHE[key] = (wl, *params_and_grads(wl))
+    return _CACHE[key]

@@ -42,6 +42,7 @@ import time  # noqa: E402
 import traceback  # noqa: E402
 import warnings  # noqa: E402
 
+import interop_common  # noqa: E402 - this folder is on sys.path when run as a script
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -56,29 +57,11 @@ STEPS = 3
 RTOL, ATOL = 2e-5, 2e-6
 AXIS_OPTIMIZERS = ("lars", "lamb", "lans", "groupadagrad")
 
+# The interop tests' hyperparameters; Adam also clips (clipping must act per element on every shard).
 KW = {
-    "sgd": dict(learning_rate=0.05, momentum=0.9, wd=1e-3),
-    "nag": dict(learning_rate=0.05, momentum=0.9),
-    "signum": dict(learning_rate=0.01, wd_lh=1e-3),
+    **interop_common.KW,
     "sgld": dict(learning_rate=1e-3, seed=3),
-    "dcasgd": dict(learning_rate=0.05, momentum=0.9),
-    "lbsgd": dict(learning_rate=0.05, momentum=0.9),
-    "ccsgd": dict(learning_rate=0.05, momentum=0.9),
-    "adagrad": dict(learning_rate=0.1, wd=1e-3),
-    "groupadagrad": dict(learning_rate=0.1),
-    "adadelta": dict(learning_rate=1.0),
-    "rmsprop": dict(learning_rate=0.01, centered=True),
     "adam": dict(learning_rate=0.05, wd=1e-3, clip_gradient=2.0),
-    "adamw": dict(learning_rate=0.05, wd=0.01),
-    "adamax": dict(learning_rate=0.05),
-    "nadam": dict(learning_rate=0.05),
-    "adabelief": dict(learning_rate=0.05, wd=1e-3),
-    "ftrl": dict(learning_rate=0.1),
-    "ftml": dict(learning_rate=0.05),
-    "lars": dict(learning_rate=1.0, momentum=0.9, eta=0.01, wd=1e-3),
-    "lamb": dict(learning_rate=0.05, wd=0.01),
-    "lans": dict(learning_rate=0.05, wd=0.01),
-    "test": dict(learning_rate=0.05),
 }
 
 
