@@ -7,12 +7,37 @@ defaults (``lbsgd`` and ``ccsgd`` follow MXNet 1.9.1, where they live)::
     state = tx.init(params)
     updates, state = tx.update(grads, state, params)
     params = optax.apply_updates(params, updates)
+
+This module is the public API, as an explicit list. The implementation lives in ``mxopt_jax._src``: the update
+rules (``_src/optimizers``), the drivers that run them over pytrees, row-sparse gradients and flat buffers
+(``_src/drivers``), the one table of optimizers (``_src/registry.py``) and the MXNet-style facade
+(``_src/facade``). The comparison app (``mxopt_jax.compare``) is built on this API; the library never imports
+it.
 """
 
-from . import lr_scheduler
-from . import sparse as sparse
-from .adagrad import AdaDeltaState, AdaGradState, adadelta, adagrad, group_adagrad
-from .adam import AdamaxState, AdamState, NadamState, adabelief, adam, adamax, adamw, nadam
+from . import facade, lr_scheduler, multi_tensor, sparse
+from ._src.optimizers.adagrad import AdaDeltaState, AdaGradState, adadelta, adagrad, group_adagrad
+from ._src.optimizers.adam import AdamaxState, AdamState, NadamState, adabelief, adam, adamax, adamw, nadam
+from ._src.optimizers.ftrl import FTMLState, FtrlState, ftml, ftrl
+from ._src.optimizers.layerwise import lamb, lans, lars
+from ._src.optimizers.rmsprop import RMSPropState, rmsprop
+from ._src.optimizers.sgd import (
+    DCASGDState,
+    LBSGDState,
+    SGDState,
+    SGLDState,
+    SignumState,
+    TestState,
+    ccsgd,
+    dcasgd,
+    lbsgd,
+    nag,
+    sgd,
+    sgld,
+    signum,
+    test,
+)
+from ._src.registry import TABLE as _TABLE
 from .facade import (
     DCASGD,
     FTML,
@@ -42,57 +67,24 @@ from .facade import (
     get_updater,
     register,
 )
-from .ftrl import FTMLState, FtrlState, ftml, ftrl
-from .layerwise import lamb, lans, lars
-from .rmsprop import RMSPropState, rmsprop
-from .sgd import (
-    DCASGDState,
-    LBSGDState,
-    SGDState,
-    SGLDState,
-    SignumState,
-    TestState,
-    ccsgd,
-    dcasgd,
-    lbsgd,
-    nag,
-    sgd,
-    sgld,
-    signum,
-    test,
-)
-from .sparse import RowSparse as RowSparse
+from .multi_tensor import FlatParams
+from .sparse import RowSparse
 
 __version__ = "0.1.0"
 
-#: Constructor of every optimizer, by MXNet registry name.
-OPTIMIZERS = {
-    "sgd": sgd,
-    "nag": nag,
-    "signum": signum,
-    "sgld": sgld,
-    "dcasgd": dcasgd,
-    "lbsgd": lbsgd,
-    "ccsgd": ccsgd,
-    "adagrad": adagrad,
-    "groupadagrad": group_adagrad,
-    "adadelta": adadelta,
-    "rmsprop": rmsprop,
-    "adam": adam,
-    "adamw": adamw,
-    "adamax": adamax,
-    "nadam": nadam,
-    "adabelief": adabelief,
-    "ftrl": ftrl,
-    "ftml": ftml,
-    "lars": lars,
-    "lamb": lamb,
-    "lans": lans,
-    "test": test,
-}
+#: Constructor of every optimizer, by MXNet registry name (from the optimizer table).
+OPTIMIZERS = {e.name: e.constructor for e in _TABLE}
 
 __all__ = [
     "OPTIMIZERS",
+    # modules
+    "facade",
+    "lr_scheduler",
+    "multi_tensor",
+    "sparse",
+    # types
+    "FlatParams",
+    "RowSparse",
     # MXNet-style facade
     "Optimizer",
     "Updater",
@@ -121,7 +113,29 @@ __all__ = [
     "LAMB",
     "LANS",
     "Test",
-    # functional API
+    # functional API: constructors and their states
+    "sgd",
+    "nag",
+    "signum",
+    "sgld",
+    "dcasgd",
+    "lbsgd",
+    "ccsgd",
+    "adagrad",
+    "group_adagrad",
+    "adadelta",
+    "rmsprop",
+    "adam",
+    "adamw",
+    "adamax",
+    "nadam",
+    "adabelief",
+    "ftrl",
+    "ftml",
+    "lars",
+    "lamb",
+    "lans",
+    "test",
     "AdaDeltaState",
     "AdaGradState",
     "AdamState",
@@ -136,27 +150,4 @@ __all__ = [
     "SGLDState",
     "SignumState",
     "TestState",
-    "adabelief",
-    "adadelta",
-    "adagrad",
-    "adam",
-    "adamax",
-    "adamw",
-    "ccsgd",
-    "dcasgd",
-    "ftml",
-    "ftrl",
-    "group_adagrad",
-    "lamb",
-    "lans",
-    "lars",
-    "lbsgd",
-    "lr_scheduler",
-    "nadam",
-    "nag",
-    "rmsprop",
-    "sgd",
-    "sgld",
-    "signum",
-    "test",
 ]

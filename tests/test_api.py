@@ -16,7 +16,7 @@ import mxopt_jax
 
 NAMES = sorted(mxopt_jax.OPTIMIZERS)
 
-# MXNet 2.0 defaults of every optimizer's own arguments (optimizers.md §0.4); lbsgd/ccsgd: MXNet 1.9.1.
+# MXNet 2.0 defaults of every optimizer's own arguments; lbsgd/ccsgd: MXNet 1.9.1.
 MXNET_DEFAULTS = {
     "sgd": dict(learning_rate=0.1, momentum=0.0, lazy_update=False),
     "ccsgd": dict(learning_rate=0.01, momentum=0.0, lazy_update=True),
@@ -428,7 +428,7 @@ def test_lr_scheduler_and_base_lr_overwrite():
     np.testing.assert_allclose(lrs, [1.0, 1.0, 0.5, 0.5, 0.25], rtol=1e-6)  # sched(1), sched(2), ...
 
 
-# --------------------------------------------------------------------------- departures (DECISIONS.md)
+# --------------------------------------------------------------------------- departures (docs/differences.md)
 def test_signum_state_holds_the_ema_with_its_natural_sign():
     params = {"w": jnp.zeros((3,))}
     tx = mxopt_jax.signum(learning_rate=0.1, momentum=0.9)
@@ -454,7 +454,7 @@ def test_step_path_computes_the_fused_math(name):
 
 
 def test_nadam_schedule_is_per_parameter():
-    """A parameter's trajectory does not depend on how many other parameters there are (DECISIONS #5)."""
+    """A parameter's trajectory does not depend on how many other parameters there are (docs/differences.md #5)."""
     p = {"a": jnp.linspace(-1, 1, 4), "b": jnp.linspace(1, 2, 3)}
     tx = mxopt_jax.nadam(learning_rate=0.05)
     st_both, st_a = tx.init(p), tx.init({"a": p["a"]})

@@ -205,7 +205,7 @@ def test_set_mult_replaces_previous_entries():
 def test_list_calls_and_aggregate_num_match_mxnet(case):
     meta, data = _fg()
     m = _meta(case)
-    # MXNet's non-aggregated fused LAMB counts t twice per update (DECISIONS #2); mxopt_jax counts once, which
+    # MXNet's non-aggregated fused LAMB counts t twice per update (docs/differences.md #2); mxopt_jax counts once, which
     # is MXNet's aggregated result: compare aggregate_num=1 against MXNet's aggregate_num=4 run, and check
     # that MXNet's own aggregate_num=1 run really differs.
     ref_case = "agg_lamb_4" if case == "agg_lamb_1" else case
@@ -261,7 +261,7 @@ def test_dtype_grouping_matches_mxnet():
             np.testing.assert_allclose(
                 np.asarray(W[p], np.float32), ref, rtol=1e-3 if d == jnp.float16 else 1e-5
             )
-    assert calls[:3] == [(0, 2), (3,), (1, 4)]  # facade.md §8 example, in MXNet's order
+    assert calls[:3] == [(0, 2), (3,), (1, 4)]  # MXNet's Updater groups by dtype, in MXNet's order
     assert list(opt._index_update_count) == [int(k) for k in m["counts"]]
     assert opt._index_update_count == {int(k): v for k, v in m["counts"].items()}
 
@@ -341,7 +341,7 @@ def test_device_counts_match_mxnet():
     assert opt._index_update_count is opt._all_index_update_counts[1]
 
 
-# =========================================================================== base-class facts (golden_notes §6)
+# =========================================================================== base-class facts (recorded from MXNet)
 def test_mxnet_base_class_tests():
     opt = Optimizer(learning_rate=0.01)
     opt.set_learning_rate(0.2)
@@ -414,7 +414,7 @@ def test_defaults_and_attributes_follow_mxnet():
         and create("lans").aggregate_num == 4
         and create("sgd").aggregate_num == 1
     )
-    assert create("adamw", aggregate_num=2).aggregate_num == 2  # DECISIONS #4: the constructor wins
+    assert create("adamw", aggregate_num=2).aggregate_num == 2  # docs/differences.md #4: the constructor wins
     assert create("rmsprop", rho=0.5).rho == 0.5
 
 
@@ -462,7 +462,7 @@ def test_registry_contents_and_shared_rules():
         assert cls._ctor is mxopt_jax.OPTIMIZERS[name]  # the functional API's constructor, hence its rule
     for name, (mod, attr) in rules.items():
         assert Optimizer.opt_registry[name]._rule is getattr(
-            importlib.import_module(f"mxopt_jax.{mod}"), attr
+            importlib.import_module(f"mxopt_jax._src.optimizers.{mod}"), attr
         )
 
 
@@ -604,7 +604,9 @@ def test_fp16_without_multi_precision_warns():
 def test_fused_step_never_recompiles_for_new_hyperparameter_values():
     sched = lrs.FactorScheduler(step=2, factor=0.5, base_lr=0.1)
     opt = create("adam", learning_rate=None, lr_scheduler=sched, wd=0.01)
-    fn = facade._jitted(opt._rule, opt._prep.opts)
+    from mxopt_jax._src.facade import rule_backed
+
+    fn = rule_backed._jitted(opt._rule, opt._prep.opts)
     upd = get_updater(opt)
     w = [jnp.ones((5, 3)), jnp.ones((4,))]
     g = [jnp.full((5, 3), 0.3), jnp.full((4,), -0.2)]

@@ -39,7 +39,7 @@ TOL.update({"adamw": (1e-4, 5e-5), "adabelief": (1e-4, 5e-5)})
 
 
 def _departs(name: str, cfg: dict) -> bool:
-    """Configs where mxopt_jax departs from MXNet on purpose (DECISIONS.md), tested against a reference."""
+    """Configs where mxopt_jax departs from MXNet on purpose (docs/differences.md), tested against a reference."""
     kw = cfg["kwargs"]
     return name == "adabelief" and kw.get("clip_gradient") is not None and kw.get("wd", 0.0) != 0.0
 
@@ -123,7 +123,7 @@ def test_matches_mxnet(name, cids, mode):
         _check(name, cfg, ours, our_masters)
 
 
-# --------------------------------------------------------------------------- AdaBelief (DECISIONS #7)
+# --------------------------------------------------------------------------- AdaBelief (docs/differences.md #7)
 def _adabelief_reference(w, grads, kw):
     """Float64 NumPy AdaBelief from the spec with mxopt_jax's clip-then-decay preamble."""
     b1, b2 = kw.get("beta1", 0.9), kw.get("beta2", 0.999)

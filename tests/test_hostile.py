@@ -9,7 +9,7 @@ every optimizer's own hyperparameters generated from its rule (NaN, strings, arr
 range), the update call (state, shapes, dtypes, params), multipliers for every optimizer, the facade's
 ``create`` and corrupted or pickled ``set_states`` payloads.
 
-The update-time checks (:func:`mxopt_jax._base.check_update_leaf`, ``check_state_leaves``,
+The update-time checks (:func:`mxopt_jax._src.validation.check_update_leaf`, ``check_state_leaves``,
 ``check_state_type``) run in the driver on static shapes and dtypes: free under ``jit``.
 
 Non-finite gradients are documented behaviour, not errors: they propagate into the update as in MXNet
@@ -34,7 +34,9 @@ from interop_common import NAMES, grads_for, make, params_for
 from test_validation import OWN_BAD
 
 import mxopt_jax
-from mxopt_jax import _base, facade
+from mxopt_jax import facade
+from mxopt_jax._src import rule as _rule
+from mxopt_jax._src import validation as _validation
 
 RULES = {n: facade.Optimizer.opt_registry[n]._rule for n in NAMES}
 INF, NAN = math.inf, math.nan
@@ -289,42 +291,42 @@ def test_update_rejects_mismatched_input(name, case, exc, msg):
 # --------------------------------------------------------------------------- the check helpers themselves
 def test_check_update_leaf():
     w = jnp.ones((2, 3))
-    _base.check_update_leaf("o", "w", jnp.ones((2, 3)), w)
-    _base.check_update_leaf("o", "w", jnp.ones((2, 3), jnp.bfloat16), None)
+    _validation.check_update_leaf("o", "w", jnp.ones((2, 3)), w)
+    _validation.check_update_leaf("o", "w", jnp.ones((2, 3), jnp.bfloat16), None)
     with pytest.raises(
         ValueError, match=r"o: the gradient for parameter w has shape \(1, 3\) but the parameter"
     ):
-        _base.check_update_leaf("o", "w", jnp.ones((1, 3)), w)
+        _validation.check_update_leaf("o", "w", jnp.ones((1, 3)), w)
     with pytest.raises(TypeError, match=r"gradient for parameter w has dtype int32"):
-        _base.check_update_leaf("o", "w", jnp.ones((2, 3), jnp.int32), w)
+        _validation.check_update_leaf("o", "w", jnp.ones((2, 3), jnp.int32), w)
     with pytest.raises(TypeError, match=r"gradient for parameter <root> is a str"):
-        _base.check_update_leaf("o", "", "g", w)
+        _validation.check_update_leaf("o", "", "g", w)
     with pytest.raises(TypeError, match=r"parameter w has dtype int32"):
-        _base.check_update_leaf("o", "w", jnp.ones((2, 3)), w.astype(jnp.int32))
+        _validation.check_update_leaf("o", "w", jnp.ones((2, 3)), w.astype(jnp.int32))
     with pytest.raises(ValueError, match=r"master copy of parameter w has shape \(3,\)"):
-        _base.check_update_leaf("o", "w", jnp.ones((2, 3)), w, master=jnp.ones(3))
+        _validation.check_update_leaf("o", "w", jnp.ones((2, 3)), w, master=jnp.ones(3))
 
 
 def test_check_state_leaves_and_type():
-    from mxopt_jax.adagrad import GROUP_ADAGRAD_RULE
-    from mxopt_jax.adam import ADAM_RULE, AdamState
+    from mxopt_jax._src.optimizers.adagrad import GROUP_ADAGRAD_RULE
+    from mxopt_jax._src.optimizers.adam import ADAM_RULE, AdamState
 
     w = jnp.ones((4, 3))
-    _base.check_state_leaves("o", "w", ("mean", "var"), (w, w), ADAM_RULE.init, w, {})
-    _base.check_state_leaves("o", "e", ("history",), (jnp.ones((4, 1)),), GROUP_ADAGRAD_RULE.init, w, {})
+    _rule.check_state_leaves("o", "w", ("mean", "var"), (w, w), ADAM_RULE.init, w, {})
+    _rule.check_state_leaves("o", "e", ("history",), (jnp.ones((4, 1)),), GROUP_ADAGRAD_RULE.init, w, {})
     with pytest.raises(
         ValueError, match=r"optimizer state `var` of parameter w has shape \(3,\), expected \(4, 3\)"
     ):
-        _base.check_state_leaves("o", "w", ("mean", "var"), (w, jnp.ones(3)), ADAM_RULE.init, w, {})
+        _rule.check_state_leaves("o", "w", ("mean", "var"), (w, jnp.ones(3)), ADAM_RULE.init, w, {})
     with pytest.raises(
         ValueError, match=r"state `history` of parameter e has shape \(3, 1\), expected \(4, 1\)"
     ):
-        _base.check_state_leaves("o", "e", ("history",), (jnp.ones((3, 1)),), GROUP_ADAGRAD_RULE.init, w, {})
+        _rule.check_state_leaves("o", "e", ("history",), (jnp.ones((3, 1)),), GROUP_ADAGRAD_RULE.init, w, {})
     with pytest.raises(ValueError, match=r"optimizer state `mean` of parameter w is missing"):
-        _base.check_state_leaves("o", "w", ("mean", "var"), (None, w), ADAM_RULE.init, w, {})
-    _base.check_state_type("o", mxopt_jax.adam().init({"w": w}), AdamState)
+        _rule.check_state_leaves("o", "w", ("mean", "var"), (None, w), ADAM_RULE.init, w, {})
+    _validation.check_state_type("o", mxopt_jax.adam().init({"w": w}), AdamState)
     with pytest.raises(TypeError, match=r"`state` is a SGDState, expected the AdamState"):
-        _base.check_state_type("o", mxopt_jax.sgd().init({"w": w}), AdamState)
+        _validation.check_state_type("o", mxopt_jax.sgd().init({"w": w}), AdamState)
 
 
 # =========================================================================== non-finite gradients (documented)

@@ -227,7 +227,7 @@ def test_base_lr_overwrite_examples():
 
 
 # ------------------------------------------------------------------------------------------------------
-# facts from MXNet's own tests (golden_notes.md §6)
+# facts from MXNet's own tests (recorded from MXNet)
 # ------------------------------------------------------------------------------------------------------
 def test_mxnet_unittest_factor():
     check_sequence(
@@ -339,7 +339,9 @@ def test_as_schedule_resumes_from_current_state(make, start):
 
 def test_factor_long_schedule_beyond_precomputed_table():
     kw = dict(step=1, factor=0.999, stop_factor_lr=0, base_lr=1.0)
-    ns = np.arange(0, 2 * L._MAX_FACTOR_TABLE + 500)
+    from mxopt_jax._src.schedulers import _MAX_FACTOR_TABLE
+
+    ns = np.arange(0, 2 * _MAX_FACTOR_TABLE + 500)
     s = FactorScheduler(**kw)
     ref = np.array([s(int(n)) for n in ns])
     got = np.asarray(jax.jit(FactorScheduler(**kw).as_schedule())(jnp.asarray(ns)), dtype=np.float64)

@@ -140,7 +140,7 @@ def test_facade_matches_mxnet(cid):
 
 @pytest.mark.parametrize("cid", [c["id"] for c in configs() if c["semantics"] == "lazy"])
 def test_lazy_leaves_untouched_rows_bit_identical(cid):
-    """Rows never listed keep the initial weight and zero state exactly (spec §0.6)."""
+    """Rows never listed keep the initial weight and zero state exactly (MXNet's lazy row-sparse kernels)."""
     meta, data = golden()
     cfg = next(c for c in meta["configs"] if c["id"] == cid)
     never = meta["never_touched"]

@@ -8,7 +8,7 @@ Not part of the package and never imported by the tests. Run it in the side virt
 Output: one ``np.savez_compressed`` file with ``meta`` (0-d unicode array holding JSON with the scalar facts
 and each case's settings) and float32 arrays named ``<case>_...`` (documented per case below). Cases:
 
-* ``lookup``: facade.md §4 example (idx2name, param_dict, lr_mult with int and name keys) -> ``_get_lrs``
+* ``lookup``: MXNet's documented example (idx2name, param_dict, lr_mult with int and name keys) -> ``_get_lrs``
   and ``_get_wds`` for indices 0..3.
 * ``sym``: ``__lr_mult__`` / ``__wd_mult__`` from a duck-typed ``sym`` (``attr_dict``, ``list_arguments``),
   then ``set_lr_mult`` / ``set_wd_mult`` overriding one name -> the dicts and the per-index values.

@@ -59,7 +59,7 @@ How MXNet was driven (replay it exactly like this):
   step every ``W[p]`` is recorded. For float16 configs both weights and gradients are the float32 data
   rounded to float16.
 * ``per_param_instances`` (Nadam only): one optimizer + Updater per parameter (parameter p is index p of
-  its own instance), so every parameter has its own ``m_schedule`` — the project's decision (DECISIONS #5);
+  its own instance), so every parameter has its own ``m_schedule`` — the project's decision (docs/differences.md #5);
   MXNet's shared schedule is not what mxopt_jax reproduces.
 * ``aggregate_num`` / ``use_fused_step`` are never passed (MXNet's default code paths; LAMB/LANS/AdamW/
   AdaBelief therefore run their aggregated fused kernels, which count ``t`` once per update).
@@ -80,7 +80,7 @@ Numerical notes (checked against /work/shared/spec/reference_impl.py, float64): 
 up to ~1.5e-2 with ``correct_bias=False``). Their default path is the aggregated ``_multi_*`` kernel, which
 computes ``m = b1*(m-G)+G``, ``v = b2*(v-G*G)+G*G`` in float32 (cancellation when ``b2`` is 0.999); an fp32
 emulation of that form reproduces the grid trajectories bit-exactly. LANS fp16 configs use the fp16 weight
-norm (not the master's) for ``r1`` (optimizers.md §15).
+norm (not the master's) for ``r1``.
 
 Only numpy, mxnet and the standard library are used.
 """

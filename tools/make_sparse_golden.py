@@ -13,7 +13,7 @@ Regenerate::
 writes ``tests/golden/sparse.npz`` and ``tests/golden/sparse_embedding.npz`` (``--only sparse`` or
 ``--only embedding`` for one of them). The output is deterministic (fixed seeds, no MXNet RNG). After
 generating, the script re-checks every trajectory against a float64 numpy re-implementation of
-optimizers.md (section 0.6 lazy / standard rules) and prints the worst deviations; it exits non-zero if a
+MXNet's lazy / standard row-sparse rules and prints the worst deviations; it exits non-zero if a
 check fails.
 
 sparse.npz
@@ -63,7 +63,7 @@ A config is::
      "grad": "row_sparse" | "default",
      "state_names": ["mean", "var"],               # names of the recorded state arrays, MXNet's order
      "scheduler": null | {"type": "FactorScheduler", "args": {"step": 3, "factor": 0.5, "base_lr": 0.05}},
-     "semantics": "lazy" | "standard" | "dense",   # what MXNet does (optimizers.md 0.6; verified below)
+     "semantics": "lazy" | "standard" | "dense",   # what MXNet does (verified below)
      "dense_counterpart": null | "<id>"}           # a dense-gradient config with the same hyper-parameters
 
 How MXNet was driven (replay exactly like this), per config::
@@ -527,7 +527,7 @@ def generate_embedding(mx, out_dir):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# float64 numpy reference (optimizers.md) used only to check the data just written
+# float64 numpy reference used only to check the data just written
 def _fsched(cfg, t, lr):
     sc = cfg["scheduler"]
     if sc is None:

@@ -2,29 +2,20 @@
 
 Their trust ratios use whole-tensor L2 norms of each parameter (never per row or per shard): with
 ``axis_name`` set, the norms of parameters sharded inside ``jax.shard_map``/``jax.pmap`` are summed across the
-shards (:func:`mxopt_jax._base.param_sum`).
+shards (:func:`mxopt_jax._src.numerics.param_sum`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Unpack
 
 import jax.numpy as jnp
 import optax
 
-from ._base import (
-    AxisName,
-    check_axis_name,
-    check_lazy_update,
-    concrete_value,
-    is_static_zero,
-    l2_norm,
-    name_flag,
-    one_minus_pow,
-    preprocess,
-    scale,
-)
-from ._transform import Rule, build, with_common_doc
+from ..numerics import l2_norm, name_flag, one_minus_pow, preprocess, scale
+from ..rule import Rule
+from ..signature import BaseKeywords, optimizer
+from ..validation import AxisName, check_axis_name, check_lazy_update, concrete_value, is_static_zero
 from .adam import AdamState, _two_moments, ema
 from .sgd import SGDState, _has_momentum, _mom_init
 
@@ -51,7 +42,7 @@ def _lars_rate(g, w, hp, opts) -> dict:
     or for gamma/beta/bias parameters), computed from the whole tensors."""
     exempt = name_flag(hp, opts, lambda name: name.endswith(_LARS_EXEMPT))
     if exempt is True:
-        return {**hp, "lars_rate_applied": True}
+        return hp
     wn = l2_norm(w, opts)
     gn = l2_norm(scale(g, hp["rescale_grad"]), opts)
     wd = 0.0 if is_static_zero(hp["wd"]) else hp["wd"]
@@ -59,18 +50,17 @@ def _lars_rate(g, w, hp, opts) -> dict:
     lam = jnp.where(ok, hp["eta"] * wn / jnp.where(ok, gn + wd * wn + hp["epsilon"], 1.0), 1.0)
     if exempt is not False:  # a multi-tensor buffer mixing exempt and scaled parameters
         lam = jnp.where(exempt, 1.0, lam)
-    return {**hp, "lr": hp["lr"] * lam, "lars_rate_applied": True}
+    return {**hp, "lr": hp["lr"] * lam}
 
 
 def lars_step(g, w, s, hp, opts):
     """SGD(-momentum) with the layer-wise rate ``lr * eta * |w| / (|g| + wd |w| + eps)``.
 
-    A lazy row-sparse update computes the rate from the whole weight and gradient first (``sparse_hparams``),
-    as MXNet does, then runs this step on the listed rows.
+    The rate is the rule's ``pre_step`` hook (:func:`_lars_rate`): every driver computes it from the whole
+    weight and gradient before the step (a lazy row-sparse update then runs this step on the listed rows, as
+    MXNet does), so ``hp["lr"]`` already holds it here.
     """
     (mom,) = s
-    if not hp.get("lars_rate_applied"):
-        hp = _lars_rate(g, w, hp, opts)
     lr = hp["lr"]
     G = preprocess(g, w, hp)
     if mom is None:
@@ -91,12 +81,12 @@ LARS_RULE = Rule(
     prepare=lambda args: {**_has_momentum(args), **_axis_opts(args)},
     validate=_lars_validate,
     sparse="lazy_update",
-    sparse_hparams=_lars_rate,
+    pre_step=_lars_rate,
     name_key=lambda name: "bias" if name.endswith(_LARS_EXEMPT) else "",
 )
 
 
-@with_common_doc
+@optimizer(LARS_RULE)
 def lars(
     learning_rate: Any = 0.1,
     momentum: Any = 0.0,
@@ -104,17 +94,8 @@ def lars(
     epsilon: Any = 1e-8,
     lazy_update: bool = False,
     *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
     axis_name: AxisName = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """LARS, layer-wise adaptive rate scaling (``mxnet.optimizer.LARS``)::
 
@@ -139,7 +120,6 @@ def lars(
         result equals the unsharded one. Not needed under ``jax.jit`` with ``NamedSharding``; see
         ``docs/interop.md``. Keyword-only (an mxopt_jax extension, not in the MXNet-style facade).
     """
-    return build(LARS_RULE, locals())
 
 
 def bounded_weight_norm(w, hp, opts=None):
@@ -210,7 +190,7 @@ LAMB_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(LAMB_RULE)
 def lamb(
     learning_rate: Any = 0.001,
     beta1: Any = 0.9,
@@ -220,17 +200,8 @@ def lamb(
     upper_bound: Any = None,
     bias_correction: bool = True,
     *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
     axis_name: AxisName = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """LAMB (``mxnet.optimizer.LAMB``)::
 
@@ -242,7 +213,7 @@ def lamb(
         w  = w - lr * r * u
 
     You et al., "Large Batch Optimization for Deep Learning: Training BERT in 76 minutes" (ICLR 2020).
-    ``t`` counts once per update (MXNet's non-aggregated fused path counts twice; DECISIONS #2).
+    ``t`` counts once per update (MXNet's non-aggregated fused path counts twice; docs/differences.md #2).
 
     Args:
       learning_rate: step size (default 0.001).
@@ -256,7 +227,6 @@ def lamb(
         result equals the unsharded one. Not needed under ``jax.jit`` with ``NamedSharding``; see
         ``docs/interop.md``. Keyword-only (an mxopt_jax extension, not in the MXNet-style facade).
     """
-    return build(LAMB_RULE, locals())
 
 
 def lans_step(g, w, s, hp, opts):
@@ -291,7 +261,7 @@ LANS_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(LANS_RULE)
 def lans(
     learning_rate: Any = 0.001,
     beta1: Any = 0.9,
@@ -300,17 +270,8 @@ def lans(
     lower_bound: Any = None,
     upper_bound: Any = None,
     *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
     axis_name: AxisName = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """LANS (``mxnet.optimizer.LANS``, MXNet 2.0's fused math)::
 
@@ -323,7 +284,7 @@ def lans(
 
     Zheng et al., "Accelerated Large Batch Optimization of BERT Pretraining in 54 minutes" (2020).
     As in MXNet, an all-zero gradient makes the normalization 0/0 (NaN). MXNet's non-fused ``step`` uses
-    the once-updated weight in ``u_g``; mxopt_jax always computes the fused (default) form (DECISIONS #3).
+    the once-updated weight in ``u_g``; mxopt_jax always computes the fused (default) form (docs/differences.md #3).
 
     Args:
       learning_rate: step size (default 0.001).
@@ -336,4 +297,3 @@ def lans(
         result equals the unsharded one. Not needed under ``jax.jit`` with ``NamedSharding``; see
         ``docs/interop.md``. Keyword-only (an mxopt_jax extension, not in the MXNet-style facade).
     """
-    return build(LANS_RULE, locals())

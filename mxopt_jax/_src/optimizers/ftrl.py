@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from ._base import is_static_zero, one_minus_pow, preprocess
-from ._transform import Rule, build, with_common_doc
+from ..numerics import one_minus_pow, preprocess
+from ..rule import Rule
+from ..signature import BaseKeywords, optimizer
+from ..validation import is_static_zero
 
 
 class FtrlState(NamedTuple):
@@ -51,23 +53,14 @@ FTRL_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(FTRL_RULE)
 def ftrl(
     learning_rate: Any = 0.1,
     lamda1: Any = 0.01,
     beta: Any = 1.0,
     *,
     lazy_update: bool = False,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """FTRL-Proximal (``mxnet.optimizer.Ftrl``)::
 
@@ -88,7 +81,6 @@ def ftrl(
         ``w``, ``z`` and ``n`` (what MXNet does for a ``row_sparse`` weight); ``False`` (MXNet's dense weight)
         densifies the gradient and recomputes every weight. No effect on dense gradients.
     """
-    return build(FTRL_RULE, locals())
 
 
 class FTMLState(NamedTuple):
@@ -128,23 +120,13 @@ FTML_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(FTML_RULE)
 def ftml(
     learning_rate: Any = 0.0025,
     beta1: Any = 0.6,
     beta2: Any = 0.999,
     epsilon: Any = 1e-8,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """FTML, Follow the Moving Leader (``mxnet.optimizer.FTML``)::
 
@@ -162,4 +144,3 @@ def ftml(
       beta2: in ``[0, 1)``, generally close to 1 (default 0.999).
       epsilon: ``> 0`` (default 1e-8).
     """
-    return build(FTML_RULE, locals())

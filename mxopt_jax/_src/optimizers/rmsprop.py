@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from ._base import is_python_number, preprocess
-from ._transform import Rule, build, with_common_doc
+from ..numerics import preprocess
+from ..rule import Rule
+from ..signature import BaseKeywords, optimizer
+from ..validation import is_python_number
 
 
 class RMSPropState(NamedTuple):
@@ -23,10 +25,9 @@ class RMSPropState(NamedTuple):
 
 
 def _init(w, dtype, opts):
-    z = jnp.zeros_like(w, dtype)
-    if opts["centered"]:
-        return z, z, z
-    return None, z, None
+    if opts["centered"]:  # three distinct buffers: a jitted step may donate each of them
+        return jnp.zeros_like(w, dtype), jnp.zeros_like(w, dtype), jnp.zeros_like(w, dtype)
+    return None, jnp.zeros_like(w, dtype), None
 
 
 def rmsprop_step(g, w, s, hp, opts):
@@ -57,7 +58,6 @@ def _prepare(args: dict) -> dict:
     return {
         "clip_weights": active,
         "clip_weights_dynamic": not is_python_number(cw),
-        "returns_weight": active,
     }
 
 
@@ -76,11 +76,12 @@ RMSPROP_RULE = Rule(
         "clip_weights": {"low": 0.0, "allow_none": True},
     },
     prepare=_prepare,
+    returns_weight=lambda opts: opts["clip_weights"],  # then the step returns the clipped new weight
     fp32_state=True,
 )
 
 
-@with_common_doc
+@optimizer(RMSPROP_RULE)
 def rmsprop(
     learning_rate: Any = 0.001,
     rho: Any = 0.9,
@@ -88,17 +89,7 @@ def rmsprop(
     epsilon: Any = 1e-8,
     centered: bool = False,
     clip_weights: Any = None,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """RMSProp (``mxnet.optimizer.RMSProp``)::
 
@@ -123,4 +114,3 @@ def rmsprop(
       centered: use Graves' centered form (default False).
       clip_weights: clip the weights to ``[-clip_weights, clip_weights]`` after the update (None or 0: off).
     """
-    return build(RMSPROP_RULE, locals())

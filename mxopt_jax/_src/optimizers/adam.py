@@ -6,14 +6,16 @@ Bias corrections use ``1 - beta**t`` with ``t`` the per-parameter update count (
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from ._base import check_lazy_update, is_static_zero, one_minus_pow, preprocess
-from ._transform import Rule, build, with_common_doc
+from ..numerics import one_minus_pow, preprocess
+from ..rule import Rule
+from ..signature import BaseKeywords, optimizer
+from ..validation import check_lazy_update, is_static_zero
 
 _BETA = {"low": 0.0, "high": 1.0, "high_open": True}
 _POSITIVE = {"low": 0.0, "low_open": True}
@@ -74,24 +76,14 @@ ADAM_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(ADAM_RULE)
 def adam(
     learning_rate: Any = 0.001,
     beta1: Any = 0.9,
     beta2: Any = 0.999,
     epsilon: Any = 1e-8,
     lazy_update: bool = False,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Adam (``mxnet.optimizer.Adam``)::
 
@@ -109,7 +101,6 @@ def adam(
       epsilon: ``> 0`` (default 1e-8).
       lazy_update: for row-sparse gradients, update only the listed rows (no effect on dense gradients).
     """
-    return build(ADAM_RULE, locals())
 
 
 def adamw_step(g, w, s, hp, opts):
@@ -141,24 +132,14 @@ ADAMW_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(ADAMW_RULE)
 def adamw(
     learning_rate: Any = 0.001,
     beta1: Any = 0.9,
     beta2: Any = 0.999,
     epsilon: Any = 1e-6,
     correct_bias: bool = True,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """AdamW, Adam with decoupled weight decay (``mxnet.optimizer.AdamW``, MXNet 2.0's fused math)::
 
@@ -169,8 +150,8 @@ def adamw(
         w   = w - eta * (m / (sqrt(v) + epsilon) + wd * w)
 
     Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (ICLR 2019). MXNet's non-fused ``step``
-    computes a slightly different decay; mxopt_jax always computes the fused (default) form (DECISIONS #3),
-    and never skips an update silently on a non-finite ``rescale_grad`` (DECISIONS #4).
+    computes a slightly different decay; mxopt_jax always computes the fused (default) form (docs/differences.md #3),
+    and never skips an update silently on a non-finite ``rescale_grad`` (docs/differences.md #4).
 
     Args:
       learning_rate: step size (default 0.001).
@@ -178,7 +159,6 @@ def adamw(
       epsilon: ``> 0`` (default 1e-6).
       correct_bias: apply Adam's bias correction to the step size (default True).
     """
-    return build(ADAMW_RULE, locals())
 
 
 class AdamaxState(NamedTuple):
@@ -212,23 +192,13 @@ ADAMAX_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(ADAMAX_RULE)
 def adamax(
     learning_rate: Any = 0.002,
     beta1: Any = 0.9,
     beta2: Any = 0.999,
     epsilon: Any = 1e-8,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """AdaMax, Adam with the infinity norm (``mxnet.optimizer.Adamax``)::
 
@@ -244,7 +214,6 @@ def adamax(
       beta1, beta2: decay rates in ``[0, 1)``.
       epsilon: ``> 0`` (default 1e-8; MXNet 1.x had none and produced NaN on zero gradients).
     """
-    return build(ADAMAX_RULE, locals())
 
 
 class NadamState(NamedTuple):
@@ -288,24 +257,14 @@ NADAM_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(NADAM_RULE)
 def nadam(
     learning_rate: Any = 0.001,
     beta1: Any = 0.9,
     beta2: Any = 0.999,
     epsilon: Any = 1e-8,
     schedule_decay: Any = 0.004,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Nadam (``mxnet.optimizer.Nadam``)::
 
@@ -318,7 +277,7 @@ def nadam(
 
     Dozat, "Incorporating Nesterov Momentum into Adam" (ICLR 2016 workshop). MXNet shares one ``M`` across
     all parameters (so results depend on how many there are); here each parameter has its own ``M``, advanced
-    once per update of that parameter (DECISIONS #5) — identical to MXNet for a single parameter.
+    once per update of that parameter (docs/differences.md #5) — identical to MXNet for a single parameter.
 
     Args:
       learning_rate: step size (default 0.001).
@@ -326,7 +285,6 @@ def nadam(
       epsilon: ``> 0`` (default 1e-8).
       schedule_decay: momentum schedule decay, ``>= 0`` (default 0.004).
     """
-    return build(NADAM_RULE, locals())
 
 
 def adabelief_step(g, w, s, hp, opts):
@@ -356,24 +314,14 @@ ADABELIEF_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(ADABELIEF_RULE)
 def adabelief(
     learning_rate: Any = 0.001,
     beta1: Any = 0.9,
     beta2: Any = 0.999,
     epsilon: Any = 1e-6,
     correct_bias: bool = True,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """AdaBelief (``mxnet.optimizer.AdaBelief``)::
 
@@ -385,7 +333,7 @@ def adabelief(
 
     Zhuang et al., "AdaBelief Optimizer: Adapting Stepsizes by the Belief in Observed Gradients"
     (NeurIPS 2020). The preamble clips before adding decay, as MXNet's documentation and every other
-    optimizer do (MXNet's kernel adds decay before clipping; DECISIONS #7).
+    optimizer do (MXNet's kernel adds decay before clipping; docs/differences.md #7).
 
     Args:
       learning_rate: step size (default 0.001).
@@ -393,4 +341,3 @@ def adabelief(
       epsilon: ``> 0`` (default 1e-6).
       correct_bias: apply the bias correction to the step size (default True).
     """
-    return build(ADABELIEF_RULE, locals())

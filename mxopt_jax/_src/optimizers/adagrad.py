@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from ._base import AxisName, check_axis_name, concrete_value, param_mean, preprocess
-from ._transform import Rule, build, with_common_doc
+from ..numerics import param_mean, preprocess
+from ..rule import Rule
+from ..signature import BaseKeywords, optimizer
+from ..validation import AxisName, check_axis_name, concrete_value
 
 _POSITIVE = {"low": 0.0, "low_open": True}
 
@@ -44,21 +46,11 @@ ADAGRAD_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(ADAGRAD_RULE)
 def adagrad(
     learning_rate: Any = 0.01,
     epsilon: Any = 1e-6,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """AdaGrad (``mxnet.optimizer.AdaGrad``)::
 
@@ -73,7 +65,6 @@ def adagrad(
       learning_rate: step size (default 0.01).
       epsilon: added to the denominator, ``> 0`` (default 1e-6).
     """
-    return build(ADAGRAD_RULE, locals())
 
 
 def group_adagrad_step(g, w, s, hp, opts):
@@ -106,6 +97,7 @@ def _group_adagrad_validate(owner: str, args: dict) -> None:
 
 GROUP_ADAGRAD_RULE = Rule(
     name="group_adagrad",
+    no_flat="GroupAdaGrad keeps one accumulator per row of a 2-D parameter, which a flat multi-tensor buffer has not",
     state_cls=AdaGradState,
     fields=("history",),
     init=lambda w, dtype, opts: (jnp.zeros((w.shape[0], 1), dtype),),
@@ -121,22 +113,13 @@ GROUP_ADAGRAD_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(GROUP_ADAGRAD_RULE)
 def group_adagrad(
     learning_rate: Any = 0.01,
     epsilon: Any = 1e-6,
     *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
     axis_name: AxisName = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Group AdaGrad with one accumulator per row (``mxnet.optimizer.contrib.GroupAdaGrad``)::
 
@@ -156,7 +139,6 @@ def group_adagrad(
         Sharding the rows needs no ``axis_name`` (each row's mean is local), nor does ``jax.jit`` with
         ``NamedSharding``; see ``docs/interop.md``. Keyword-only (not in the MXNet-style facade).
     """
-    return build(GROUP_ADAGRAD_RULE, locals())
 
 
 class AdaDeltaState(NamedTuple):
@@ -192,22 +174,12 @@ ADADELTA_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(ADADELTA_RULE)
 def adadelta(
     learning_rate: Any = 1.0,
     rho: Any = 0.9,
     epsilon: Any = 1e-6,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """AdaDelta (``mxnet.optimizer.AdaDelta``, MXNet 2.0 semantics)::
 
@@ -224,4 +196,3 @@ def adadelta(
       rho: decay rate in ``[0, 1]`` (default 0.9).
       epsilon: ``> 0`` (default 1e-6).
     """
-    return build(ADADELTA_RULE, locals())

@@ -1,20 +1,22 @@
 """The SGD family: SGD, NAG, Signum/signSGD, SGLD, DCASGD, LBSGD (1.x) and MXNet's ``Test`` optimizer.
 
 Notation (every rule): ``G = clip(rescale_grad * g) + wd * w`` is MXNet 2.0's preprocessed gradient
-(:func:`mxopt_jax._base.preprocess`), ``lr`` and ``wd`` are per-parameter (``lr_mult``, ``wd_mult``).
+(:func:`mxopt_jax._src.numerics.preprocess`), ``lr`` and ``wd`` are per-parameter (``lr_mult``, ``wd_mult``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from ._base import check_choice, check_int, check_lazy_update, is_python_number, is_static_zero, preprocess
-from ._transform import Rule, build, with_common_doc
+from ..numerics import preprocess
+from ..rule import Rule
+from ..signature import BaseKeywords, optimizer
+from ..validation import check_choice, check_int, check_lazy_update, is_python_number, is_static_zero
 
 _UNIT = {"low": 0.0, "high": 1.0}
 
@@ -65,22 +67,12 @@ SGD_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(SGD_RULE)
 def sgd(
     learning_rate: Any = 0.1,
     momentum: Any = 0.0,
     lazy_update: bool = False,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """MXNet's SGD with optional momentum (``mxnet.optimizer.SGD``)::
 
@@ -95,29 +87,18 @@ def sgd(
       momentum: momentum coefficient in ``[0, 1]``; 0 keeps no momentum state.
       lazy_update: for row-sparse gradients, update only the listed rows (no effect on dense gradients).
     """
-    return build(SGD_RULE, locals())
 
 
 # 1.x SGD has no lazy_update/multi_precision restriction.
 CCSGD_RULE = dataclasses.replace(SGD_RULE, name="ccsgd", validate=None)
 
 
-@with_common_doc
+@optimizer(CCSGD_RULE, deprecation="ccsgd is deprecated (as in MXNet 1.x); use mxopt_jax.sgd")
 def ccsgd(
     learning_rate: Any = 0.01,
     momentum: Any = 0.0,
     lazy_update: bool = True,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """MXNet 1.x ``ccSGD``: a deprecated alias of SGD with the 1.9.1 defaults (lr 0.01, ``lazy_update=True``)::
 
@@ -126,14 +107,6 @@ def ccsgd(
 
     Emits a ``DeprecationWarning``; use :func:`sgd`.
     """
-    import warnings
-
-    warnings.warn(
-        "ccsgd is deprecated (as in MXNet 1.x); use mxopt_jax.sgd", DeprecationWarning, stacklevel=2
-    )
-    args = locals()
-    args.pop("warnings")
-    return build(CCSGD_RULE, args)
 
 
 # --------------------------------------------------------------------------- NAG
@@ -161,21 +134,11 @@ NAG_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(NAG_RULE)
 def nag(
     learning_rate: Any = 0.1,
     momentum: Any = 0.9,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Nesterov accelerated gradient (``mxnet.optimizer.NAG``)::
 
@@ -190,7 +153,6 @@ def nag(
       learning_rate: step size (default 0.1).
       momentum: momentum coefficient in ``[0, 1]`` (default 0.9).
     """
-    return build(NAG_RULE, locals())
 
 
 # --------------------------------------------------------------------------- Signum
@@ -237,22 +199,12 @@ SIGNUM_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(SIGNUM_RULE)
 def signum(
     learning_rate: Any = 0.01,
     momentum: Any = 0.9,
     wd_lh: Any = 0.0,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Signum and signSGD (``mxnet.optimizer.Signum``)::
 
@@ -269,7 +221,6 @@ def signum(
       momentum: EMA coefficient in ``[0, 1]`` (default 0.9); 0 selects signSGD.
       wd_lh: decoupled weight decay (Loshchilov & Hutter), ``>= 0``.
     """
-    return build(SIGNUM_RULE, locals())
 
 
 # --------------------------------------------------------------------------- SGLD
@@ -299,21 +250,11 @@ SGLD_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(SGLD_RULE)
 def sgld(
     learning_rate: Any = 0.1,
     seed: Any = 0,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Stochastic Gradient Langevin Dynamics (``mxnet.optimizer.SGLD``)::
 
@@ -327,7 +268,6 @@ def sgld(
       seed: an int or a ``jax.random`` key; the state carries the key and advances it every update, so the
         same seed gives the same trajectory. Each parameter draws its own independent noise.
     """
-    return build(SGLD_RULE, locals())
 
 
 # --------------------------------------------------------------------------- DCASGD
@@ -364,22 +304,12 @@ DCASGD_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(DCASGD_RULE)
 def dcasgd(
     learning_rate: Any = 0.1,
     momentum: Any = 0.0,
     lamda: Any = 0.04,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Delay-compensated asynchronous SGD (``mxnet.optimizer.DCASGD``)::
 
@@ -394,7 +324,6 @@ def dcasgd(
       momentum: momentum coefficient in ``[0, 1]`` (default 0).
       lamda: delay-compensation strength, ``>= 0`` (default 0.04).
     """
-    return build(DCASGD_RULE, locals())
 
 
 # --------------------------------------------------------------------------- LBSGD (MXNet 1.x)
@@ -478,7 +407,7 @@ LBSGD_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(LBSGD_RULE)
 def lbsgd(
     learning_rate: Any = 0.01,
     momentum: Any = 0.0,
@@ -488,17 +417,7 @@ def lbsgd(
     updates_per_epoch: int = 32,
     begin_epoch: int = 0,
     num_epochs: int = 60,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Large-batch SGD emulation of MXNet 1.x (``mxnet.optimizer.LBSGD``, removed in MXNet 2.0)::
 
@@ -524,7 +443,6 @@ def lbsgd(
       begin_epoch: starting epoch (the accumulation counter starts at ``begin_epoch * updates_per_epoch``).
       num_epochs: accepted and unused, as in MXNet.
     """
-    return build(LBSGD_RULE, locals())
 
 
 # --------------------------------------------------------------------------- Test
@@ -550,28 +468,17 @@ TEST_RULE = Rule(
 )
 
 
-@with_common_doc
+@optimizer(TEST_RULE)
 def test(
     learning_rate: Any = 0.01,
-    *,
-    wd: Any = 0.0,
-    rescale_grad: Any = 1.0,
-    clip_gradient: Any = None,
-    lr_scheduler: Any = None,
-    multi_precision: bool = False,
-    lr_mult: Any = None,
-    wd_mult: Any = None,
-    begin_num_update: int = 0,
-    aggregate_num: Any = None,
-    use_fused_step: bool | None = None,
+    **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """MXNet 2.0's ``Test`` optimizer, a plain gradient step used in MXNet's own tests::
 
         w = w - lr * (rescale_grad * g + wd * w)          (clip_gradient is ignored, as in MXNet)
 
-    MXNet 1.x's ``Test`` computed ``w += rescale_grad * g``; mxopt_jax follows 2.0 (DECISIONS #11).
+    MXNet 1.x's ``Test`` computed ``w += rescale_grad * g``; mxopt_jax follows 2.0 (docs/differences.md #11).
     """
-    return build(TEST_RULE, locals())
 
 
 test.__test__ = False  # not a pytest test function

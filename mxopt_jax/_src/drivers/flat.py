@@ -1,0 +1,146 @@
+"""The multi-tensor driver: the rule once per flat buffer of a ``FlatParams`` (MXNet's ``aggregate_num``).
+
+Each buffer holds many parameters of one dtype. The rule runs on the whole buffer with per-element ``lr``
+and ``wd`` (each parameter's multipliers, broadcast over its segment) and with ``opts["segments"]`` set, so
+that per-parameter reductions (LARS/LAMB/LANS norms, LARS's name exemptions) are segment sums
+(:func:`~mxopt_jax._src.numerics.param_sum`). Rules with ``Rule.no_flat`` set refuse it.
+
+:func:`aggregate` is the functional ``aggregate_num``: it keeps the state flat and groups an ordinary
+parameter tree into buffers at every call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ..flatparams import FlatParams, Layout, segment_info
+from ..numerics import compute_dtype, expand
+from ..rowsparse import RowSparse
+from ..rule import Rule, Slot, StepContext, hparams, leaf_update, pre_step
+from . import dense
+
+
+def check_supported(owner: str, rule: Rule, what: str) -> None:
+    if rule.no_flat is not None:
+        raise ValueError(
+            f"{owner}: {what} is not supported: {rule.no_flat}; use aggregate_num=None and ordinary parameters"
+        )
+
+
+def init(rule: Rule, opts: dict, owner: str, path: str, leaf: FlatParams, multi_precision: bool) -> tuple:
+    """The state of a ``FlatParams``: each field a ``FlatParams`` of the same layout (``None`` when absent)."""
+    check_supported(owner, rule, "a FlatParams parameter")
+    per_unit = [dense.init(rule, opts, owner, path, b, multi_precision) for b in leaf.buffers]
+    fields = tuple(
+        None
+        if all(u[0][j] is None for u in per_unit)
+        else FlatParams([u[0][j] for u in per_unit], leaf.layout)
+        for j in range(len(rule.fields))
+    )
+    masters = [u[1] for u in per_unit]  # a master buffer for each 16-bit buffer (None for the others)
+    master = None if all(m is None for m in masters) else FlatParams(masters, leaf.layout)
+    return fields, master
+
+
+def _inner_paths(layout: Layout, outer: str) -> list[str]:
+    return [f"{outer}/{p}" if outer and p else (outer or p) for p in layout.paths]
+
+
+def multiplier(owner: str, argname: str, spec: Any, path: str, leaf: FlatParams) -> list:
+    """One multiplier per original parameter of the buffers (``spec`` as in :func:`dense.multiplier`, or a
+    pytree structured like the parameters the ``FlatParams`` was built from)."""
+    layout = leaf.layout
+    paths = _inner_paths(layout, path)
+    if spec is None:
+        return [1.0] * len(paths)
+    if callable(spec):
+        views = [jax.ShapeDtypeStruct(sh, dt) for sh, dt in zip(layout.shapes, layout.dtypes, strict=True)]
+        vals = [spec(p, v) for p, v in zip(paths, views, strict=True)]
+    else:
+        try:
+            vals = layout.treedef.flatten_up_to(spec)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(
+                f"{owner}: `{argname}` for the FlatParams at {path or '<root>'!r} must match the structure of "
+                f"the parameters it was built from: {exc}"
+            ) from None
+    return [dense.check_mult(owner, argname, p, v) for p, v in zip(paths, vals, strict=True)]
+
+
+def update(ctx: StepContext, slot: Slot) -> tuple[FlatParams, tuple, Any]:
+    """The rule once per buffer, with per-segment multipliers and segment-wise reductions."""
+    rule, g, w, master = ctx.rule, slot.grad, slot.weight, slot.master
+    check_supported(ctx.owner, rule, "a FlatParams gradient")
+    layout = g.layout
+    for what, x in (("params", w), ("master", master), *zip(rule.fields, slot.state, strict=True)):
+        if x is not None and (not isinstance(x, FlatParams) or x.layout != layout):
+            raise ValueError(
+                f"{ctx.owner}: the gradient at {slot.path or '<root>'!r} is a FlatParams but `{what}` there is "
+                "not one with the same layout (build params, gradients and state from the same FlatParams)"
+            )
+    n = len(g.buffers)
+    keys = [None] * n if slot.key is None else list(jax.random.split(slot.key, n))
+    outs, new_s, new_m = [], [], []
+    for b, gb in enumerate(g.buffers):
+        wb = None if w is None else w.buffers[b]
+        sb = tuple(None if x is None else x.buffers[b] for x in slot.state)
+        mb = None if master is None else master.buffers[b]
+        segments = segment_info(layout, b)
+        cdt = compute_dtype(jnp.result_type(gb if wb is None else wb))
+        members = layout.groups[b]
+        lr_m = expand([slot.lr_mult[j] for j in members], segments["sizes"], cdt)
+        wd_m = expand([slot.wd_mult[j] for j in members], segments["sizes"], cdt)
+        opts = {**ctx.opts, "segments": segments}
+        hp = hparams(ctx, cdt, lr_m, wd_m, "", keys[b])
+        hp = pre_step(rule, opts, gb, wb, mb, hp)
+        u, ns, nm = leaf_update(rule, opts, gb, wb, sb, mb, hp)
+        outs.append(u)
+        new_s.append(ns)
+        new_m.append(nm)
+    fields = tuple(
+        None if slot.state[j] is None else FlatParams([s[j] for s in new_s], layout)
+        for j in range(len(rule.fields))
+    )
+    return FlatParams(outs, layout), fields, (None if master is None else FlatParams(new_m, layout))
+
+
+def aggregate(
+    owner: str, rule: Rule, tx: optax.GradientTransformation, agg: Any
+) -> optax.GradientTransformation:
+    """``aggregate_num > 1``: state kept as multi-tensor buffers; gradients concatenated, updates split."""
+    check_supported(owner, rule, "`aggregate_num` > 1")
+
+    def flat(tree: Any, what: str) -> FlatParams:
+        leaves = jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, (RowSparse, FlatParams)))
+        if any(isinstance(x, (RowSparse, FlatParams)) for x in leaves):
+            raise ValueError(
+                f"{owner}: `aggregate_num` > 1 groups an ordinary parameter tree into buffers; `{what}` holds a "
+                "RowSparse or FlatParams (use aggregate_num=None for row-sparse gradients; pass FlatParams to a "
+                "transform built without aggregate_num)"
+            )
+        return FlatParams.from_tree(tree, agg)
+
+    def init_fn(params):
+        return tx.init(flat(params, "params"))
+
+    def update_fn(updates, state, params=None):
+        if params is None:
+            g, p = flat(updates, "updates"), None
+        else:
+            p = flat(params, "params")
+            try:
+                p.layout.treedef.flatten_up_to(updates)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(
+                    f"{owner}: `params` and the gradients have different tree structures: {exc}"
+                ) from None
+            flat(updates, "updates")
+            g = p.like(updates)
+        u, state = tx.update(g, state, p)
+        return u.to_tree(), state
+
+    return optax.GradientTransformation(init_fn, update_fn)

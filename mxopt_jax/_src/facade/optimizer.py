@@ -1,0 +1,314 @@
+"""The MXNet-style ``Optimizer`` base class, the registry (``register``/``create``).
+
+Mirrors ``mxnet.optimizer.Optimizer`` (MXNet 2.0): the constructor, learning-rate / scheduler rules, per-index
+``lr_mult`` / ``wd_mult`` lookup, per-index (and per-device) update counts and multi-precision handling. It
+holds host-side bookkeeping only; the math is in the rule-backed classes (:mod:`.rule_backed`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..hyperparams import resolve_learning_rate
+from ..numerics import is_low_precision
+from ..rule import FP16_WARNING
+
+Index = int | str
+
+
+def _device_id(array: Any) -> int:
+    devices = getattr(array, "devices", None)
+    if devices is None:
+        return 0
+    try:
+        return min(d.id for d in devices())
+    except Exception:  # noqa: BLE001 - tracers / exotic arrays: treat as the default device
+        return 0
+
+
+def _float_dtype() -> Any:
+    return np.float64 if jax.config.jax_enable_x64 else np.float32
+
+
+# =========================================================================== Optimizer base class
+class Optimizer:
+    """Base class of MXNet-style optimizers (``mxnet.optimizer.Optimizer``, MXNet 2.0 semantics).
+
+    Args:
+      rescale_grad: factor applied to every gradient first (mutable attribute, as in MXNet).
+      param_idx2name: ``dict`` index -> parameter name (used by the ``lr_mult``/``wd_mult`` name lookup and
+        by LARS to exempt ``*gamma``/``*beta``/``*bias``); stored as a copy in ``idx2name``.
+      wd: weight decay.
+      clip_gradient: clip the rescaled gradient to ``[-c, c]``; ``None`` disables clipping.
+      learning_rate: the learning rate; with no scheduler and ``None``, 0.01. When a scheduler is given too
+        and its ``base_lr`` differs, the scheduler's ``base_lr`` is overwritten (with a ``UserWarning``).
+      lr_scheduler: an :mod:`mxopt_jax.lr_scheduler` scheduler (or any callable ``num_update -> lr``).
+      sym: any object with ``attr_dict()`` and ``list_arguments()``; its ``__lr_mult__`` / ``__wd_mult__``
+        argument attributes seed the multipliers.
+      begin_num_update: the update count every index starts from.
+      multi_precision: keep float32 master copies of float16/bfloat16 weights.
+      param_dict: index -> object with ``lr_mult`` and ``wd_mult`` attributes (takes precedence).
+      aggregate_num: how many parameters the :class:`Updater` updates per call (``None`` -> 1; ``numpy.inf``
+        or ``float('inf')``: all at once).
+      use_fused_step: ``True`` runs :meth:`fused_step`, else :meth:`step` (``None`` -> ``False``).
+
+    Unknown keyword arguments raise ``TypeError`` (as MXNet).
+    """
+
+    #: Registered optimizer classes by lower-cased class name.
+    opt_registry: dict[str, type] = {}
+
+    def __init__(
+        self,
+        rescale_grad: float = 1.0,
+        param_idx2name: dict | None = None,
+        wd: float = 0.0,
+        clip_gradient: float | None = None,
+        learning_rate: float | None = None,
+        lr_scheduler: Any = None,
+        sym: Any = None,
+        begin_num_update: int = 0,
+        multi_precision: bool = False,
+        param_dict: dict | None = None,
+        aggregate_num: int | float | None = None,
+        use_fused_step: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if kwargs:
+            raise TypeError(
+                f"{type(self).__name__}: unexpected keyword argument(s) {sorted(kwargs)} (as MXNet, unknown "
+                "optimizer arguments are errors)"
+            )
+        self.rescale_grad = rescale_grad
+        learning_rate, lr_scheduler = resolve_learning_rate(type(self).__name__, learning_rate, lr_scheduler)
+        self.lr = learning_rate
+        self.lr_scheduler = lr_scheduler
+        self.wd = wd
+        self.lr_mult: dict = {}
+        self.wd_mult: dict = {}
+        self.begin_num_update = begin_num_update
+        self.num_update = begin_num_update
+        self._all_index_update_counts: dict[int, dict] = {0: {}}
+        self._index_update_count = self._all_index_update_counts[0]
+        self._current_device = 0
+        self.clip_gradient = clip_gradient
+        self.multi_precision = multi_precision
+        self.aggregate_num = 1 if aggregate_num is None else aggregate_num
+        self.use_fused_step = False if use_fused_step is None else use_fused_step
+        if param_idx2name is None:
+            param_idx2name = {}
+        if not isinstance(param_idx2name, dict):
+            raise TypeError("param_idx2name should be a dict of param indexes to names.")
+        self.idx2name = dict(param_idx2name)
+        self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
+        self.param_dict = param_dict if param_dict is not None else {}
+        self.set_lr_mult({})
+        self.set_wd_mult({})
+
+    # ------------------------------------------------------------------ registry
+    @staticmethod
+    def register(klass: type) -> type:
+        """Register an optimizer class under its lower-cased name (also usable as a decorator)."""
+        return register(klass)
+
+    @staticmethod
+    def create_optimizer(name: str, **kwargs: Any) -> Optimizer:
+        """Instantiate the optimizer registered as ``name`` (case-insensitive) with ``kwargs``."""
+        return create(name, **kwargs)
+
+    # ------------------------------------------------------------------ learning rate
+    @property
+    def learning_rate(self) -> float:
+        """The current learning rate: ``lr_scheduler(num_update)`` if a scheduler is set, else ``lr``."""
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler(self.num_update)
+        return self.lr
+
+    def set_learning_rate(self, lr: float) -> None:
+        """Set the learning rate; raises ``UserWarning`` (as an exception, as MXNet) if a scheduler is set."""
+        if self.lr_scheduler is not None:
+            raise UserWarning(
+                "LRScheduler of the optimizer has already been defined. Note that set_learning_rate can "
+                "mutate the value of the learning rate of the optimizer only when the LRScheduler of the "
+                "optimizer is undefined."
+            )
+        self.lr = lr
+
+    # ------------------------------------------------------------------ multipliers
+    def _sym_mults(self, attr_name: str) -> dict:
+        out = {}
+        if self.sym_info:
+            attr, arg_names = self.sym_info
+            for name in arg_names:
+                if name in attr and attr_name in attr[name]:
+                    out[name] = float(attr[name][attr_name])
+        return out
+
+    def set_lr_mult(self, args_lr_mult: dict) -> None:
+        """Replace the learning-rate multipliers (keys: indices or names; ``sym``'s ``__lr_mult__`` first)."""
+        self.lr_mult = self._sym_mults("__lr_mult__")
+        self.lr_mult.update(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult: dict) -> None:
+        """Replace the weight-decay multipliers (keys: indices or names; ``sym``'s ``__wd_mult__`` first)."""
+        self.wd_mult = self._sym_mults("__wd_mult__")
+        self.wd_mult.update(args_wd_mult)
+
+    def _mult(self, index: Index, table: dict, attr: str) -> float:
+        if index in self.param_dict:
+            return getattr(self.param_dict[index], attr)
+        if index in table:
+            return table[index]
+        if index in self.idx2name:
+            return table.get(self.idx2name[index], 1.0)
+        return 1.0
+
+    def _get_lrs(self, indices: Sequence[Index]) -> list[float]:
+        """Learning rate of each index: base rate (scheduler evaluated once) times its ``lr_mult``."""
+        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        return [lr * self._mult(i, self.lr_mult, "lr_mult") for i in indices]
+
+    def _get_lr(self, index: Index) -> float:
+        return self._get_lrs([index])[0]
+
+    def _get_wds(self, indices: Sequence[Index]) -> list[float]:
+        """Weight decay of each index: ``wd`` times its ``wd_mult``."""
+        return [self.wd * self._mult(i, self.wd_mult, "wd_mult") for i in indices]
+
+    def _get_wd(self, index: Index) -> float:
+        return self._get_wds([index])[0]
+
+    # ------------------------------------------------------------------ counting
+    def _set_current_device(self, device_id: int) -> None:
+        """Switch the per-index update counts to those of ``device_id``."""
+        if device_id not in self._all_index_update_counts:
+            self._all_index_update_counts[device_id] = {}
+        self._index_update_count = self._all_index_update_counts[device_id]
+        self._current_device = device_id
+
+    def _set_current_context(self, device_id: int) -> None:
+        """Deprecated alias of :meth:`_set_current_device` (warns)."""
+        warnings.warn(
+            "_set_current_context is deprecated, use _set_current_device instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self._set_current_device(device_id)
+
+    def _update_count(self, index: Index | Sequence[Index]) -> None:
+        """Increment the update count of each index (starting at ``begin_num_update``) and ``num_update``."""
+        if not isinstance(index, (list, tuple)):
+            index = [index]
+        for idx in index:
+            if idx not in self._index_update_count:
+                self._index_update_count[idx] = self.begin_num_update
+            self._index_update_count[idx] += 1
+            self.num_update = max(self._index_update_count[idx], self.num_update)
+
+    # ------------------------------------------------------------------ states
+    def create_state(self, index: Index, weight: jax.Array) -> Any:
+        """Per-parameter state (``None`` here; subclasses return arrays or tuples)."""
+        return None
+
+    def create_state_multi_precision(self, index: Index, weight: jax.Array) -> Any:
+        """``(float32 master, create_state(index, master))`` for 16-bit weights with ``multi_precision``."""
+        weight = jnp.asarray(weight)
+        low = is_low_precision(weight.dtype)
+        if self.multi_precision and low:
+            w32 = weight.astype(jnp.float32)
+            return (w32, self.create_state(index, w32))
+        if low and not self.multi_precision:
+            warnings.warn(FP16_WARNING, UserWarning, stacklevel=2)
+        return self.create_state(index, weight)
+
+    # ------------------------------------------------------------------ updates
+    def step(self, indices: list, weights: list, grads: list, states: list) -> tuple[list, list]:
+        """Update the parameters; returns ``(new_weights, new_states)``. Subclasses implement it."""
+        raise NotImplementedError()
+
+    def fused_step(self, indices: list, weights: list, grads: list, states: list) -> tuple[list, list]:
+        """Fused (compiled) update; returns ``(new_weights, new_states)``. Subclasses may implement it."""
+        raise NotImplementedError()
+
+    def update(self, indices: list, weights: list, grads: list, states: list) -> tuple[list, list]:
+        """Run :meth:`fused_step` if ``use_fused_step`` else :meth:`step`; returns new weights and states."""
+        if self.use_fused_step:
+            return self.fused_step(indices, weights, grads, states)
+        return self.step(indices, weights, grads, states)
+
+    def update_multi_precision(
+        self, indices: list, weights: list, grads: list, states: list
+    ) -> tuple[list, list]:
+        """:meth:`update` with the float32 masters of multi-precision entries; returns weights and states.
+
+        For a 16-bit weight with ``multi_precision`` the state is ``(master, inner)``: the update runs on
+        ``(master, inner, float32(grad))`` and the new weight is the master cast back to the weight's dtype.
+        """
+        mp = [self.multi_precision and is_low_precision(jnp.result_type(w)) for w in weights]
+        ws, gs, ss = [], [], []
+        for m, w, g, s in zip(mp, weights, grads, states, strict=True):
+            if m:
+                ws.append(s[0])
+                ss.append(s[1])
+                gs.append(jnp.asarray(g).astype(jnp.float32))
+            else:
+                ws.append(w)
+                ss.append(s)
+                gs.append(g)
+        new_w, new_s = self.update(indices, ws, gs, ss)
+        out_w, out_s = [], []
+        for m, w, nw, ns in zip(mp, weights, new_w, new_s, strict=True):
+            if m:
+                out_w.append(nw.astype(jnp.result_type(w)))
+                out_s.append((nw, ns))
+            else:
+                out_w.append(nw)
+                out_s.append(ns)
+        return out_w, out_s
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(learning_rate={self.lr!r}, wd={self.wd!r})"
+
+
+# =========================================================================== registry
+def register(klass: type) -> type:
+    """Register ``klass`` under ``klass.__name__.lower()``; warns when overriding; returns the class."""
+    if not isinstance(klass, type):
+        raise TypeError(f"register expects a class, got {klass!r}")
+    name = klass.__name__.lower()
+    old = Optimizer.opt_registry.get(name)
+    if old is not None:
+        warnings.warn(
+            f"WARNING: New optimizer {klass.__module__}.{klass.__name__} is overriding existing "
+            f"optimizer {old.__module__}.{old.__name__}",
+            UserWarning,
+            stacklevel=2,
+        )
+    Optimizer.opt_registry[name] = klass
+    return klass
+
+
+def create(name: str, **kwargs: Any) -> Optimizer:
+    """Instantiate the optimizer registered as ``name`` (case-insensitive), e.g. ``create('adam', wd=1e-4)``.
+
+    Raises:
+      TypeError: ``name`` is not a string.
+      ValueError: unknown name (the message lists the registered names).
+    """
+    if not isinstance(name, str):
+        raise TypeError(
+            f"create: `name` must be an optimizer name (str), one of {', '.join(sorted(Optimizer.opt_registry))}; "
+            f"got {type(name).__name__} {name!r}"
+        )
+    klass = Optimizer.opt_registry.get(name.lower())
+    if klass is None:
+        raise ValueError(
+            f"Cannot find optimizer {name}; registered optimizers: {', '.join(sorted(Optimizer.opt_registry))}"
+        )
+    return klass(**kwargs)

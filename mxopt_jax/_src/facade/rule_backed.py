@@ -1,0 +1,295 @@
+"""Optimizers whose math is a functional rule: the facade classes, generated from the optimizer table.
+
+Every built-in class (``SGD`` ... ``Test``) is a thin :class:`RuleOptimizer` over the rule of the functional
+constructor in :data:`mxopt_jax._src.registry.TABLE`: there is one copy of each update rule in the package.
+``step`` evaluates the rule eagerly and ``fused_step`` runs one ``jax.jit``-compiled call per list of
+parameters; both build one :class:`~mxopt_jax._src.rule.StepContext` per call and hand each index to the
+driver of its gradient's kind, exactly as the functional API does. ``lr``, ``wd``, ``t`` and the float
+hyperparameters are passed as traced values (changing them never recompiles).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import drivers, registry
+from ..drivers import lazy
+from ..drivers.tree import make_key
+from ..numerics import is_low_precision
+from ..rowsparse import RowSparse
+from ..rule import Rule, Slot, StepContext, leaf_init
+from ..signature import prepare
+from ..validation import check_float_leaf
+from .optimizer import Index, Optimizer, _float_dtype, register
+
+_BASE_ONLY = ("param_idx2name", "sym", "param_dict")
+_JIT_CACHE: dict[tuple, Callable] = {}
+
+
+def _apply(rule: Rule, opts: dict, names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys):
+    """The rule on a list of parameters (shared by ``step`` (eager) and ``fused_step`` (jitted)).
+
+    Per-call numbers travel packed, so a call moves three small host arrays whatever the parameter count:
+    ``scal[i] = (lr_i, wd_i)``, ``ts[i]`` the update count, ``hvec`` the float hyperparameters named by the
+    static ``hkeys`` (``(name, present)`` pairs; absent ones, e.g. ``clip_gradient=None``, are ``None``).
+    Each index gets its own :class:`StepContext` (its lr, wd and count) and goes to the driver of its
+    gradient's kind, as in the functional API.
+    """
+    hypers, j = {}, 0
+    for k, present in hkeys:
+        hypers[k] = hvec[j] if present else None
+        j += present
+    owner = f"mxopt_jax.{rule.name}"
+    new_w, new_s = [], []
+    for i, (w, g, st) in enumerate(zip(weights, grads, states, strict=True)):
+        master, fields = st if mp[i] else (None, st)
+        ctx = StepContext(
+            rule,
+            opts,
+            owner,
+            {**hypers, "wd": scal[i, 1]},
+            scal[i, 0],
+            ts[i],
+            check_state=False,
+            wd_checked=True,
+        )
+        update, nf, nm = drivers.update(ctx, Slot(names[i], g, w, fields, master, key=keys[i]))
+        new_w.append((w + update).astype(w.dtype))
+        new_s.append((nm, nf) if mp[i] else nf)
+    return new_w, new_s
+
+
+def as_array(x: Any) -> Any:
+    return x if isinstance(x, jax.Array) else jnp.asarray(x)
+
+
+def as_grad(g: Any) -> Any:
+    """A gradient as the rules take it: a JAX array, or a :class:`~mxopt_jax.sparse.RowSparse` as is."""
+    return g if isinstance(g, (RowSparse, jax.Array)) else jnp.asarray(g)
+
+
+def _jitted(rule: Rule, opts: dict) -> Callable:
+    """One compiled driver per (rule, structural options); jit caches by shapes/dtypes/names only."""
+    key = (id(rule), tuple(sorted(opts.items())))
+    fn = _JIT_CACHE.get(key)
+    if fn is None:
+
+        def run(names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys):
+            return _apply(rule, opts, names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys)
+
+        fn = jax.jit(run, static_argnums=(0, 1, 2))
+        _JIT_CACHE[key] = fn
+    return fn
+
+
+class _RuleOptimizer(Optimizer):
+    """An optimizer whose math is a functional :class:`~mxopt_jax._src.rule.Rule` (no math here)."""
+
+    _rule: Rule
+    _ctor: Callable
+    _fused_default: bool = True
+    _aggregate_default: int = 1
+    _deprecated: dict[str, str] = {}
+    _deprecation: str | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if self._deprecation:
+            warnings.warn(self._deprecation, DeprecationWarning, stacklevel=3)
+        for old, new in self._deprecated.items():
+            if old in kwargs:
+                raise DeprecationWarning(f"parameter '{old}' is deprecated. Please use '{new}' instead.")
+        bound = type(self).__signature__.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = dict(bound.arguments)
+        base_only = {k: given.pop(k) for k in _BASE_ONLY}
+        if given["aggregate_num"] is None:
+            given["aggregate_num"] = self._aggregate_default
+        if given["use_fused_step"] is None:
+            given["use_fused_step"] = self._fused_default
+        fargs = inspect.signature(self._ctor).bind(**given, lr_mult=None, wd_mult=None)
+        fargs.apply_defaults()
+        prep = prepare(self._rule, fargs.arguments)
+        if given.get("axis_name") is not None:
+            raise ValueError(
+                f"{type(self).__name__}: `axis_name` is for the functional API inside jax.shard_map / jax.pmap "
+                "(mxopt_jax.{name}(..., axis_name=...)); the facade updates whole parameters outside any mapped "
+                "context, so it takes axis_name=None only".replace("{name}", self._ctor.__name__)
+            )
+        self._prep = prep
+        self._own = tuple(
+            p.name
+            for p in inspect.signature(self._ctor).parameters.values()
+            if p.kind != p.KEYWORD_ONLY and p.name != "learning_rate"
+        )
+        super().__init__(
+            rescale_grad=given["rescale_grad"],
+            wd=given["wd"],
+            clip_gradient=given["clip_gradient"],
+            learning_rate=prep.learning_rate,
+            lr_scheduler=prep.lr_scheduler,
+            begin_num_update=given["begin_num_update"],
+            multi_precision=given["multi_precision"],
+            aggregate_num=given["aggregate_num"],
+            use_fused_step=given["use_fused_step"],
+            **base_only,
+        )
+        for name in self._own:
+            setattr(self, name, given[name])
+        if self._rule.uses_key:
+            self._key = make_key(prep.owner, given.get("seed", 0))
+
+    # ------------------------------------------------------------------ states
+    def create_state(self, index: Index, weight: jax.Array) -> tuple:
+        """The rule's per-parameter state fields (``None`` for absent ones), in the rule's field order."""
+        weight = jnp.asarray(weight)
+        check_float_leaf(self._prep.owner, str(index), weight)
+        if self._rule.leaf_check is not None:
+            self._rule.leaf_check(self._prep.owner, str(index), weight, self._prep.opts)
+        fields, _ = leaf_init(self._rule, self._prep.opts, weight, False)
+        return fields
+
+    # ------------------------------------------------------------------ updates
+    def _hypers(self) -> dict:
+        """Current float hyperparameters (attributes are read every call, as MXNet reads ``self.wd`` ...)."""
+        out = {}
+        fdt = _float_dtype()
+        for k, v in self._prep.hypers.items():
+            if k in ("rescale_grad", "clip_gradient") or k in self._own:
+                v = getattr(self, k)
+            out[k] = None if v is None else np.asarray(float(v), fdt)
+        out.pop("wd")
+        return out
+
+    def _prepare_call(self, indices: list, weights: list) -> tuple:
+        rule = self._rule
+        if rule.lr_before_count:
+            lrs = self._get_lrs(indices)
+            self._update_count(indices)
+        else:
+            self._update_count(indices)
+            lrs = self._get_lrs(indices)
+        wds = self._get_wds(indices)
+        fdt = _float_dtype()
+        ts = np.asarray([self._index_update_count[i] for i in indices], np.int32)
+        scal = np.asarray([lrs, wds], fdt).T.reshape(len(indices), 2)
+        names = tuple(str(self.idx2name.get(i, str(i))) for i in indices)
+        mp = tuple(bool(self.multi_precision and is_low_precision(jnp.result_type(w))) for w in weights)
+        keys = [None] * len(indices)
+        if rule.uses_key:
+            self._key, sub = jax.random.split(self._key)
+            keys = list(jax.random.split(sub, max(len(indices), 1)))
+        hypers = self._hypers()
+        hkeys = tuple((k, v is not None) for k, v in hypers.items())
+        hvec = np.asarray([v for v in hypers.values() if v is not None], fdt)
+        return names, mp, hkeys, scal, ts, hvec, keys
+
+    def _run(self, fused: bool, indices, weights, grads, states) -> tuple[list, list]:
+        indices = list(indices)
+        weights = [as_array(w) for w in weights]
+        grads = [as_grad(g) for g in grads]
+        states = list(states)
+        names, mp, hkeys, scal, ts, hvec, keys = self._prepare_call(indices, weights)
+        for g, wd, name in zip(grads, scal[:, 1], names, strict=True):
+            if isinstance(g, RowSparse) and self._rule.is_lazy(self._prep.opts):
+                lazy.check_sparse_wd(self._prep.owner, self._rule, float(wd), name)
+        args = (names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys)
+        if fused:
+            # names are static in the compiled program: keep only what the rule reads (one program per
+            # shape signature, not per parameter name)
+            key = self._rule.name_key
+            names = tuple("" if key is None else key(n) for n in names)
+            return _jitted(self._rule, self._prep.opts)(names, *args[1:])
+        return _apply(self._rule, self._prep.opts, *args)
+
+    def step(self, indices: list, weights: list, grads: list, states: list) -> tuple[list, list]:
+        """Eager (un-jitted) evaluation of the rule on each parameter; returns new weights and states.
+
+        A multi-precision entry (16-bit weight with ``multi_precision=True``) has state ``(master, inner)``.
+        """
+        return self._run(False, indices, weights, grads, states)
+
+    def fused_step(self, indices: list, weights: list, grads: list, states: list) -> tuple[list, list]:
+        """One ``jax.jit`` call over all the parameters (same math as :meth:`step`)."""
+        return self._run(True, indices, weights, grads, states)
+
+    def update_multi_precision(
+        self, indices: list, weights: list, grads: list, states: list
+    ) -> tuple[list, list]:
+        """Like MXNet's fused multi-precision kernels: the rule updates the master and the 16-bit weight."""
+        return self.update(indices, weights, grads, states)
+
+
+def make_class(entry: registry.Entry) -> type:
+    """The registered :class:`_RuleOptimizer` subclass of one optimizer-table row: the functional
+    constructor's own arguments, MXNet's base arguments with the class's defaults, MXNet's name."""
+    cls_name, reg_name, rule, ctor = entry.class_name, entry.name, entry.rule, entry.constructor
+    fused, aggregate, mxnet_path = entry.fused, entry.aggregate, entry.mxnet
+    extra_doc = f"    {entry.extra_doc}\n" if entry.extra_doc else ""
+    own = [
+        p.replace(kind=p.POSITIONAL_OR_KEYWORD)
+        for p in inspect.signature(ctor).parameters.values()
+        if p.kind != p.KEYWORD_ONLY
+    ]
+    base = inspect.signature(Optimizer.__init__).parameters
+    kw = []
+    for name, p in base.items():
+        if name in ("self", "kwargs", "learning_rate"):
+            continue
+        default = p.default
+        if name == "use_fused_step":
+            default = fused
+        elif name == "aggregate_num":
+            default = aggregate
+        kw.append(p.replace(kind=p.KEYWORD_ONLY, default=default))
+    # The constructor's own keyword-only options (e.g. Ftrl's ``lazy_update``) stay keyword-only here.
+    kw += [
+        p
+        for p in inspect.signature(ctor).parameters.values()
+        if p.kind == p.KEYWORD_ONLY and p.name not in base and p.name not in ("lr_mult", "wd_mult")
+    ]
+    self_p = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    sig = inspect.Signature([self_p, *own, *kw])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _RuleOptimizer.__init__(self, *args, **kwargs)
+
+    __init__.__signature__ = sig
+    first = (ctor.__doc__ or "").strip().split("\n\n    Common arguments")[0]
+    doc = (
+        f"MXNet's ``{mxnet_path}`` (registry name ``'{reg_name}'``) on the shared update rule of "
+        f":func:`mxopt_jax.{ctor.__name__}`.\n\n    {first}\n{extra_doc}\n"
+        "    Base arguments: see :class:`Optimizer`. ``update``/``step``/``fused_step`` return "
+        "``(new_weights, new_states)``.\n"
+    )
+    __init__.__doc__ = doc
+    cls = type(
+        cls_name,
+        (_RuleOptimizer,),
+        {
+            "__init__": __init__,
+            "__doc__": doc,
+            "__module__": "mxopt_jax.facade",  # where users find it
+            "__signature__": sig.replace(parameters=list(sig.parameters.values())[1:]),
+            "_rule": rule,
+            "_ctor": staticmethod(ctor),
+            "_fused_default": fused,
+            "_aggregate_default": aggregate,
+            "_deprecated": dict(entry.deprecated),
+            "_deprecation": entry.deprecation,
+        },
+    )
+    cls.__init__.__qualname__ = f"{cls_name}.__init__"
+    register(cls)
+    return cls
+
+
+#: The facade class of every optimizer in the table, by class name (registered under MXNet's names).
+CLASSES: dict[str, type] = {e.class_name: make_class(e) for e in registry.TABLE}
+CLASSES["Test"].__test__ = False  # not a pytest test class

@@ -1,0 +1,149 @@
+"""Numerics shared by the update rules: MXNet's gradient preamble, dtypes, bias corrections and norms.
+
+* :func:`preprocess` is MXNet's gradient preamble ``G = clip(rescale_grad * g) + wd * w`` in MXNet 2.0's
+  order (clip first, then add decay), with switches for the optimizers that leave out decay or clipping.
+* :func:`param_sum` is the one reduction over a whole parameter: the driver says, through ``opts``, whether
+  the parameter is a run of segments of a multi-tensor buffer (``opts["segments"]``) and whether it is sharded
+  over mesh axes (``opts["axis_name"]``); :func:`l2_norm` and :func:`param_mean` are built on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .validation import is_static_one, is_static_zero
+
+LOW_PRECISION = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
+
+
+def compute_dtype(dtype: Any) -> jnp.dtype:
+    """Arithmetic dtype for a parameter of ``dtype``: float32 for 16-bit and 32-bit, float64 for float64."""
+    return jnp.promote_types(dtype, jnp.float32)
+
+
+def is_low_precision(dtype: Any) -> bool:
+    return jnp.dtype(dtype) in LOW_PRECISION
+
+
+def scale(x: jax.Array, factor: Any) -> jax.Array:
+    """``x * factor``, skipped when ``factor`` is the Python number 1."""
+    return x if is_static_one(factor) else x * factor
+
+
+def preprocess(
+    g: jax.Array,
+    w: jax.Array | None,
+    hp: dict,
+    *,
+    clip: bool = True,
+    decay: bool = True,
+) -> jax.Array:
+    """MXNet 2.0's gradient preamble ``G = clip(rescale_grad * g) + wd * w``.
+
+    ``clip=False`` leaves out clipping (the ``Test`` optimizer); ``decay=False`` leaves out the weight decay
+    term (optimizers that apply decay elsewhere: AdamW, LAMB, LANS, Ftrl, GroupAdaGrad). Decay is skipped when
+    ``wd`` is the Python number 0, so such rules never read the weight.
+    """
+    G = scale(g, hp["rescale_grad"])
+    c = hp["clip_gradient"]
+    if clip and c is not None:
+        G = jnp.clip(G, -c, c)
+    if decay and not is_static_zero(hp["wd"]):
+        G = G + hp["wd"] * w
+    return G
+
+
+def one_minus_pow(beta: jax.Array, t: jax.Array) -> jax.Array:
+    """``1 - beta**t`` for bias corrections, accurate for beta near 1 (``-expm1(t * log(beta))``)."""
+    beta = jnp.asarray(beta)
+    return -jnp.expm1(jnp.asarray(t, beta.dtype) * jnp.log(beta))
+
+
+def param_sum(x: jax.Array, opts: dict | None = None, axis: Any = None, keepdims: bool = False) -> jax.Array:
+    """Sum of ``x`` over ``axis`` of a parameter (all axes by default), across shards when it is sharded.
+
+    When ``opts["axis_name"]`` is set, the parameter is a shard of a larger tensor inside ``jax.shard_map``
+    (or ``jax.pmap`` with sharded parameters), split over those mesh axes: the local sum is followed by a
+    ``lax.psum`` over them, so the result is the sum over the whole tensor, identical on every shard.
+    Every reduction of an update rule that must see the whole parameter goes through here.
+    """
+    segments = None if opts is None else opts.get("segments")
+    if segments is not None and axis is None:  # a multi-tensor buffer: one sum per original parameter
+        s = segment_sum(x, segments)
+    else:
+        s = jnp.sum(x, axis=axis, keepdims=keepdims)
+    name = None if opts is None else opts.get("axis_name")
+    if name is None:
+        return s
+    try:
+        return jax.lax.psum(s, name)
+    except NameError as exc:
+        raise ValueError(
+            f"`axis_name`={name!r}: no such mesh axis is bound here ({exc}). Call the update inside "
+            "jax.shard_map / jax.pmap over that axis, or pass axis_name=None when the parameters are not "
+            "sharded (jax.jit with NamedSharding needs no axis_name)"
+        ) from None
+
+
+def param_mean(x: jax.Array, opts: dict | None = None, axis: int = 1, keepdims: bool = True) -> jax.Array:
+    """Mean of ``x`` over ``axis`` of a parameter, across shards like :func:`param_sum`."""
+    count = param_sum(jnp.asarray(x.shape[axis], x.dtype), opts)
+    return param_sum(x, opts, axis=axis, keepdims=keepdims) / count
+
+
+def name_flag(hp: dict, opts: dict | None, predicate: Callable[[str], bool]) -> Any:
+    """``predicate(parameter name)``: a Python bool, or a per-element mask on a multi-tensor buffer."""
+    segments = None if opts is None else opts.get("segments")
+    if segments is None:
+        return bool(predicate(hp["name"]))
+    return name_mask(segments, predicate)
+
+
+def l2_norm(x: jax.Array, opts: dict | None = None) -> jax.Array:
+    """Whole-tensor L2 norm (in the dtype of ``x``, float32 or wider), across shards like :func:`param_sum`."""
+    return jnp.sqrt(param_sum(jnp.square(x), opts))
+
+
+# --------------------------------------------------------------------------- multi-tensor segments
+def _per_element(values: list, sizes: tuple[int, ...]) -> jax.Array:
+    """One value per parameter, broadcast over its elements (no index constant of the buffer's size)."""
+    if len(set(sizes)) == 1:
+        vec = jnp.stack(values)
+        return jnp.broadcast_to(vec[:, None], (len(sizes), sizes[0])).reshape(-1)
+    return jnp.concatenate([jnp.broadcast_to(v, (n,)) for v, n in zip(values, sizes, strict=True)])
+
+
+def expand(values: list, sizes: tuple[int, ...], dtype: Any) -> Any:
+    """Per-parameter values as a per-element vector (a scalar when they are all the same number)."""
+    if all(isinstance(v, float) for v in values) and len(set(values)) == 1:
+        return values[0]
+    return _per_element([jnp.asarray(v, dtype) for v in values], sizes)
+
+
+def segment_sum(x: jax.Array, segments: dict) -> jax.Array:
+    """Per-parameter sums of a buffer, broadcast back to every element of the parameter."""
+    sizes = segments["sizes"]
+    if len(sizes) == 1:
+        return jnp.sum(x)
+    if len(set(sizes)) == 1:
+        k, n = len(sizes), sizes[0]
+        return jnp.broadcast_to(jnp.sum(x.reshape(k, n), axis=1, keepdims=True), (k, n)).reshape(-1)
+    offsets = np.cumsum((0, *sizes))
+    sums = [
+        jnp.sum(jax.lax.slice_in_dim(x, int(a), int(b)))
+        for a, b in zip(offsets[:-1], offsets[1:], strict=True)
+    ]
+    return _per_element(sums, sizes)
+
+
+def name_mask(segments: dict, predicate: Any) -> Any:
+    """Per-element boolean mask of the parameters whose name satisfies ``predicate`` (Python bool if uniform)."""
+    flags = [bool(predicate(n)) for n in segments["names"]]
+    if len(set(flags)) == 1:
+        return flags[0]
+    return _per_element([jnp.asarray(f) for f in flags], segments["sizes"])

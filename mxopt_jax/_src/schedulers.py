@@ -1,0 +1,653 @@
+"""Learning-rate schedulers with MXNet's exact behaviour (``mxnet.lr_scheduler``), plus pure JAX forms.
+
+Two views of the same schedule
+------------------------------
+**Stateful (MXNet-compatible).** Every scheduler is a callable object, ``sched(num_update) -> float``,
+with MXNet's argument names, defaults, public mutable attributes and quirks. Calling it may *mutate* the
+scheduler (``FactorScheduler`` / ``MultiFactorScheduler`` decay ``base_lr`` in place and never undo a
+decay; ``PolyScheduler`` / ``CosineScheduler`` cache the last in-range value in ``base_lr``). An MXNet
+optimizer calls it with its global ``num_update`` *after* incrementing it, so the first update uses
+``sched(1)``. This form is plain Python (float64) and cannot be traced by ``jax.jit``.
+
+**Pure (JAX).** ``sched.as_schedule()`` returns a side-effect-free, jittable function
+``schedule(num_update) -> float32 jax.Array`` (an ``optax.Schedule``). It snapshots the scheduler's *current*
+attributes when ``as_schedule()`` is called (later mutations of the object do not affect it) and returns, for
+every integer ``num_update`` (a Python int, or a traced/concrete integer scalar or array), the value the
+stateful scheduler returns when it is called with non-decreasing ``num_update`` starting from its current
+state (a fresh state for a freshly built scheduler). It uses only ``jnp.where``-style selection, so
+``jax.jit`` compiles it once for all ``num_update`` values and ``jax.vmap`` works over ``num_update``.
+
+The optimizer's ``base_lr`` overwrite
+-------------------------------------
+When an MXNet optimizer receives both ``learning_rate`` and ``lr_scheduler`` and
+``lr_scheduler.base_lr != learning_rate``, it sets ``lr_scheduler.base_lr = learning_rate`` (and announces it;
+mxopt_jax warns). That logic lives in the optimizer, not here. Its effect on the schedules reproduced here:
+
+* ``FactorScheduler`` / ``MultiFactorScheduler``: the new ``base_lr`` is the starting point of the decays, but
+  ``warmup_final_lr`` is not updated, so the warmup still ramps to the *constructor's* ``base_lr``.
+* ``PolyScheduler`` / ``CosineScheduler``: the formula uses ``base_lr_orig`` (frozen at construction), so the
+  overwrite has no effect, except that it is what MXNet returns for ``num_update > max_update`` when the
+  scheduler was never called in range (the pure form returns the value at ``max_update`` instead).
+
+Call ``as_schedule()`` *after* the optimizer has overwritten ``base_lr``.
+
+Validation departs from MXNet only in the exception types (``TypeError`` / ``ValueError`` instead of
+``assert``) and in rejecting values MXNet silently accepts but which make no sense (non-finite or negative
+learning rates, negative ``factor`` / ``pwr``, ``warmup_steps >= max_update`` for Poly/Cosine, which MXNet
+turns into a ``ZeroDivisionError`` or a never-decaying schedule). Messages quote MXNet's own text.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+__all__ = [
+    "LRScheduler",
+    "FactorScheduler",
+    "MultiFactorScheduler",
+    "PolyScheduler",
+    "CosineScheduler",
+]
+
+_logger = logging.getLogger(__name__)
+
+Schedule = Callable[[ArrayLike], jax.Array]
+
+# Most exactly-precomputed decay values kept by the pure FactorScheduler (beyond: exp(j * log(factor))).
+_MAX_FACTOR_TABLE = 4096
+
+_WARMUP_MODES = ("linear", "constant")
+
+
+# --------------------------------------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------------------------------------
+def _int(name: str, value: Any) -> int:
+    """``value`` as a Python int; ``TypeError`` unless it is a (numpy or Python) integer, not a bool."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int (got {value!r})")
+    return int(value)
+
+
+def _real(name: str, value: Any) -> float:
+    """``value`` as a Python float; ``TypeError`` for bools, strings, complex numbers and non-scalars."""
+    if isinstance(value, bool | str | bytes | complex) or getattr(value, "ndim", 0) != 0:
+        raise TypeError(f"{name} must be a real number (got {value!r})")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number (got {value!r})") from None
+
+
+def _lr(name: str, value: Any) -> float:
+    """A learning-rate-like value: a finite real number ``>= 0``."""
+    x = _real(name, value)
+    if not math.isfinite(x) or x < 0:
+        raise ValueError(f"{name} must be a finite number >= 0 (got {value!r})")
+    return x
+
+
+def _factor(value: Any) -> float:
+    x = _real("factor", value)
+    if x > 1.0:
+        raise ValueError(
+            f"Factor must be no more than 1 to make lr reduce: factor must be in [0, 1] (got {value!r})"
+        )
+    if not (x >= 0.0):  # also catches NaN
+        raise ValueError(f"factor must be in [0, 1] (got {value!r})")
+    return x
+
+
+def _max_update(value: Any, warmup_steps: int) -> int:
+    m = _int("max_update", value)
+    if m < 1:
+        raise ValueError(
+            "maximum number of updates must be strictly positive: max_update must be an int >= 1 "
+            f"(got {value!r})"
+        )
+    if warmup_steps >= m:
+        raise ValueError(
+            "warmup_steps must be smaller than max_update "
+            f"(got warmup_steps={warmup_steps}, max_update={m}): "
+            "the decay runs over max_update - warmup_steps updates (MXNet divides by it)"
+        )
+    return m
+
+
+def _as_num_update(num_update: ArrayLike) -> jax.Array:
+    n = jnp.asarray(num_update)
+    if not jnp.issubdtype(n.dtype, jnp.integer):
+        raise TypeError(f"num_update must be an integer scalar or array (got dtype {n.dtype})")
+    return n
+
+
+# --------------------------------------------------------------------------------------------------------
+# base class
+# --------------------------------------------------------------------------------------------------------
+class LRScheduler:
+    """Base class of a learning-rate scheduler (``mxnet.lr_scheduler.LRScheduler``).
+
+    A scheduler returns a learning rate from the number of updates performed so far. Subclasses first
+    apply the warmup: for ``num_update < warmup_steps`` they return :meth:`get_warmup_lr` (no state change)::
+
+        linear:   warmup_begin_lr + (warmup_final_lr - warmup_begin_lr) * num_update / warmup_steps
+        constant: warmup_begin_lr
+
+    ``warmup_final_lr`` is the constructor's ``base_lr``, frozen at construction: when an optimizer later
+    overwrites ``base_lr`` the warmup still ramps to the original value (MXNet quirk).
+
+    Parameters
+    ----------
+    base_lr : float
+        The initial learning rate (finite, ``>= 0``). Public and mutable; optimizers overwrite it.
+    warmup_steps : int
+        Number of warmup updates (``>= 0``). Warmup updates are counted in ``num_update``: decay boundaries
+        of the subclasses are absolute, not shifted by the warmup.
+    warmup_begin_lr : float
+        Learning rate the warmup starts from; must not exceed ``base_lr``.
+    warmup_mode : {'linear', 'constant'}
+        ``'linear'`` ramps in equal increments, ``'constant'`` holds ``warmup_begin_lr``.
+
+    Raises
+    ------
+    TypeError
+        ``warmup_steps`` not an int (MXNet: ``AssertionError``), or a learning rate not a real number.
+    ValueError
+        ``warmup_begin_lr > base_lr`` ("Base lr has to be higher than warmup_begin_lr"), ``warmup_steps < 0``
+        ("Warmup steps has to be positive or 0"), unknown ``warmup_mode`` ("Supports only linear and
+        constant modes of warmup"), or a negative / non-finite learning rate.
+    """
+
+    def __init__(
+        self,
+        base_lr: float = 0.01,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
+        self.base_lr: float = _lr("base_lr", base_lr)
+        self.warmup_steps: int = _int("warmup_steps", warmup_steps)
+        self.warmup_final_lr: float = self.base_lr
+        self.warmup_begin_lr: float = _lr("warmup_begin_lr", warmup_begin_lr)
+        self.warmup_mode: str = warmup_mode
+        self._check_warmup()
+
+    # -- validation ---------------------------------------------------------------------------------------
+    def _check_warmup(self) -> None:
+        if self.warmup_begin_lr > self.warmup_final_lr:
+            raise ValueError(
+                "Base lr has to be higher than warmup_begin_lr: warmup_begin_lr must be <= base_lr "
+                f"(got warmup_begin_lr={self.warmup_begin_lr!r}, base_lr={self.warmup_final_lr!r})"
+            )
+        if self.warmup_steps < 0:
+            raise ValueError(
+                f"Warmup steps has to be positive or 0: warmup_steps must be >= 0 (got {self.warmup_steps!r})"
+            )
+        if self.warmup_mode not in _WARMUP_MODES:
+            raise ValueError(
+                "Supports only linear and constant modes of warmup: warmup_mode must be 'linear' or "
+                f"'constant' (got {self.warmup_mode!r})"
+            )
+
+    def _check_current(self) -> None:
+        """Re-validate the (public, mutable) attributes before building a pure schedule."""
+        _lr("base_lr", self.base_lr)
+        _lr("warmup_final_lr", self.warmup_final_lr)
+        _lr("warmup_begin_lr", self.warmup_begin_lr)
+        _int("warmup_steps", self.warmup_steps)
+        self._check_warmup()
+
+    # -- stateful API -------------------------------------------------------------------------------------
+    def get_warmup_lr(self, num_update: int) -> float:
+        """Warmup learning rate for ``num_update < warmup_steps`` (``ValueError`` otherwise)."""
+        if not num_update < self.warmup_steps:
+            raise ValueError(
+                f"get_warmup_lr needs num_update < warmup_steps (got num_update={num_update!r}, "
+                f"warmup_steps={self.warmup_steps!r})"
+            )
+        if self.warmup_mode == "linear":
+            increase = (
+                (self.warmup_final_lr - self.warmup_begin_lr) * float(num_update) / float(self.warmup_steps)
+            )
+            return self.warmup_begin_lr + increase
+        if self.warmup_mode == "constant":
+            return self.warmup_begin_lr
+        raise ValueError(f"Invalid warmup mode {self.warmup_mode}")
+
+    def __call__(self, num_update: int) -> float:
+        """Return the learning rate for ``num_update`` (may update the scheduler's state)."""
+        raise NotImplementedError("must override this")
+
+    # -- pure API -----------------------------------------------------------------------------------------
+    def as_schedule(self) -> Schedule:
+        """Pure, jittable ``schedule(num_update) -> float32`` built from the current attributes."""
+        raise NotImplementedError("must override this")
+
+    def _pure(self, core: Callable[[jax.Array], jax.Array]) -> Schedule:
+        """Wrap ``core`` (post-warmup lr, float32) with the warmup, snapshotting the warmup attributes."""
+        self._check_current()
+        w = self.warmup_steps
+        begin = self.warmup_begin_lr
+        if self.warmup_mode == "linear" and w > 0:
+            slope = (self.warmup_final_lr - begin) / w
+        else:
+            slope = 0.0
+
+        def schedule(num_update: ArrayLike) -> jax.Array:
+            n = _as_num_update(num_update)
+            lr = core(n).astype(jnp.float32)
+            if w > 0:
+                warm = jnp.float32(begin) + jnp.float32(slope) * n.astype(jnp.float32)
+                lr = jnp.where(n < w, warm, lr)
+            return lr
+
+        return schedule
+
+
+# --------------------------------------------------------------------------------------------------------
+# FactorScheduler
+# --------------------------------------------------------------------------------------------------------
+class FactorScheduler(LRScheduler):
+    """Multiply the learning rate by ``factor`` every ``step`` updates
+    (``mxnet.lr_scheduler.FactorScheduler``).
+
+    After the warmup, for a fresh scheduler called with non-decreasing ``num_update = n``::
+
+        k(n) = max(0, ceil(n / step) - 1)                 # number of decays so far
+        lr   = base_lr                                   if k(n) == 0
+        lr   = max(stop_factor_lr, base_lr * factor**k)  otherwise
+
+    MXNet quirks reproduced:
+
+    * Decays use a strict ``>``: the first decay happens when ``n`` first *exceeds* ``step`` (the lr at
+      ``n == step`` is still undecayed; MXNet's docstring's ``floor(n / step)`` is off by one), then when it
+      exceeds ``2 * step``, ... Warmup updates are counted in ``n``.
+    * State (``count``, ``base_lr``) is mutated in place and monotone: calling with a smaller ``n`` later does
+      not undo decays (``s(10)`` then ``s(1)`` returns the decayed value twice).
+    * ``stop_factor_lr`` is applied only after a multiplication, so a ``base_lr`` below it is returned
+      unchanged until the first decay (which then *raises* the lr to ``stop_factor_lr``).
+    * ``base_lr`` overwritten by an optimizer is the start of the decays; the warmup still ramps to the
+      constructor's ``base_lr`` (``warmup_final_lr``).
+
+    Parameters
+    ----------
+    step : int
+        Decay period, an int ``>= 1`` ("Schedule step must be greater or equal than 1 round").
+    factor : float
+        Decay factor in ``[0, 1]`` ("Factor must be no more than 1 to make lr reduce").
+    stop_factor_lr : float
+        Lower clamp applied after each decay (finite, ``>= 0``).
+    base_lr, warmup_steps, warmup_begin_lr, warmup_mode
+        See :class:`LRScheduler`.
+    """
+
+    def __init__(
+        self,
+        step: int,
+        factor: float = 1,
+        stop_factor_lr: float = 1e-8,
+        base_lr: float = 0.01,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
+        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        self.step: int = self._check_step(step)
+        self.factor: float = _factor(factor)
+        self.stop_factor_lr: float = _lr("stop_factor_lr", stop_factor_lr)
+        self.count: int = 0
+
+    @staticmethod
+    def _check_step(step: Any) -> int:
+        s = _int("step", step)
+        if s < 1:
+            raise ValueError(
+                "Schedule step must be greater or equal than 1 round: "
+                f"step must be an int >= 1 (got {step!r})"
+            )
+        return s
+
+    def __call__(self, num_update: int) -> float:
+        if num_update < self.warmup_steps:
+            return self.get_warmup_lr(num_update)
+
+        # NOTE: while rather than if (for continuing training via load_epoch), as MXNet.
+        while num_update > self.count + self.step:
+            self.count += self.step
+            self.base_lr *= self.factor
+            if self.base_lr < self.stop_factor_lr:
+                self.base_lr = self.stop_factor_lr
+                _logger.info(
+                    "Update[%d]: now learning rate arrived at %0.5e, will not change in the future",
+                    num_update,
+                    self.base_lr,
+                )
+            else:
+                _logger.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
+        return float(self.base_lr)
+
+    def as_schedule(self) -> Schedule:
+        """Pure form: ``k = max(0, ceil((n - count) / step) - 1)`` decays from the current ``base_lr``.
+
+        For a fresh scheduler (``count == 0``) this is the closed form in the class docstring. The decayed
+        values are precomputed in float64 exactly as MXNet computes them (repeated multiplication and
+        clamping) for up to 4096 decays, then rounded once to float32; further decays use
+        ``exp(j * log(factor))``.
+        """
+        step = self._check_step(self.step)
+        factor = _factor(self.factor)
+        stop = _lr("stop_factor_lr", self.stop_factor_lr)
+        count = _int("count", self.count)
+        base = _lr("base_lr", self.base_lr)
+
+        table = [base]
+        while len(table) < _MAX_FACTOR_TABLE:
+            nxt = table[-1] * factor
+            if nxt < stop:
+                nxt = stop
+            if nxt == table[-1]:  # fixed point: every later decay gives the same value
+                break
+            table.append(nxt)
+        last = len(table) - 1
+        # The tail is only reached when the table did not hit a fixed point, hence 0 < factor < 1.
+        log_factor = math.log(factor) if factor > 0 else 0.0
+
+        def core(n: jax.Array) -> jax.Array:
+            d = n - count
+            k = jnp.maximum(-jnp.floor_divide(-d, step) - 1, 0)  # max(0, ceil(d / step) - 1), integers
+            values = jnp.asarray(table, dtype=jnp.float32)
+            exact = values[jnp.minimum(k, last)]
+            extra = jnp.maximum(k - last, 0).astype(jnp.float32)
+            # factor ** extra via a float64-rounded log: float32(factor) ** extra would lose ~extra ulps
+            tail = jnp.maximum(jnp.float32(stop), values[last] * jnp.exp(extra * jnp.float32(log_factor)))
+            return jnp.where(k > last, tail, exact)
+
+        return self._pure(core)
+
+
+# --------------------------------------------------------------------------------------------------------
+# MultiFactorScheduler
+# --------------------------------------------------------------------------------------------------------
+class MultiFactorScheduler(LRScheduler):
+    """Multiply the learning rate by ``factor`` at each update count in ``step``
+    (``mxnet.lr_scheduler.MultiFactorScheduler``).
+
+    After the warmup, for a fresh scheduler called with non-decreasing ``num_update = n``::
+
+        lr = base_lr * factor ** #{k : n > step[k]}
+
+    MXNet quirks reproduced:
+
+    * Strict ``>``: the lr at ``n == step[k]`` is not yet decayed (MXNet's docstring says ``<=``).
+    * State (``cur_step_ind``, ``count`` = last boundary passed, ``base_lr``) is mutated in place and
+      monotone: a later call with a smaller ``n`` does not undo decays. There is no ``stop_factor_lr``.
+    * ``base_lr`` overwritten by an optimizer is the start of the decays; the warmup still ramps to the
+      constructor's ``base_lr`` (``warmup_final_lr``).
+
+    Parameters
+    ----------
+    step : list of int
+        Non-empty, strictly increasing ints ``>= 1`` ("Schedule step must be an increasing integer list",
+        "Schedule step must be greater or equal than 1 round"). A tuple is accepted and stored as a list.
+    factor : float
+        Decay factor in ``[0, 1]`` ("Factor must be no more than 1 to make lr reduce").
+    base_lr, warmup_steps, warmup_begin_lr, warmup_mode
+        See :class:`LRScheduler`.
+    """
+
+    def __init__(
+        self,
+        step: Sequence[int],
+        factor: float = 1,
+        base_lr: float = 0.01,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
+        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        self.step: list[int] = self._check_steps(step)
+        self.cur_step_ind: int = 0
+        self.factor: float = _factor(factor)
+        self.count: int = 0
+
+    @staticmethod
+    def _check_steps(step: Any) -> list[int]:
+        expected = "step must be a non-empty list of increasing ints >= 1"
+        if not isinstance(step, list | tuple):
+            raise TypeError(f"{expected} (got {step!r})")
+        if len(step) < 1:
+            raise ValueError(f"{expected} (got an empty list)")
+        if any(isinstance(s, bool) or not isinstance(s, numbers.Integral) for s in step):
+            raise TypeError(f"{expected} (got {step!r})")
+        steps = [int(s) for s in step]
+        for i, s in enumerate(steps):
+            if i != 0 and s <= steps[i - 1]:
+                raise ValueError(
+                    f"Schedule step must be an increasing integer list: {expected} (got {step!r})"
+                )
+            if s < 1:
+                raise ValueError(
+                    f"Schedule step must be greater or equal than 1 round: {expected} (got {step!r})"
+                )
+        return steps
+
+    def __call__(self, num_update: int) -> float:
+        if num_update < self.warmup_steps:
+            return self.get_warmup_lr(num_update)
+
+        # NOTE: while rather than if (for continuing training via load_epoch), as MXNet.
+        while self.cur_step_ind <= len(self.step) - 1:
+            if num_update > self.step[self.cur_step_ind]:
+                self.count = self.step[self.cur_step_ind]
+                self.cur_step_ind += 1
+                self.base_lr *= self.factor
+                _logger.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
+            else:
+                return float(self.base_lr)
+        return float(self.base_lr)
+
+    def as_schedule(self) -> Schedule:
+        """Pure form: ``base_lr * factor ** #{k >= cur_step_ind : n > step[k]}`` from the current state.
+
+        The ``len(step) + 1`` possible values are precomputed in float64 by repeated multiplication (as MXNet)
+        and rounded once to float32.
+        """
+        steps = self._check_steps(self.step)
+        factor = _factor(self.factor)
+        base = _lr("base_lr", self.base_lr)
+        cur = _int("cur_step_ind", self.cur_step_ind)
+        if not 0 <= cur <= len(steps):
+            raise ValueError(f"cur_step_ind must be in [0, len(step)] (got {cur})")
+        remaining = steps[cur:]
+        table = [base]
+        for _ in remaining:
+            table.append(table[-1] * factor)
+
+        def core(n: jax.Array) -> jax.Array:
+            values = jnp.asarray(table, dtype=jnp.float32)
+            if not remaining:
+                return jnp.broadcast_to(values[0], n.shape)
+            bounds = jnp.asarray(remaining, dtype=n.dtype)
+            passed = jnp.sum(n[..., None] > bounds, axis=-1)
+            return values[passed]
+
+        return self._pure(core)
+
+
+# --------------------------------------------------------------------------------------------------------
+# PolyScheduler
+# --------------------------------------------------------------------------------------------------------
+class PolyScheduler(LRScheduler):
+    """Polynomial decay from ``base_lr`` to ``final_lr`` over ``max_update`` updates
+    (``mxnet.lr_scheduler.PolyScheduler``).
+
+    After the warmup (``W = warmup_steps``, ``max_steps = max_update - W``), for ``n <= max_update``::
+
+        lr = final_lr + (base_lr_orig - final_lr) * (1 - (n - W) / max_steps) ** pwr
+
+    MXNet quirks reproduced:
+
+    * The formula uses ``base_lr_orig`` (the constructor's ``base_lr``, frozen), so an optimizer's overwrite
+      of ``base_lr`` does not change the schedule.
+    * ``base_lr`` is a cache: each in-range call stores its result there, and for ``n > max_update`` the
+      scheduler returns ``base_lr`` unchanged, i.e. the last in-range value (normally ``final_lr``), or the
+      constructor's / optimizer-written ``base_lr`` if it was never called with ``n <= max_update``
+      (``PolyScheduler(10, base_lr=1)(15) == 1.0``). The pure form uses ``min(n, max_update)`` instead,
+      which agrees whenever the calls pass through ``max_update``.
+    * The power is stored as ``power`` (the argument is ``pwr``).
+
+    Parameters
+    ----------
+    max_update : int
+        Number of updates at which the decay reaches ``final_lr`` (int ``>= 1``, "maximum number of updates
+        must be strictly positive"); must exceed ``warmup_steps`` (not checked by MXNet, which then divides
+        by zero or never decays).
+    base_lr : float
+        Learning rate at the end of the warmup.
+    pwr : float
+        Power of the decay, finite and ``>= 0``.
+    final_lr : float
+        Learning rate reached at ``max_update`` (finite, ``>= 0``).
+    warmup_steps, warmup_begin_lr, warmup_mode
+        See :class:`LRScheduler`.
+    """
+
+    def __init__(
+        self,
+        max_update: int,
+        base_lr: float = 0.01,
+        pwr: float = 2,
+        final_lr: float = 0,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
+        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        self.max_update: int = _max_update(max_update, self.warmup_steps)
+        self.power: float = self._check_power(pwr)
+        self.base_lr_orig: float = self.base_lr
+        self.final_lr: float = _lr("final_lr", final_lr)
+        self.max_steps: int = self.max_update - self.warmup_steps
+
+    @staticmethod
+    def _check_power(pwr: Any) -> float:
+        p = _real("pwr", pwr)
+        if not math.isfinite(p) or p < 0:
+            raise ValueError(f"pwr must be a finite number >= 0 (got {pwr!r})")
+        return pwr if isinstance(pwr, int) else p
+
+    def __call__(self, num_update: int) -> float:
+        if num_update < self.warmup_steps:
+            return self.get_warmup_lr(num_update)
+        if num_update <= self.max_update:
+            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * pow(
+                1 - float(num_update - self.warmup_steps) / float(self.max_steps), self.power
+            )
+        return float(self.base_lr)
+
+    def as_schedule(self) -> Schedule:
+        """Pure form: the formula at ``min(n, max_update)`` (uses ``base_lr_orig``, not ``base_lr``)."""
+        w, max_update, max_steps = _decay_window(self)
+        power = self._check_power(self.power)
+        final = _lr("final_lr", self.final_lr)
+        delta = _lr("base_lr_orig", self.base_lr_orig) - final
+        int_power = int(power) if float(power).is_integer() else None
+
+        def core(n: jax.Array) -> jax.Array:
+            m = jnp.clip(n, w, max_update)
+            u = (max_steps - (m - w)).astype(jnp.float32) / jnp.float32(max_steps)  # 1 - (m - W) / max_steps
+            decay = u**int_power if int_power is not None else jnp.power(u, jnp.float32(power))
+            return jnp.float32(final) + jnp.float32(delta) * decay
+
+        return self._pure(core)
+
+
+# --------------------------------------------------------------------------------------------------------
+# CosineScheduler
+# --------------------------------------------------------------------------------------------------------
+class CosineScheduler(LRScheduler):
+    """Cosine decay from ``base_lr`` to ``final_lr`` over ``max_update`` updates
+    (``mxnet.lr_scheduler.CosineScheduler``).
+
+    After the warmup (``W = warmup_steps``, ``max_steps = max_update - W``), for ``n <= max_update``::
+
+        lr = final_lr + (base_lr_orig - final_lr) * (1 + cos(pi * (n - W) / max_steps)) / 2
+
+    MXNet quirks reproduced (as :class:`PolyScheduler`): the formula uses ``base_lr_orig`` so an optimizer's
+    overwrite of ``base_lr`` has no effect; ``base_lr`` caches the last in-range value and is returned
+    unchanged for ``n > max_update`` (the constructor's / optimizer-written ``base_lr`` if never called in
+    range). The pure form uses ``min(n, max_update)`` and evaluates the same quantity as
+    ``sin(pi / 2 * (1 - (n - W) / max_steps)) ** 2`` to stay accurate in float32 near ``final_lr``.
+
+    Parameters
+    ----------
+    max_update : int
+        Number of updates at which the decay reaches ``final_lr`` (int ``>= 1``, "maximum number of updates
+        must be strictly positive"); must exceed ``warmup_steps``.
+    base_lr : float
+        Learning rate at the end of the warmup.
+    final_lr : float
+        Learning rate reached at ``max_update`` (finite, ``>= 0``).
+    warmup_steps, warmup_begin_lr, warmup_mode
+        See :class:`LRScheduler`.
+    """
+
+    def __init__(
+        self,
+        max_update: int,
+        base_lr: float = 0.01,
+        final_lr: float = 0,
+        warmup_steps: int = 0,
+        warmup_begin_lr: float = 0,
+        warmup_mode: str = "linear",
+    ) -> None:
+        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        self.max_update: int = _max_update(max_update, self.warmup_steps)
+        self.base_lr_orig: float = self.base_lr
+        self.final_lr: float = _lr("final_lr", final_lr)
+        self.max_steps: int = self.max_update - self.warmup_steps
+
+    def __call__(self, num_update: int) -> float:
+        if num_update < self.warmup_steps:
+            return self.get_warmup_lr(num_update)
+        if num_update <= self.max_update:
+            self.base_lr = (
+                self.final_lr
+                + (self.base_lr_orig - self.final_lr)
+                * (1 + math.cos(math.pi * (num_update - self.warmup_steps) / self.max_steps))
+                / 2
+            )
+        return float(self.base_lr)
+
+    def as_schedule(self) -> Schedule:
+        """Pure form: the formula at ``min(n, max_update)`` (uses ``base_lr_orig``, not ``base_lr``)."""
+        w, max_update, max_steps = _decay_window(self)
+        final = _lr("final_lr", self.final_lr)
+        delta = _lr("base_lr_orig", self.base_lr_orig) - final
+        scale = math.pi / (2.0 * max_steps)
+
+        def core(n: jax.Array) -> jax.Array:
+            m = jnp.clip(n, w, max_update)
+            left = (max_steps - (m - w)).astype(jnp.float32)  # max_steps * (1 - (m - W) / max_steps), exact
+            # (1 + cos(pi * t)) / 2 == sin(pi / 2 * (1 - t)) ** 2, without cancellation near t = 1
+            return jnp.float32(final) + jnp.float32(delta) * jnp.sin(left * jnp.float32(scale)) ** 2
+
+        return self._pure(core)
+
+
+def _decay_window(sched: PolyScheduler | CosineScheduler) -> tuple[int, int, int]:
+    """Validated ``(warmup_steps, max_update, max_steps)`` of a Poly/Cosine scheduler's current attributes."""
+    w = _int("warmup_steps", sched.warmup_steps)
+    max_update = _max_update(sched.max_update, w)
+    max_steps = _int("max_steps", sched.max_steps)
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be an int >= 1 (got {max_steps})")
+    return w, max_update, max_steps
