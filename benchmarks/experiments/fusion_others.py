@@ -115,21 +115,6 @@ def variants():
     def rule(mod_rule, step):
         return dataclasses.replace(mod_rule, step=step)
 
-    def tx_from(rule, ctor):
-        # build the transform through the real constructor, swapping only the rule's step
-        import mxopt_jax._transform as tr
-
-        orig = tr.build
-        tr_build = lambda r, args: orig(rule, args)  # noqa: E731
-        mod = importlib.import_module(ctor.__module__)
-        saved = mod.build
-        mod.build = tr_build
-        try:
-            return ctor
-        finally:
-            mod.build = saved
-
-    del tx_from
     common = dict(wd=0.0, rescale_grad=1.0, clip_gradient=None, lr_scheduler=None, multi_precision=False,
                   lr_mult=None, wd_mult=None, begin_num_update=0, aggregate_num=None, use_fused_step=None)
     sgd_args = dict(learning_rate=0.1, momentum=0.9, lazy_update=False, **common)
