@@ -13,8 +13,8 @@ import jax
 import numpy as np
 import pytest
 
-from mxopt_jax import OPTIMIZERS, compare, plotting, testfns
-from mxopt_jax.compare import Result
+from mxopt_jax import OPTIMIZERS, compare
+from mxopt_jax.compare import Result, plotting, testfns
 
 PIL_Image = pytest.importorskip("PIL.Image")
 pytest.importorskip("matplotlib")
@@ -332,3 +332,82 @@ def test_plot_time_per_step_and_save(tmp_path):
     assert full.startswith(b"\x89PNG") and len(full) > path.stat().st_size
     with pytest.raises(ValueError, match="no results"):
         plotting.plot_training([])
+
+
+# --------------------------------------------------------------------------- the app's module structure
+PKG = Path(compare.__file__).resolve().parent
+LIB = PKG.parent
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """Dotted names imported anywhere in ``path`` (lazy, function-level imports too), a module of ``package``.
+
+    ``from .x import y`` gives ``pkg.x`` and ``pkg.x.y``; ``from . import x`` gives ``pkg.x`` only (it imports
+    the submodule, not the names of the package's ``__init__``).
+    """
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")[: len(package.split(".")) - max(node.level - 1, 0)]
+            src = ".".join(parts + [node.module]) if node.level and node.module else node.module
+            if node.level and not node.module:
+                src = ".".join(parts)
+            else:
+                found.add(src)
+            found |= {f"{src}.{a.name}" for a in node.names}
+    return found
+
+
+def test_every_app_module_imports_and_the_graph_has_no_cycles():
+    import importlib
+
+    modules = {p.stem: p for p in sorted(PKG.glob("*.py")) if p.stem != "__init__"}
+    assert set(modules) == {"cli", "runner", "results", "plotting", "tasks", "testfns"}
+    for name in modules:
+        importlib.import_module(f"mxopt_jax.compare.{name}")
+    pkg = "mxopt_jax.compare"
+    graph = {
+        name: {m.rsplit(".", 1)[1] for m in _imports(path, pkg) if m.startswith(pkg + ".")} & set(modules)
+        for name, path in modules.items()
+    }
+    for name, path in modules.items():  # the package's __init__ imports every module: none may import it back
+        assert pkg not in _imports(path, pkg), f"{name} imports the package __init__"
+    # the intended layering: cli -> runner, results, plotting -> tasks -> testfns
+    assert graph == {
+        "cli": {"plotting", "results", "runner", "tasks"},
+        "runner": {"results", "tasks"},
+        "plotting": {"results", "tasks"},
+        "results": set(),
+        "tasks": {"testfns"},
+        "testfns": set(),
+    }
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: tuple[str, ...]) -> None:
+        assert state.get(node) != 1, f"import cycle: {' -> '.join((*path, node))}"
+        if state.get(node) == 2:
+            return
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            visit(nxt, (*path, node))
+        state[node] = 2
+
+    for name in graph:
+        visit(name, ())
+
+
+def test_the_library_never_imports_the_app():
+    code = "import sys, mxopt_jax; print(sorted(m for m in sys.modules if m.startswith('mxopt_jax.compare')))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    core = [p for p in LIB.rglob("*.py") if PKG not in p.parents and p.name != "__main__.py"]
+    assert core
+    for path in core:
+        package = ".".join(path.parent.relative_to(LIB.parent).parts)
+        bad = [m for m in _imports(path, package) if m.startswith("mxopt_jax.compare")]
+        assert not bad, f"{path.relative_to(LIB.parent)} imports {bad}"

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from .compare import Result, family_groups, ranked
-from .testfns import FUNCTIONS, Function2D
+from .results import Result, ranked
+from .tasks import FUNCTIONS, Function2D, family_groups
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -360,3 +360,22 @@ def _short(v: float) -> str:
     if not math.isfinite(v):
         return "diverged" if not math.isnan(v) else "NaN"
     return f"{v:.2g}"
+
+
+def save_all(results: dict[str, list[Result]], out: str | Path) -> list[Path]:
+    """Write the PNG plots for ``results`` into ``out`` (needs matplotlib); returns the paths.
+
+    ``spiral.png`` (loss and accuracy curves), ``<function>.png`` (one trajectory panel per optimizer over
+    the contours), ``testfns_loss.png`` (function value curves, one row per function).
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if results.get("spiral"):
+        written.append(save(plot_training(results["spiral"]), out / "spiral.png"))
+    fns = {t: rs for t, rs in results.items() if t in FUNCTIONS and rs}
+    for task, rs in fns.items():
+        written.append(save(plot_trajectories(FUNCTIONS[task], rs), out / f"{task}.png"))
+    if fns:
+        written.append(save(plot_function_losses(fns), out / "testfns_loss.png"))
+    return written
