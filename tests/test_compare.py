@@ -131,6 +131,53 @@ def test_bad_arguments_name_the_argument(argv, argument, capsys):
         assert "'nosuch'" in err and "ftml" in err  # names the culprit and lists the known names
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("adam", "expected NAME=RATE"),
+        ("adam=", "expected NAME=RATE"),
+        ("nosuch=0.1", "unknown optimizer 'nosuch'"),
+        ("adam=fast", "not a number: 'fast'"),
+        ("adam=0", "must be a positive number"),
+        ("adam=-0.1", "must be a positive number"),
+        ("adam=nan", "must be a positive number"),
+        ("adam=0.1,adam=0.2", "given twice"),
+        (",", "expected NAME=RATE"),
+        ("lamb=0.1", "'lamb' not among the optimizers compared"),
+    ],
+)
+def test_lr_override_errors(value, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        compare.main(["compare", "--optimizers", "adam,ftml", "--lr", value, "--no-plots"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --lr" in err and message in err
+
+
+def test_lr_override_parses_and_changes_the_runs(tmp_path, capsys):
+    from mxopt_jax.compare.cli import _lr_arg
+
+    assert _lr_arg(" Adam=1e-2, ftml = 0.1 ") == {"adam": 0.01, "ftml": 0.1}
+    argv = ["compare", "--optimizers", "adam,ftml", "--tasks", "spiral,beale", "--steps", "3"]
+    argv += ["--no-plots", "--out", str(tmp_path)]
+    assert compare.main([*argv, "--lr", "adam=0.0123"]) == 0
+    out = capsys.readouterr().out
+    assert "except adam=0.0123 (--lr)" in out.splitlines()[0]
+    for task in ("spiral", "beale"):
+        lrs = {r[1]: float(r[2]) for r in _table_rows(out, task)}
+        tuned = compare.TUNED_LR if task == "spiral" else testfns.LEARNING_RATES[task]
+        assert lrs == {"adam": 0.0123, "ftml": pytest.approx(tuned["ftml"])}
+    with_lr = compare.compare(["adam", "ftml"], ["spiral", "beale"], steps=3, learning_rates={"adam": 0.0123})
+    tuned = compare.compare(["adam", "ftml"], ["spiral", "beale"], steps=3)
+    for task in ("spiral", "beale"):
+        a, f = with_lr[task]
+        assert a.learning_rate == 0.0123 and a.final_loss != tuned[task][0].final_loss
+        assert f.learning_rate == tuned[task][1].learning_rate and f.final_loss == tuned[task][1].final_loss
+    assert a.final_loss == compare.minimize("adam", "beale", steps=3, learning_rate=0.0123).final_loss
+    with pytest.raises(ValueError, match="not among"):
+        compare.compare(["adam"], ["beale"], steps=1, learning_rates={"ftml": 0.1})
+
+
 def test_missing_matplotlib_still_prints_table(tmp_path, monkeypatch, capsys):
     for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.setitem(sys.modules, mod, None)
@@ -212,6 +259,58 @@ def test_format_table_ranks_nan_last():
         {"spiral": rs, "beale": [_fake(n, "beale", 0.1) for n in ("sgd", "nag")]}
     )
     assert "mean rank" in overall
+
+
+def test_ties_share_a_rank_and_the_overall_table_uses_them(tmp_path):
+    from mxopt_jax.compare import results as res
+
+    x = 0.123456789
+    rs = [
+        _fake("test", "spiral", x),
+        _fake("sgd", "spiral", x * (1 + 1e-7)),  # a float32 rounding apart: ties
+        _fake("nag", "spiral", 0.05),
+        _fake("ccsgd", "spiral", x),
+        _fake("adam", "spiral", x * (1 + 1e-4)),  # a real difference: does not tie
+        _fake("lamb", "spiral", math.nan),
+        _fake("lans", "spiral", math.nan),
+    ]
+    ranked = res.with_ranks(rs)
+    assert [(k, r.name) for k, r in ranked] == [
+        (1, "nag"),
+        (2, "ccsgd"),  # ties listed by name
+        (2, "sgd"),
+        (2, "test"),
+        (5, "adam"),
+        (6, "lamb"),
+        (6, "lans"),
+    ]
+    assert res.ranks(rs)["sgd"] == 2 and [r.name for r in compare.ranked(rs)][:2] == ["nag", "ccsgd"]
+    table = compare.format_table(rs).splitlines()
+    assert [line.split()[0] for line in table[2:9]] == ["1", "2", "2", "2", "5", "6", "6"]
+    assert "equal ranks" in table[-1] and "1e-06" in table[-1]
+    assert "equal ranks" not in compare.format_table(rs[2:5:2])
+    # the overall table averages the shared ranks (and ties on equal means share its rank too)
+    fn = [_fake(n, "beale", v) for n, v in (("test", 0.5), ("sgd", 0.5), ("nag", 0.1), ("ccsgd", 0.5))]
+    fn += [_fake(n, "beale", 1.0) for n in ("adam", "lamb", "lans")]
+    overall = compare.format_overall({"spiral": rs, "beale": fn}).splitlines()
+    rows = {line.split()[1]: line.split() for line in overall[3:]}
+    assert rows["nag"][:3] == ["1", "nag", "1.00"]
+    for name in ("ccsgd", "sgd", "test"):  # spiral 2, beale 2: mean 2.00, all three at overall rank 2
+        assert rows[name] == ["2", name, "2.00", "2", "2"]
+    assert rows["adam"] == ["5", "adam", "5.00", "5", "5"]
+    assert [line.split()[1] for line in overall[3:]][:4] == ["nag", "ccsgd", "sgd", "test"]
+    lines = compare.write_csv({"spiral": rs}, tmp_path / "r.csv").read_text().splitlines()
+    assert [line.split(",")[1] for line in lines[1:]] == ["1", "2", "2", "2", "5", "6", "6"]
+
+
+def test_ms_per_step_has_one_format():
+    from mxopt_jax.compare.results import fmt_ms
+
+    got = [fmt_ms(v) for v in (0.000749, 0.0012, 0.154, 9.996, 12.34, 1234.5)]
+    assert got == ["0.000749", "0.00120", "0.154", "10.0", "12.3", "1230"]
+    rs = [_fake("sgd", "beale", 0.1)._replace(ms_per_step=5.123e-5), _fake("nag", "beale", 0.2)]
+    cells = [line.split()[-1] for line in compare.format_table(rs).splitlines()[2:]]
+    assert cells == ["0.0000512", "0.0100"]  # no exponent, 3 significant digits, milliseconds
 
 
 def test_progress_bar_tty_and_log():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import sys
 import time
@@ -97,6 +98,33 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _lr_arg(value: str) -> dict[str, float]:
+    """``--lr adam=0.01,ftml=0.1`` -> ``{"adam": 0.01, "ftml": 0.1}`` (known names, positive finite rates)."""
+    rates: dict[str, float] = {}
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected NAME=RATE[,NAME=RATE...], e.g. adam=0.01,ftml=0.1")
+    for item in items:
+        name, sep, rate = (part.strip() for part in item.partition("="))
+        name = name.lower()
+        if not sep or not name or not rate:
+            raise argparse.ArgumentTypeError(f"expected NAME=RATE, got {item!r} (e.g. adam=0.01,ftml=0.1)")
+        if name not in OPTIMIZERS:
+            raise argparse.ArgumentTypeError(f"unknown optimizer {name!r}; known: {', '.join(OPTIMIZERS)}")
+        if name in rates:
+            raise argparse.ArgumentTypeError(f"learning rate of {name!r} given twice")
+        try:
+            lr = float(rate)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"learning rate of {name!r} is not a number: {rate!r}") from None
+        if not (math.isfinite(lr) and lr > 0):
+            raise argparse.ArgumentTypeError(
+                f"learning rate of {name!r} must be a positive number, got {rate!r}"
+            )
+        rates[name] = lr
+    return rates
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``mxopt-jax`` argument parser (one sub-command: ``compare``)."""
     parser = argparse.ArgumentParser(prog="mxopt-jax", description="mxopt_jax: MXNet's optimizers in JAX")
@@ -121,6 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TASKS",
         help=f"comma-separated tasks from {', '.join(TASKS)}, or 'all' (default: all)",
     )
+    cmp.add_argument(
+        "--lr",
+        type=_lr_arg,
+        default={},
+        metavar="NAME=RATE,...",
+        help="learning rates overriding the tuned ones on every task, e.g. adam=0.01,ftml=0.1 "
+        "(default: the tuned tables, TUNED_LR and testfns.LEARNING_RATES)",
+    )
     cmp.add_argument("--steps", type=_positive_int, default=300, help="steps per run (default: %(default)s)")
     cmp.add_argument(
         "--seed", type=int, default=0, help="data, initialization and SGLD noise seed (default: %(default)s)"
@@ -139,15 +175,27 @@ PLOT_HINT = (
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mxopt-jax`` and ``python -m mxopt_jax``."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     names, tasks = args.optimizers, args.tasks
+    not_run = [n for n in args.lr if n not in names]
+    if not_run:
+        parser.error(
+            f"argument --lr: {', '.join(map(repr, not_run))} not among the optimizers compared "
+            f"(--optimizers {','.join(names)})"
+        )
+    lrs = "tuned learning rates" + (
+        f", except {', '.join(f'{n}={lr:g}' for n, lr in args.lr.items())} (--lr)" if args.lr else ""
+    )
     print(
         f"mxopt-jax compare: {len(names)} optimizer(s) x {len(tasks)} task(s), {args.steps} steps each, "
-        f"seed {args.seed} (tuned learning rates; ms/step excludes compilation)",
+        f"seed {args.seed} ({lrs}; ms/step excludes compilation)",
         flush=True,
     )
     progress = Progress(progress_total(names, tasks))
-    results = compare(names, tasks, steps=args.steps, seed=args.seed, progress=progress)
+    results = compare(
+        names, tasks, steps=args.steps, seed=args.seed, progress=progress, learning_rates=args.lr
+    )
     for task in tasks:
         print()
         print(format_table(results[task], title=f"== {task}: {TASK_DESCRIPTIONS[task]}"))

@@ -290,15 +290,23 @@ def compare(
     steps: int = 300,
     seed: int = 0,
     progress: ProgressLike | None = None,
+    learning_rates: Mapping[str, float] | None = None,
 ) -> dict[str, list[Result]]:
     """Run every optimizer in ``names`` on every task; returns ``{task: [Result, ...]}`` in ``names`` order.
 
     Optimizers are compiled together one family at a time (:func:`train_all`, :func:`minimize_all`): one
     program per family for the spiral task and one for all the test functions. ``progress`` (see
-    :func:`progress_total`) advances once per program.
+    :func:`progress_total`) advances once per program. ``learning_rates`` (``{optimizer: lr}``, the CLI's
+    ``--lr``) overrides the tuned rate of those optimizers on every task; the others keep the tuned tables.
     """
     _check_steps(steps)
     names = _check_names(names)
+    overrides = dict(learning_rates or {})
+    for name, lr in overrides.items():
+        if name not in names:
+            raise ValueError(f"learning rate given for {name!r}, which is not among the optimizers {names}")
+        if not (isinstance(lr, int | float | np.number) and math.isfinite(lr) and lr > 0):
+            raise ValueError(f"learning rate of {name!r} must be a positive finite number, got {lr!r}")
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise ValueError(f"unknown task(s) {unknown}; known: {', '.join(TASKS)}")
@@ -307,21 +315,29 @@ def compare(
     for family, members in family_groups(names):
         if "spiral" in tasks:
             if progress is not None:
-                progress.status(f"spiral: compiling and running {family} ({len(members)})")
-            rs = train_all(members, steps=steps, seed=seed)
+                progress.status(f"spiral: compiling and running {family}: {', '.join(members)}")
+            rs = train_all(
+                members, steps=steps, seed=seed, learning_rates=[overrides.get(n) for n in members]
+            )
             results["spiral"] += rs
             if progress is not None:
                 done = ", ".join(f"{r.name} {_fmt_loss(r.final_loss)}" for r in rs)
                 progress.advance(f"spiral, {family} (compiled in {rs[0].compile_s:.1f} s): {done}")
         if functions:
             if progress is not None:
-                progress.status(f"{', '.join(functions)}: compiling and running {family} ({len(members)})")
-            by_fn = minimize_all(members, functions, steps=steps, seed=seed)
+                progress.status(
+                    f"{', '.join(functions)}: compiling and running {family}: {', '.join(members)}"
+                )
+            lrs = {f: {n: overrides[n] for n in members if n in overrides} for f in functions}
+            by_fn = minimize_all(members, functions, steps=steps, seed=seed, learning_rates=lrs)
             for task, rs in by_fn.items():
                 results[task] += rs
             if progress is not None:
                 first = by_fn[functions[0]][0]
-                progress.advance(f"{', '.join(functions)}, {family} (compiled in {first.compile_s:.1f} s)")
+                done = ", ".join(members)
+                progress.advance(
+                    f"{', '.join(functions)}, {family} (compiled in {first.compile_s:.1f} s): {done}"
+                )
     order = {n: i for i, n in enumerate(names)}
     return {t: sorted(rs, key=lambda r: order[r.name]) for t, rs in results.items()}
 

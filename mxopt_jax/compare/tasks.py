@@ -90,19 +90,14 @@ TASK_DESCRIPTIONS: dict[str, str] = {
     "saddle": "saddle x^2 + (y^2/2 - 1)^2 from (-1.5, 0.01); saddle point (0, 0); minima 0 at (0, +/-1.41)",
 }
 
-#: Optimizers grouped by family (used to split curve plots into readable panels).
+#: Optimizers grouped by family: one compiled program per family, and the panels of the plots of a large
+#: selection. The names are labels for progress messages only: a plot's panel is titled with the optimizers
+#: that ran in it, never with its family's other members.
 FAMILIES: dict[str, tuple[str, ...]] = {
     "SGD family": ("sgd", "nag", "signum", "sgld", "dcasgd", "lbsgd", "ccsgd", "test"),
-    "AdaGrad, AdaDelta, RMSProp, FTRL, FTML": (
-        "adagrad",
-        "groupadagrad",
-        "adadelta",
-        "rmsprop",
-        "ftrl",
-        "ftml",
-    ),
+    "adaptive family": ("adagrad", "groupadagrad", "adadelta", "rmsprop", "ftrl", "ftml"),
     "Adam family": ("adam", "adamw", "adamax", "nadam", "adabelief"),
-    "layer-wise (LARS, LAMB, LANS)": ("lars", "lamb", "lans"),
+    "layer-wise family": ("lars", "lamb", "lans"),
 }
 
 
