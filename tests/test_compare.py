@@ -289,6 +289,14 @@ def test_ties_share_a_rank_and_the_overall_table_uses_them(tmp_path):
     assert [line.split()[0] for line in table[2:9]] == ["1", "2", "2", "2", "5", "6", "6"]
     assert "equal ranks" in table[-1] and "1e-06" in table[-1]
     assert "equal ranks" not in compare.format_table(rs[2:5:2])
+    # no tie, but alike to 4 digits: the table prints enough digits to tell them apart
+    close = [_fake("adam", "beale", 0.00852653943), _fake("adamw", "beale", 0.00852657016)]
+    close.append(_fake("nag", "beale", 0.5))
+    assert [line.split()[:4:3] for line in compare.format_table(close).splitlines()[2:]] == [
+        ["1", "0.0085265"],
+        ["2", "0.0085266"],
+        ["3", "0.5"],
+    ]
     # the overall table averages the shared ranks (and ties on equal means share its rank too)
     fn = [_fake(n, "beale", v) for n, v in (("test", 0.5), ("sgd", 0.5), ("nag", 0.1), ("ccsgd", 0.5))]
     fn += [_fake(n, "beale", 1.0) for n in ("adam", "lamb", "lans")]

@@ -37,12 +37,27 @@ class Result(NamedTuple):
 #: about eight float32 ulps, so runs that differ only by rounding (or not at all: ``sgd``, ``ccsgd``, ``lbsgd``
 #: and ``test`` follow the same update with MXNet's defaults) tie, while any real difference (one in the
 #: first five significant digits, which is what the tables print) does not. All NaN losses tie (last), as do
-#: equal infinities.
+#: equal infinities. Where two neighbouring results do not tie but print alike with 4 significant digits, the
+#: table prints more digits for them (:func:`format_table`), so that distinct ranks always show distinct values.
 TIE_RTOL = 1e-6
 
 
-def _fmt_loss(v: float) -> str:
-    return "nan" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.4g}")
+def _fmt_loss(v: float, digits: int = 4) -> str:
+    return "nan" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.{digits}g}")
+
+
+def _loss_digits(rows: Sequence[tuple[int, Result]], start: int = 4, most: int = 9) -> list[int]:
+    """Significant digits per row: ``start``, or more where neighbours of different rank would print alike."""
+    digits = [start] * len(rows)
+    for i in range(1, len(rows)):
+        (ka, a), (kb, b) = rows[i - 1], rows[i]
+        if ka == kb:
+            continue
+        d = start
+        while d < most and _fmt_loss(a.final_loss, d) == _fmt_loss(b.final_loss, d):
+            d += 1
+        digits[i - 1], digits[i] = max(digits[i - 1], d), max(digits[i], d)
+    return digits
 
 
 def fmt_ms(v: float) -> str:
@@ -101,7 +116,8 @@ def ranked(results: Sequence[Result]) -> list[Result]:
 def format_table(results: Sequence[Result], title: str | None = None) -> str:
     """A ranked text table: rank, optimizer, lr, final loss, accuracy (when measured), steps, ms/step.
 
-    Ties share a rank (:func:`with_ranks`); a note under the table says so when there are any.
+    Ties share a rank (:func:`with_ranks`); a note under the table says so when there are any. Final losses
+    print with 4 significant digits, more where neighbours of different rank would otherwise print alike.
     """
     with_acc = any(not math.isnan(r.accuracy) for r in results)
     head = f"{'rank':>4}  {'optimizer':<13} {'lr':>7} {'final loss':>11}"
@@ -110,8 +126,8 @@ def format_table(results: Sequence[Result], title: str | None = None) -> str:
     lines = [title] if title else []
     lines += [head, "-" * len(head)]
     rows = with_ranks(results)
-    for k, r in rows:
-        line = f"{k:>4}  {r.name:<13} {r.learning_rate:>7.3g} {_fmt_loss(r.final_loss):>11}"
+    for (k, r), digits in zip(rows, _loss_digits(rows), strict=True):
+        line = f"{k:>4}  {r.name:<13} {r.learning_rate:>7.3g} {_fmt_loss(r.final_loss, digits):>11}"
         if with_acc:
             line += f" {'-':>9}" if math.isnan(r.accuracy) else f" {100 * r.accuracy:>8.1f}%"
         line += f" {r.steps:>6d} {fmt_ms(r.ms_per_step):>9}"
