@@ -329,6 +329,7 @@ def _path_length(r: Result) -> float:
 def _trajectory(ax: Any, r: Result, **style: Any) -> None:
     t = np.asarray(r.trajectory, np.float64)
     ax.plot(t[:, 0], t[:, 1], **style)
+    style.pop("path_effects", None)
     last = t[np.isfinite(t).all(axis=1)]
     if len(last):
         ax.plot(
@@ -422,10 +423,14 @@ def plot_overlay(function: str | Function2D, results: Sequence[Result], title: s
     _contours(ax, fn, _background(fn))
     lengths = {r.name: _path_length(r) for r in results}
     order = sorted(lengths, key=lambda n: -lengths[n])  # the longest (noisiest) paths underneath
+    from matplotlib import patheffects
+
+    halo = [patheffects.Stroke(linewidth=3.6, foreground="white", alpha=0.9), patheffects.Normal()]
     for rank, r in with_ranks(results):
         label = f"{rank}. {r.name} (lr {r.learning_rate:g}): f = {_short(r.final_loss)}"
         z = 2 + order.index(r.name) / len(order)
-        _trajectory(ax, r, label=label, zorder=z, **{**styles[r.name], "linewidth": 1.8})
+        # a white halo keeps a path visible where it crosses or runs along another
+        _trajectory(ax, r, label=label, zorder=z, path_effects=halo, **{**styles[r.name], "linewidth": 1.8})
     _legend_below(fig, fig, len(results), ncol=1 if len(results) <= 4 else 2)
     ax.set_xlabel("x", fontsize=9)
     ax.set_ylabel("y", fontsize=9)
