@@ -1,7 +1,7 @@
-"""``python -m mxopt_jax compare``: the main job (see :mod:`mxopt_jax.compare`)."""
+"""``python -m mxopt_jax compare``: the comparison app's command line (:mod:`mxopt_jax.compare.cli`)."""
 
 import sys
 
-from .compare import main
+from .compare.cli import main
 
 sys.exit(main())

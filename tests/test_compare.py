@@ -13,8 +13,8 @@ import jax
 import numpy as np
 import pytest
 
-from mxopt_jax import OPTIMIZERS, compare, plotting, testfns
-from mxopt_jax.compare import Result
+from mxopt_jax import OPTIMIZERS, compare
+from mxopt_jax.compare import Result, plotting, testfns
 
 PIL_Image = pytest.importorskip("PIL.Image")
 pytest.importorskip("matplotlib")
@@ -131,6 +131,53 @@ def test_bad_arguments_name_the_argument(argv, argument, capsys):
         assert "'nosuch'" in err and "ftml" in err  # names the culprit and lists the known names
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("adam", "expected NAME=RATE"),
+        ("adam=", "expected NAME=RATE"),
+        ("nosuch=0.1", "unknown optimizer 'nosuch'"),
+        ("adam=fast", "not a number: 'fast'"),
+        ("adam=0", "must be a positive number"),
+        ("adam=-0.1", "must be a positive number"),
+        ("adam=nan", "must be a positive number"),
+        ("adam=0.1,adam=0.2", "given twice"),
+        (",", "expected NAME=RATE"),
+        ("lamb=0.1", "'lamb' not among the optimizers compared"),
+    ],
+)
+def test_lr_override_errors(value, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        compare.main(["compare", "--optimizers", "adam,ftml", "--lr", value, "--no-plots"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --lr" in err and message in err
+
+
+def test_lr_override_parses_and_changes_the_runs(tmp_path, capsys):
+    from mxopt_jax.compare.cli import _lr_arg
+
+    assert _lr_arg(" Adam=1e-2, ftml = 0.1 ") == {"adam": 0.01, "ftml": 0.1}
+    argv = ["compare", "--optimizers", "adam,ftml", "--tasks", "spiral,beale", "--steps", "3"]
+    argv += ["--no-plots", "--out", str(tmp_path)]
+    assert compare.main([*argv, "--lr", "adam=0.0123"]) == 0
+    out = capsys.readouterr().out
+    assert "except adam=0.0123 (--lr)" in out.splitlines()[0]
+    for task in ("spiral", "beale"):
+        lrs = {r[1]: float(r[2]) for r in _table_rows(out, task)}
+        tuned = compare.TUNED_LR if task == "spiral" else testfns.LEARNING_RATES[task]
+        assert lrs == {"adam": 0.0123, "ftml": pytest.approx(tuned["ftml"])}
+    with_lr = compare.compare(["adam", "ftml"], ["spiral", "beale"], steps=3, learning_rates={"adam": 0.0123})
+    tuned = compare.compare(["adam", "ftml"], ["spiral", "beale"], steps=3)
+    for task in ("spiral", "beale"):
+        a, f = with_lr[task]
+        assert a.learning_rate == 0.0123 and a.final_loss != tuned[task][0].final_loss
+        assert f.learning_rate == tuned[task][1].learning_rate and f.final_loss == tuned[task][1].final_loss
+    assert a.final_loss == compare.minimize("adam", "beale", steps=3, learning_rate=0.0123).final_loss
+    with pytest.raises(ValueError, match="not among"):
+        compare.compare(["adam"], ["beale"], steps=1, learning_rates={"ftml": 0.1})
+
+
 def test_missing_matplotlib_still_prints_table(tmp_path, monkeypatch, capsys):
     for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.setitem(sys.modules, mod, None)
@@ -191,7 +238,7 @@ def _fake(name: str, task: str, final: float, steps: int = 20, seed: int = 0) ->
     rng = np.random.default_rng(seed)
     losses = np.exp(-np.linspace(0, 3 + seed, steps + 1)) + final
     if task == "spiral":
-        accs = np.linspace(0.3, 0.9 + 0.01 * seed, steps + 1)
+        accs = np.linspace(0.3, min(0.9 + 0.004 * seed, 1.0), steps + 1)
         return Result(name, 0.1, final, accs[-1], steps, 0.5, losses, task, accuracies=accs)
     fn = testfns.FUNCTIONS[task]
     traj = np.asarray(fn.start) + np.cumsum(rng.normal(0, 0.05, (steps + 1, 2)), axis=0)
@@ -212,6 +259,66 @@ def test_format_table_ranks_nan_last():
         {"spiral": rs, "beale": [_fake(n, "beale", 0.1) for n in ("sgd", "nag")]}
     )
     assert "mean rank" in overall
+
+
+def test_ties_share_a_rank_and_the_overall_table_uses_them(tmp_path):
+    from mxopt_jax.compare import results as res
+
+    x = 0.123456789
+    rs = [
+        _fake("test", "spiral", x),
+        _fake("sgd", "spiral", x * (1 + 1e-7)),  # a float32 rounding apart: ties
+        _fake("nag", "spiral", 0.05),
+        _fake("ccsgd", "spiral", x),
+        _fake("adam", "spiral", x * (1 + 1e-4)),  # a real difference: does not tie
+        _fake("lamb", "spiral", math.nan),
+        _fake("lans", "spiral", math.nan),
+    ]
+    ranked = res.with_ranks(rs)
+    assert [(k, r.name) for k, r in ranked] == [
+        (1, "nag"),
+        (2, "ccsgd"),  # ties listed by name
+        (2, "sgd"),
+        (2, "test"),
+        (5, "adam"),
+        (6, "lamb"),
+        (6, "lans"),
+    ]
+    assert res.ranks(rs)["sgd"] == 2 and [r.name for r in compare.ranked(rs)][:2] == ["nag", "ccsgd"]
+    table = compare.format_table(rs).splitlines()
+    assert [line.split()[0] for line in table[2:9]] == ["1", "2", "2", "2", "5", "6", "6"]
+    assert "equal ranks" in table[-1] and "1e-06" in table[-1]
+    assert "equal ranks" not in compare.format_table(rs[2:5:2])
+    # no tie, but alike to 4 digits: the table prints enough digits to tell them apart
+    close = [_fake("adam", "beale", 0.00852653943), _fake("adamw", "beale", 0.00852657016)]
+    close.append(_fake("nag", "beale", 0.5))
+    assert [line.split()[:4:3] for line in compare.format_table(close).splitlines()[2:]] == [
+        ["1", "0.0085265"],
+        ["2", "0.0085266"],
+        ["3", "0.5"],
+    ]
+    # the overall table averages the shared ranks (and ties on equal means share its rank too)
+    fn = [_fake(n, "beale", v) for n, v in (("test", 0.5), ("sgd", 0.5), ("nag", 0.1), ("ccsgd", 0.5))]
+    fn += [_fake(n, "beale", 1.0) for n in ("adam", "lamb", "lans")]
+    overall = compare.format_overall({"spiral": rs, "beale": fn}).splitlines()
+    rows = {line.split()[1]: line.split() for line in overall[3:]}
+    assert rows["nag"][:3] == ["1", "nag", "1.00"]
+    for name in ("ccsgd", "sgd", "test"):  # spiral 2, beale 2: mean 2.00, all three at overall rank 2
+        assert rows[name] == ["2", name, "2.00", "2", "2"]
+    assert rows["adam"] == ["5", "adam", "5.00", "5", "5"]
+    assert [line.split()[1] for line in overall[3:]][:4] == ["nag", "ccsgd", "sgd", "test"]
+    lines = compare.write_csv({"spiral": rs}, tmp_path / "r.csv").read_text().splitlines()
+    assert [line.split(",")[1] for line in lines[1:]] == ["1", "2", "2", "2", "5", "6", "6"]
+
+
+def test_ms_per_step_has_one_format():
+    from mxopt_jax.compare.results import fmt_ms
+
+    got = [fmt_ms(v) for v in (0.000749, 0.0012, 0.154, 9.996, 12.34, 1234.5)]
+    assert got == ["0.000749", "0.00120", "0.154", "10.0", "12.3", "1230"]
+    rs = [_fake("sgd", "beale", 0.1)._replace(ms_per_step=5.123e-5), _fake("nag", "beale", 0.2)]
+    cells = [line.split()[-1] for line in compare.format_table(rs).splitlines()[2:]]
+    assert cells == ["0.0000512", "0.0100"]  # no exponent, 3 significant digits, milliseconds
 
 
 def test_progress_bar_tty_and_log():
@@ -240,20 +347,69 @@ def _visible(fig):
     return [ax for ax in fig.axes if ax.get_visible()]
 
 
+def _named(text: str) -> set[str]:
+    """The optimizer names that ``text`` (a title or legend label) mentions, as whole words."""
+    return {n for n in OPTIMIZERS if re.search(rf"(?<![\w-]){n}(?![\w-])", text, re.IGNORECASE)}
+
+
+def _labelled(ax):
+    return [ln for ln in ax.get_lines() if ln.get_label() and not ln.get_label().startswith("_")]
+
+
 def _check_curves(ax, names, with_legend=True):
-    lines = [ln for ln in ax.get_lines() if ln.get_label() and not ln.get_label().startswith("_")]
+    lines = _labelled(ax)
     assert lines, "empty axes"
     for ln in lines:
         y = np.asarray(ln.get_ydata(), float)
         assert len(y) > 1 and np.isfinite(y).all()
-    styles = {(ln.get_color(), ln.get_linestyle()) for ln in lines}
-    assert len(styles) == len(lines), "two curves drawn alike"
-    assert all(any(n in ln.get_label() for n in names) for ln in lines)
+    colors = [ln.get_color() for ln in lines]
+    dashes = [str(ln.get_linestyle()) + str(ln._dash_pattern) for ln in lines]
+    assert len(set(colors)) == len(lines) and len(set(dashes)) == len(lines), "two curves drawn alike"
+    assert all(_named(ln.get_label()) <= set(names) for ln in lines)
     legend = ax.get_legend()
     if with_legend:
         assert legend is not None
         assert [t.get_text() for t in legend.get_texts()] == [ln.get_label() for ln in lines]
     return lines
+
+
+def _check_no_overlaps(fig):
+    """Render ``fig`` and check that no two texts of different axes (tick labels, titles, axis labels, legend
+    entries) overlap, and that no text overlaps another text of its own axes either."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = []
+    for owner, ax in enumerate([fig, *fig.axes]):
+        if not ax.get_visible():
+            continue
+        texts = (
+            [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+            if ax is not fig
+            else []
+        )
+        if ax is not fig:
+            for axis, k, (lo, hi) in ((ax.xaxis, 0, ax.get_xlim()), (ax.yaxis, 1, ax.get_ylim())):
+                lo, hi = min(lo, hi), max(lo, hi)  # tick labels outside the view are not drawn
+                texts += [t for t in axis.get_ticklabels() if lo <= t.get_position()[k] <= hi]
+        legend = ax.get_legend() if ax is not fig else None
+        texts += list(legend.get_texts()) if legend else []
+        if ax is fig:
+            texts += [t for leg in fig.legends for t in leg.get_texts()]
+            texts += [fig._suptitle] if fig._suptitle else []
+        for t in texts:
+            if t.get_visible() and t.get_text().strip():
+                boxes.append((owner, t.get_text(), t.get_window_extent(renderer)))
+    w, h = canvas.get_width_height()
+    for i, (o1, s1, b1) in enumerate(boxes):
+        assert b1.x0 >= -1 and b1.y0 >= -1 and b1.x1 <= w + 1 and b1.y1 <= h + 1, f"{s1!r} leaves the figure"
+        for o2, s2, b2 in boxes[i + 1 :]:
+            overlap = (
+                min(b1.x1, b2.x1) - max(b1.x0, b2.x0) > 0.5 and min(b1.y1, b2.y1) - max(b1.y0, b2.y0) > 0.5
+            )
+            assert not overlap, f"{s1!r} (axes {o1}) overlaps {s2!r} (axes {o2})"
 
 
 def _check_curve_grid(fig, nrows, names):
@@ -265,55 +421,147 @@ def _check_curve_grid(fig, nrows, names):
             assert ax.get_legend() is None
             assert [ln.get_label() for ln in _check_curves(ax, names, with_legend=False)] == labels
         assert col[-1].get_xlabel() == "step"
+        # the column's title names exactly the optimizers drawn in it
+        assert _named(col[0].get_title()) == set().union(*(_named(lb) for lb in labels))
+    for row in axes:  # panels of a row show the same quantity: one y scale
+        assert all(row[0].get_shared_y_axes().joined(row[0], ax) for ax in row)
+        assert len({ax.get_ylim() for ax in row}) == 1
+    for ax in axes.ravel():  # a shared scale still shows every curve whole
+        lo, hi = sorted(ax.get_ylim())
+        for ln in _labelled(ax):
+            y = np.asarray(ln.get_ydata(), float)
+            assert lo <= y.min() and y.max() <= hi, (ln.get_label(), (lo, hi), (y.min(), y.max()))
     return axes
 
 
 ALL = tuple(OPTIMIZERS)
+MANY = tuple(n for n in ALL if n not in ("adamw", "lars", "lans", "ftrl"))  # 18: family panels, some partial
 
 
-def test_plot_training_figure():
+def test_plot_training_large_selection_family_panels():
     rs = [_fake(n, "spiral", 0.01 * (i + 1), seed=i) for i, n in enumerate(ALL)]
     fig = plotting.plot_training(rs)
     axes = _check_curve_grid(fig, 2, ALL)
     assert axes.shape == (2, len(compare.FAMILIES))
     assert axes[0, 0].get_ylabel() == "training loss" and axes[0, 0].get_yscale() == "log"
     assert axes[1, 0].get_ylabel() == "training accuracy (%)" and axes[1, 0].get_ylim() == (0, 102)
-    assert [ax.get_title() for ax in axes[0]] == list(compare.FAMILIES)
+    assert [_named(ax.get_title()) for ax in axes[0]] == [set(m) for m in compare.FAMILIES.values()]
     assert fig.get_suptitle()
     drawn = [t.get_text().split()[0] for ax in axes[-1] for t in ax.get_legend().get_texts()]
     assert sorted(drawn) == sorted(ALL)  # every optimizer appears exactly once per row
     assert "(lr 0.1)" in axes[-1, 0].get_legend().get_texts()[0].get_text()
+    _check_no_overlaps(fig)
 
 
-def test_plot_subset_and_function_losses():
-    rs = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(NAMES)] for t in testfns.FUNCTIONS}
-    fig = plotting.plot_function_losses(rs)
-    axes = _check_curve_grid(fig, 3, NAMES)
-    assert axes.shape == (3, 3)  # 3 functions x 3 families (one optimizer each)
-    assert [ax.get_ylabel() for ax in axes[:, 0]] == [f"{t}: f(x, y)" for t in testfns.FUNCTIONS]
+def test_panel_titles_and_legends_name_only_the_optimizers_that_ran():
+    rs = [_fake(n, "spiral", 0.01 * (i + 1), seed=i) for i, n in enumerate(MANY)]
+    fig = plotting.plot_training(rs)
+    axes = _check_curve_grid(fig, 2, MANY)
+    titles = [ax.get_title() for ax in axes[0]]
+    assert _named(titles[-1]) == {"lamb"} and _named(titles[2]) == {"adam", "adamax", "nadam", "adabelief"}
+    assert set().union(*map(_named, titles)) == set(MANY)
+    legends = [t.get_text() for ax in axes[-1] for t in ax.get_legend().get_texts()]
+    assert sorted(n for lb in legends for n in _named(lb)) == sorted(MANY)
+    fns = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(MANY)] for t in testfns.FUNCTIONS}
+    fns["beale"] = [r._replace(losses=r.losses * 1e-6) for r in fns["beale"]]  # another range: still whole
+    fig = plotting.plot_function_losses(fns)
+    axes = _check_curve_grid(fig, 3, MANY)
+    assert all(axes[0, 0].get_shared_y_axes().joined(axes[0, 0], ax) for ax in axes.ravel())
+    assert set().union(*(_named(ax.get_title()) for ax in axes[0])) == set(MANY)
+    _check_no_overlaps(fig)
+    fig = plotting.plot_family_trajectories("beale", fns["beale"])
+    axes = _visible(fig)
+    for ax in axes:
+        lines = _check_curves(ax, MANY)
+        assert _named(ax.get_title()) == {ln.get_label().split()[0] for ln in lines}
+        assert len(ax.get_images()) == 1
+    assert sorted(ln.get_label().split()[0] for ax in axes for ln in _labelled(ax)) == sorted(MANY)
+    _check_no_overlaps(fig)
+
+
+def _check_one_comparison(fig, names, n_axes):
+    """Every optimizer on every axes (distinct colour and line style, the same on each); one figure legend."""
+    axes = _visible(fig)
+    assert len(axes) == n_axes
+    styles = None
+    for ax in axes:
+        lines = _check_curves(ax, names, with_legend=False)
+        assert ax.get_legend() is None
+        assert [ln.get_label().split()[0] for ln in lines] == list(names)
+        got = [(ln.get_color(), ln.get_linestyle()) for ln in lines]
+        assert styles in (None, got)
+        styles = got
+    (legend,) = fig.legends
+    assert [t.get_text().split()[0] for t in legend.get_texts()] == list(names)  # exactly those that ran
+    _check_no_overlaps(fig)
+    return axes
+
+
+def test_small_selection_is_one_comparison_per_task():
+    assert plotting.ONE_PANEL_MAX == 8
+    names = ("ftml", "adam", "lamb")
+    rs = [_fake(n, "spiral", 0.1 * (i + 1), seed=i) for i, n in enumerate(names)]
+    loss, acc = _check_one_comparison(plotting.plot_training(rs), names, 2)  # the task's two quantities
+    assert loss.get_yscale() == "log" and acc.get_ylim() == (0, 102)
+    fns = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(names)] for t in testfns.FUNCTIONS}
+    axes = _check_one_comparison(plotting.plot_function_losses(fns), names, 3)  # one axes per function
+    assert [ax.get_title() for ax in axes] == list(testfns.FUNCTIONS)
+    assert all(axes[0].get_shared_y_axes().joined(axes[0], ax) for ax in axes)
+    eight = ALL[:8]
+    rs8 = [_fake(n, "spiral", 0.1, seed=i) for i, n in enumerate(eight)]
+    _check_one_comparison(plotting.plot_training(rs8), eight, 2)
+    assert len(_visible(plotting.plot_training([*rs8, _fake("adam", "spiral", 0.1)]))) == 2 * 3  # 9: families
+    fig = plotting.plot_overlay("rosenbrock", fns["rosenbrock"])
+    (ax,) = _visible(fig)
+    lines = _check_curves(ax, names, with_legend=False)
+    assert [ln.get_label() for ln in lines] == [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {n for ln in lines for n in _named(ln.get_label())} == set(names)
+    _check_no_overlaps(fig)
+
+
+def test_cli_small_selection_draws_one_axes_per_task(tmp_path, monkeypatch):
+    figures = {}
+    monkeypatch.setattr(
+        plotting, "save", lambda fig, path, **kw: figures.setdefault(Path(path).name, fig) and path
+    )
+    results = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(NAMES)] for t in compare.TASKS}
+    plotting.save_all(results, tmp_path)
+    assert sorted(figures) == sorted(PNGS)
+    assert len(_visible(figures["spiral.png"])) == 2
+    for task in testfns.FUNCTIONS:
+        assert len(_visible(figures[f"{task}.png"])) == 1
+    many = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(MANY)] for t in compare.TASKS}
+    figures.clear()
+    plotting.save_all(many, tmp_path)
+    assert len(_visible(figures["rosenbrock.png"])) == len(MANY)  # one panel per optimizer
 
 
 def test_plot_trajectories_and_overlay():
     rs = [_fake(n, "rosenbrock", 0.1 * i, seed=i) for i, n in enumerate(ALL)]
+    rs[3] = rs[3]._replace(final_loss=rs[2].final_loss)  # a tie: both panels say rank 3
     fig = plotting.plot_trajectories("rosenbrock", rs)
     axes = _visible(fig)
     assert len(axes) == len(ALL)
     titles = [ax.get_title() for ax in axes]
     assert titles[0].startswith("1. sgd")  # best first
+    assert (
+        titles[2].startswith("3. sgld") and titles[3].startswith("3. signum") and titles[4].startswith("5.")
+    )
     for ax, r in zip(axes, compare.ranked(rs), strict=True):
-        assert r.name in ax.get_title()
+        assert _named(ax.get_title()) == {r.name}
         assert len(ax.get_images()) == 1  # the function's contours
         traj = [ln for ln in ax.get_lines() if ln.get_label() == r.name]
         assert len(traj) == 1 and np.isfinite(traj[0].get_xydata()).all()
         np.testing.assert_allclose(traj[0].get_xydata(), r.trajectory)
         assert ax.get_xlim() == testfns.FUNCTIONS["rosenbrock"].xlim
+    _check_no_overlaps(fig)
     fig = plotting.plot_overlay("saddle", [_fake(n, "saddle", 0.1, seed=i) for i, n in enumerate(NAMES)])
     (ax,) = _visible(fig)
-    _check_curves(ax, NAMES)
+    _check_curves(ax, NAMES, with_legend=False)
     assert ax.get_xlabel() == "x" and ax.get_title() and len(ax.get_images()) == 1
     fig = plotting.plot_family_trajectories("beale", rs)
     axes = _visible(fig)
-    assert [ax.get_title() for ax in axes] == list(compare.FAMILIES)
+    assert [_named(ax.get_title()) for ax in axes] == [set(m) for m in compare.FAMILIES.values()]
     for ax, members in zip(axes, compare.FAMILIES.values(), strict=True):
         lines = _check_curves(ax, members)
         assert [ln.get_label().split()[0] for ln in lines] == list(members)
@@ -325,10 +573,90 @@ def test_plot_time_per_step_and_save(tmp_path):
     fig = plotting.plot_time_per_step(rs)
     (ax,) = _visible(fig)
     assert len(ax.patches) == 3 and [t.get_text() for t in ax.get_yticklabels()] == list(NAMES)
+    assert [t.get_text() for t in ax.texts] == ["0.100", "0.200", "0.300"]  # the tables' ms/step format
     path = plotting.save(fig, tmp_path / "t.png")
     with PIL_Image.open(path) as im:
-        assert im.format == "PNG" and im.mode == "P" and im.size == (432, 140)  # 6 x 1.95 inches at 72 dpi
+        assert im.format == "PNG" and im.mode == "P" and im.size == (480, 156)  # 6 x 1.95 inches at 80 dpi
     full = plotting.png_bytes(fig, colors=None)
     assert full.startswith(b"\x89PNG") and len(full) > path.stat().st_size
     with pytest.raises(ValueError, match="no results"):
         plotting.plot_training([])
+
+
+# --------------------------------------------------------------------------- the app's module structure
+PKG = Path(compare.__file__).resolve().parent
+LIB = PKG.parent
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """Dotted names imported anywhere in ``path`` (lazy, function-level imports too), a module of ``package``.
+
+    ``from .x import y`` gives ``pkg.x`` and ``pkg.x.y``; ``from . import x`` gives ``pkg.x`` only (it imports
+    the submodule, not the names of the package's ``__init__``).
+    """
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")[: len(package.split(".")) - max(node.level - 1, 0)]
+            src = ".".join(parts + [node.module]) if node.level and node.module else node.module
+            if node.level and not node.module:
+                src = ".".join(parts)
+            else:
+                found.add(src)
+            found |= {f"{src}.{a.name}" for a in node.names}
+    return found
+
+
+def test_every_app_module_imports_and_the_graph_has_no_cycles():
+    import importlib
+
+    modules = {p.stem: p for p in sorted(PKG.glob("*.py")) if p.stem != "__init__"}
+    assert set(modules) == {"cli", "runner", "results", "plotting", "tasks", "testfns"}
+    for name in modules:
+        importlib.import_module(f"mxopt_jax.compare.{name}")
+    pkg = "mxopt_jax.compare"
+    graph = {
+        name: {m.rsplit(".", 1)[1] for m in _imports(path, pkg) if m.startswith(pkg + ".")} & set(modules)
+        for name, path in modules.items()
+    }
+    for name, path in modules.items():  # the package's __init__ imports every module: none may import it back
+        assert pkg not in _imports(path, pkg), f"{name} imports the package __init__"
+    # the intended layering: cli -> runner, results, plotting -> tasks -> testfns
+    assert graph == {
+        "cli": {"plotting", "results", "runner", "tasks"},
+        "runner": {"results", "tasks"},
+        "plotting": {"results", "tasks"},
+        "results": set(),
+        "tasks": {"testfns"},
+        "testfns": set(),
+    }
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: tuple[str, ...]) -> None:
+        assert state.get(node) != 1, f"import cycle: {' -> '.join((*path, node))}"
+        if state.get(node) == 2:
+            return
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            visit(nxt, (*path, node))
+        state[node] = 2
+
+    for name in graph:
+        visit(name, ())
+
+
+def test_the_library_never_imports_the_app():
+    code = "import sys, mxopt_jax; print(sorted(m for m in sys.modules if m.startswith('mxopt_jax.compare')))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+    core = [p for p in LIB.rglob("*.py") if PKG not in p.parents and p.name != "__main__.py"]
+    assert core
+    for path in core:
+        package = ".".join(path.parent.relative_to(LIB.parent).parts)
+        bad = [m for m in _imports(path, package) if m.startswith("mxopt_jax.compare")]
+        assert not bad, f"{path.relative_to(LIB.parent)} imports {bad}"
