@@ -25,7 +25,7 @@ net with ``load_parameters``, a new Trainer with ``load_states`` / a new Updater
 runs ``CONT`` more steps; ``grad_<k>_<i>`` is the gradient of parameter ``i`` at continuation step ``k``
 (as MXNet computed it by backprop) and ``weight_<k>_<i>`` the weight after that step (for float16 weights with
 multi_precision also ``master_<k>_<i>``, the float32 master). ``rescale_<k>`` is the ``rescale_grad`` the
-Trainer used. Also ``<v>_list.params`` (``nd.save`` of an unnamed list of mixed dtypes) and
+Trainer used; ``meta["index_names"]`` names, for each index, the parameter in the ``.params`` file. Also ``<v>_list.params`` (``nd.save`` of an unnamed list of mixed dtypes) and
 ``<v>_dict.params`` (``nd.save`` of a dict with ``arg:``/``aux:`` names, as ``Module.save_checkpoint``
 writes), with MXNet's loaded arrays in ``<v>_formats.npz``.
 """
@@ -244,6 +244,9 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
         trainer2 = gluon.Trainer(net2.collect_params(), opt_name, make_opt(kwargs))
         trainer2.load_states(str(out / f"{tag}.states"))
     ps = params_of(net2)
+    by_name = net2._collect_params_with_prefix()
+    # the Trainer's / Updater's index i is the i-th parameter of collect_params(); the .params file names it
+    meta["index_names"] = [next(n for n, q in by_name.items() if q is p) for p in ps]
     meta["param_lr_mult"] = [float(p.lr_mult) for p in ps]
     meta["param_wd_mult"] = [float(p.wd_mult) for p in ps]
     for k in range(CONT):
