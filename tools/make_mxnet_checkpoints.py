@@ -133,8 +133,8 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
         return net
 
     def params_of(net):
-        p = net.collect_params()
-        return list(p.values())
+        # the Trainer's index order: collect_params() sorted by key
+        return [p for _, p in sorted(net.collect_params().items())]
 
     def set_mults(net):
         if opts.get("mults"):
