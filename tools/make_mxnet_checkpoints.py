@@ -27,7 +27,8 @@ runs ``CONT`` more steps; ``grad_<k>_<i>`` is the gradient of parameter ``i`` at
 multi_precision also ``master_<k>_<i>``, the float32 master). ``rescale_<k>`` is the ``rescale_grad`` the
 Trainer used; ``meta["index_names"]`` names, for each index, the parameter in the ``.params`` file. Also ``<v>_list.params`` (``nd.save`` of an unnamed list of mixed dtypes) and
 ``<v>_dict.params`` (``nd.save`` of a dict with ``arg:``/``aux:`` names, as ``Module.save_checkpoint``
-writes), with MXNet's loaded arrays in ``<v>_formats.npz``.
+writes), for 2.0 also ``mx20_np.params`` (``npx.save`` of one 0-d array: a ``.npy`` file), ``mx20_npz.params`` / ``mx20_npz_list.params``
+(``npx.savez``, named / unnamed), with MXNet's loaded arrays in ``<v>_formats.npz``.
 """
 
 import argparse
@@ -290,6 +291,18 @@ def formats(mx, v2, out, prefix):
         data[f"list_{i}_dtype"] = np.array(str(np.dtype(a.dtype).name) if a.dtype.__name__ != "bfloat16" else "bfloat16")
     for k, a in nd.load(str(out / f"{prefix}_dict.params")).items():
         data[f"dict_{k}"] = a.asnumpy()
+    if v2:
+        # numpy-mode files: npx.save (one array: a .npy file) and npx.savez (an .npz archive, which is
+        # also what Gluon 2.0's save_parameters writes), named and unnamed
+        np_arrays = {"scalar": mx.np.array(3.5), "ints": mx.np.arange(4, dtype="int64"),
+                     "flags": mx.np.array([True, False, True], dtype="bool"), "empty": mx.np.zeros((0, 3))}
+        mx.npx.save(str(out / "mx20_np.params"), np_arrays["scalar"])  # one array per file
+        mx.npx.savez(str(out / "mx20_npz.params"), **np_arrays)
+        mx.npx.savez(str(out / "mx20_npz_list.params"), np_arrays["ints"], np_arrays["scalar"])
+        for stem in ("np", "npz", "npz_list"):
+            got = mx.npx.load(str(out / f"mx20_{stem}.params"))
+            for k, a in (got.items() if isinstance(got, dict) else [("0", got)]):
+                data[f"{stem}_{k}"] = a.asnumpy()
     np.savez_compressed(out / f"{prefix}_formats.npz", **data)
 
 
