@@ -27,7 +27,7 @@ runs ``CONT`` more steps; ``grad_<k>_<i>`` is the gradient of parameter ``i`` at
 multi_precision also ``master_<k>_<i>``, the float32 master). ``rescale_<k>`` is the ``rescale_grad`` the
 Trainer used; ``meta["index_names"]`` names, for each index, the parameter in the ``.params`` file. Also ``<v>_list.params`` (``nd.save`` of an unnamed list of mixed dtypes) and
 ``<v>_dict.params`` (``nd.save`` of a dict with ``arg:``/``aux:`` names, as ``Module.save_checkpoint``
-writes), for 2.0 also ``mx20_np.params`` (``npx.save`` of one 0-d array: a ``.npy`` file), ``mx20_npz.params`` / ``mx20_npz_list.params``
+writes), ``mx19_sparse.params`` (a row_sparse and a csr array), for 2.0 also ``mx20_np.params`` (``npx.save`` of one 0-d array: a ``.npy`` file), ``mx20_npz.params`` / ``mx20_npz_list.params``
 (``npx.savez``, named / unnamed), with MXNet's loaded arrays in ``<v>_formats.npz``.
 """
 
@@ -285,6 +285,9 @@ def formats(mx, v2, out, prefix):
     nd.save(str(out / f"{prefix}_list.params"), arrays)
     named = {"arg:fc1_weight": arrays[0], "arg:fc1_bias": arrays[1], "aux:bn_moving_mean": arrays[2]}
     nd.save(str(out / f"{prefix}_dict.params"), named)
+    if not v2:  # sparse storage (load_params refuses it); MXNet 2.0 cannot save it in numpy mode
+        dense = nd.array([[0, 0, 0], [1, 2, 3], [0, 0, 0], [4, 5, 6]], dtype="float32")
+        nd.save(str(out / "mx19_sparse.params"), {"rsp": dense.tostype("row_sparse"), "csr": dense.tostype("csr")})
     data = {}
     for i, a in enumerate(nd.load(str(out / f"{prefix}_list.params"))):
         data[f"list_{i}"] = a.astype("float32").asnumpy() if a.dtype.__name__ == "bfloat16" else a.asnumpy()
