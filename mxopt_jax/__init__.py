@@ -10,8 +10,8 @@ defaults (``lbsgd`` and ``ccsgd`` follow MXNet 1.9.1, where they live)::
 """
 
 from . import lr_scheduler
-from . import sparse as sparse
 from . import mxnet_format as mxnet_format
+from . import sparse as sparse
 from .adagrad import AdaDeltaState, AdaGradState, adadelta, adagrad, group_adagrad
 from .adam import AdamaxState, AdamState, NadamState, adabelief, adam, adamax, adamw, nadam
 from .facade import (

@@ -441,7 +441,11 @@ def _safe_codecs_encode(obj: Any, encoding: str = "latin1") -> bytes:
 
 def _safe_reconstructor(cls: Any, base: Any, state: Any = None) -> Any:
     # protocol 0/1 form of object creation (copyreg._reconstructor), for the holder classes only
-    if not (isinstance(cls, type) and issubclass(cls, MXNetObject)) or base is not object or state is not None:
+    if (
+        not (isinstance(cls, type) and issubclass(cls, MXNetObject))
+        or base is not object
+        or state is not None
+    ):
         raise pickle.UnpicklingError("refused copyreg._reconstructor call")
     return cls.__new__(cls)
 
@@ -526,7 +530,7 @@ def read_states(path_or_bytes: str | os.PathLike | bytes) -> tuple[dict, MXNetOb
       ('Adam', 0.9)
     """
     data, where = _source(path_or_bytes, "states")
-    if not data.startswith(b"\x80") and not data[:1] in (b"(", b"}", b"]"):
+    if not data.startswith(b"\x80") and data[:1] not in (b"(", b"}", b"]"):
         raise ValueError(f"{where}: not an MXNet .states file (not a Python pickle)")
     try:
         obj = _WhitelistUnpickler(io.BytesIO(data)).load()
@@ -538,7 +542,9 @@ def read_states(path_or_bytes: str | os.PathLike | bytes) -> tuple[dict, MXNetOb
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - any malformed pickle
-        raise ValueError(f"{where}: not a readable MXNet .states pickle ({type(exc).__name__}: {exc})") from None
+        raise ValueError(
+            f"{where}: not a readable MXNet .states pickle ({type(exc).__name__}: {exc})"
+        ) from None
     try:
         obj = _materialise(obj)
     except ValueError as exc:
@@ -645,7 +651,11 @@ def _scheduler(obj: Any, where: str) -> Any:
 
     if obj is None:
         return None
-    if not isinstance(obj, MXNetObject) or obj.mx_class not in _MX_SCHEDULERS or obj.mx_class == "LRScheduler":
+    if (
+        not isinstance(obj, MXNetObject)
+        or obj.mx_class not in _MX_SCHEDULERS
+        or obj.mx_class == "LRScheduler"
+    ):
         raise ValueError(f"{where}: unsupported learning-rate scheduler {obj!r}")
     a = dict(vars(obj))
     base = a.get("base_lr_orig", a.get("warmup_final_lr", a.get("base_lr")))
@@ -657,7 +667,9 @@ def _scheduler(obj: Any, where: str) -> Any:
     }
     cls = obj.mx_class
     if cls == "FactorScheduler":
-        s = lrs.FactorScheduler(step=a["step"], factor=a["factor"], stop_factor_lr=a["stop_factor_lr"], **common)
+        s = lrs.FactorScheduler(
+            step=a["step"], factor=a["factor"], stop_factor_lr=a["stop_factor_lr"], **common
+        )
     elif cls == "MultiFactorScheduler":
         s = lrs.MultiFactorScheduler(step=list(a["step"]), factor=a["factor"], **common)
     elif cls == "PolyScheduler":
@@ -698,7 +710,9 @@ def _differences(name: str, v1: bool, o: Any, n_states: int) -> list[str]:
         if name in ("adam", "adamax", "nadam", "ftml", "rmsprop") and clip_and_wd:
             out.append(f"MXNet 1.9.1 {name} adds wd*w before clipping the gradient")
         if name == "adamax":
-            out.append("MXNet 1.9.1 Adamax has no epsilon (continuing with epsilon=1e-8, MXNet 2.0's default)")
+            out.append(
+                "MXNet 1.9.1 Adamax has no epsilon (continuing with epsilon=1e-8, MXNet 2.0's default)"
+            )
         if name == "rmsprop" and not getattr(o, "centered", False):
             out.append("MXNet 1.9.1 non-centered RMSProp puts epsilon inside the square root")
         if name == "lars" and getattr(o, "momentum_correction", False) and getattr(o, "lr_scheduler", None):
@@ -907,7 +921,9 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str) -> Any:
         rescale = float(rescale.reshape(-1)[0])
     clip = a.get("clip_gradient")
     if clip is not None and not clip > 0:
-        _warn(f"{where}: clip_gradient={clip} turns clipping off in MXNet's fused kernels; continuing without it")
+        _warn(
+            f"{where}: clip_gradient={clip} turns clipping off in MXNet's fused kernels; continuing without it"
+        )
         clip = None
     agg = a.get("aggregate_num", 1)
     agg = 1 if agg is None or (isinstance(agg, (int, float)) and agg < 1) else agg

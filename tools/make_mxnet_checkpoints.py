@@ -62,28 +62,103 @@ def cases(v2):
     c = []
     wd = {"wd": 1e-3}
     c.append(("sgd_mom", "sgd", dict(learning_rate=0.05, momentum=0.9, **wd), {}))
-    c.append(("sgd_sched_mults", "sgd", dict(learning_rate=None, momentum=0.9, **wd), {"sched": _SCHED, "mults": True}))
-    c.append(("sgd_fp16", "sgd", dict(learning_rate=0.05, momentum=0.9, multi_precision=True, **wd), {"fp16": True}))
+    c.append(
+        (
+            "sgd_sched_mults",
+            "sgd",
+            dict(learning_rate=None, momentum=0.9, **wd),
+            {"sched": _SCHED, "mults": True},
+        )
+    )
+    c.append(
+        (
+            "sgd_fp16",
+            "sgd",
+            dict(learning_rate=0.05, momentum=0.9, multi_precision=True, **wd),
+            {"fp16": True},
+        )
+    )
     if v2:
         c.append(("sgd_agg", "sgd", dict(learning_rate=0.05, momentum=0.9, aggregate_num=4, **wd), {}))
     # 1.9.1 NAG uses the updated weight in its momentum when wd != 0: the 1.9.1 case keeps wd = 0
     c.append(("nag", "nag", dict(learning_rate=0.05, momentum=0.9, wd=0.0 if not v2 else 1e-3), {}))
-    c.append(("adam", "adam", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=False, **wd),
-              {"sched": ("multifactor", {"step": [4, 6], "factor": 0.5, "base_lr": 0.01})}))
-    c.append(("adam_fp16", "adam", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, multi_precision=True, **wd), {"fp16": True}))
+    c.append(
+        (
+            "adam",
+            "adam",
+            dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=False, **wd),
+            {"sched": ("multifactor", {"step": [4, 6], "factor": 0.5, "base_lr": 0.01})},
+        )
+    )
+    c.append(
+        (
+            "adam_fp16",
+            "adam",
+            dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, multi_precision=True, **wd),
+            {"fp16": True},
+        )
+    )
     if v2:
-        c.append(("adamw", "adamw", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6, correct_bias=True, wd=0.01), {}))
+        c.append(
+            (
+                "adamw",
+                "adamw",
+                dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6, correct_bias=True, wd=0.01),
+                {},
+            )
+        )
         c.append(("lans", "lans", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6, **wd), {}))
-        c.append(("rmsprop_centered", "rmsprop", dict(learning_rate=0.01, rho=0.9, momentum=0.9, epsilon=1e-8, centered=True, **wd), {}))
-        c.append(("rmsprop_plain", "rmsprop", dict(learning_rate=0.01, rho=0.9, epsilon=1e-8, centered=False, **wd), {}))
+        c.append(
+            (
+                "rmsprop_centered",
+                "rmsprop",
+                dict(learning_rate=0.01, rho=0.9, momentum=0.9, epsilon=1e-8, centered=True, **wd),
+                {},
+            )
+        )
+        c.append(
+            (
+                "rmsprop_plain",
+                "rmsprop",
+                dict(learning_rate=0.01, rho=0.9, epsilon=1e-8, centered=False, **wd),
+                {},
+            )
+        )
         c.append(("adagrad", "adagrad", dict(learning_rate=0.05, epsilon=1e-6, **wd), {}))
         c.append(("adadelta", "adadelta", dict(learning_rate=1.0, rho=0.9, epsilon=1e-6, **wd), {}))
-        c.append(("lars", "lars", dict(learning_rate=0.5, momentum=0.9, eta=0.01, epsilon=1e-8, **wd),
-                  {"sched": ("poly", {"max_update": 20, "base_lr": 0.5, "pwr": 2, "final_lr": 0.0, "warmup_steps": 2})}))
-        c.append(("adamax", "adamax", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, **wd), {}))
+        c.append(
+            (
+                "lars",
+                "lars",
+                dict(learning_rate=0.5, momentum=0.9, eta=0.01, epsilon=1e-8, **wd),
+                {
+                    "sched": (
+                        "poly",
+                        {"max_update": 20, "base_lr": 0.5, "pwr": 2, "final_lr": 0.0, "warmup_steps": 2},
+                    )
+                },
+            )
+        )
+        c.append(
+            ("adamax", "adamax", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, **wd), {})
+        )
     else:
-        c.append(("rmsprop_centered", "rmsprop", dict(learning_rate=0.01, gamma1=0.9, gamma2=0.9, epsilon=1e-8, centered=True, **wd), {}))
-        c.append(("rmsprop_plain", "rmsprop", dict(learning_rate=0.01, gamma1=0.9, epsilon=1e-8, centered=False, **wd), {}))
+        c.append(
+            (
+                "rmsprop_centered",
+                "rmsprop",
+                dict(learning_rate=0.01, gamma1=0.9, gamma2=0.9, epsilon=1e-8, centered=True, **wd),
+                {},
+            )
+        )
+        c.append(
+            (
+                "rmsprop_plain",
+                "rmsprop",
+                dict(learning_rate=0.01, gamma1=0.9, epsilon=1e-8, centered=False, **wd),
+                {},
+            )
+        )
         c.append(("adagrad", "adagrad", dict(learning_rate=0.05, eps=1e-6, wd=0.0), {}))
         # 1.9.1 AdaDelta has no learning rate; it agrees with 2.0 for wd = 0
         c.append(("adadelta", "adadelta", dict(rho=0.9, epsilon=1e-6, wd=0.0), {}))
@@ -91,27 +166,96 @@ def cases(v2):
         c.append(("lars", "lars", dict(learning_rate=0.5, momentum=0.9, eta=0.01, eps=1e-8, **wd), {}))
         c.append(("adamax", "adamax", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, **wd), {}))
         c.append(("ccsgd", "ccsgd", dict(learning_rate=0.05, momentum=0.9, **wd), {}))
-        c.append(("lbsgd", "lbsgd", dict(learning_rate=0.05, momentum=0.9, warmup_strategy="linear", warmup_epochs=1,
-                                         batch_scale=2, updates_per_epoch=4, **wd), {}))
+        c.append(
+            (
+                "lbsgd",
+                "lbsgd",
+                dict(
+                    learning_rate=0.05,
+                    momentum=0.9,
+                    warmup_strategy="linear",
+                    warmup_epochs=1,
+                    batch_scale=2,
+                    updates_per_epoch=4,
+                    **wd,
+                ),
+                {},
+            )
+        )
     c.append(("ftrl", "ftrl", dict(learning_rate=0.1, lamda1=0.01, beta=1.0, **wd), {}))
     c.append(("ftml", "ftml", dict(learning_rate=0.01, beta1=0.6, beta2=0.999, epsilon=1e-8, **wd), {}))
-    c.append(("nadam", "nadam", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, schedule_decay=0.004, **wd), {}))
-    c.append(("lamb", "lamb", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6, bias_correction=True, **wd),
-              {"sched": ("cosine", {"max_update": 20, "base_lr": 0.01, "final_lr": 0.001, "warmup_steps": 2, "warmup_begin_lr": 0.001})}))
+    c.append(
+        (
+            "nadam",
+            "nadam",
+            dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, schedule_decay=0.004, **wd),
+            {},
+        )
+    )
+    c.append(
+        (
+            "lamb",
+            "lamb",
+            dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6, bias_correction=True, **wd),
+            {
+                "sched": (
+                    "cosine",
+                    {
+                        "max_update": 20,
+                        "base_lr": 0.01,
+                        "final_lr": 0.001,
+                        "warmup_steps": 2,
+                        "warmup_begin_lr": 0.001,
+                    },
+                )
+            },
+        )
+    )
     c.append(("signum", "signum", dict(learning_rate=0.01, momentum=0.9, wd_lh=0.0, **wd), {}))
     # 1.9.1 DCASGD: momentum is broken, and wd enters the square term differently
-    c.append(("dcasgd", "dcasgd", dict(learning_rate=0.05, momentum=0.0, lamda=0.04, wd=0.0 if not v2 else 1e-3), {}))
+    c.append(
+        (
+            "dcasgd",
+            "dcasgd",
+            dict(learning_rate=0.05, momentum=0.0, lamda=0.04, wd=0.0 if not v2 else 1e-3),
+            {},
+        )
+    )
     # mx.optimizer Updater driven directly: begin_num_update, set_lr_mult/set_wd_mult by index and by name
-    c.append(("upd_adam_mults", "adam", dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, begin_num_update=5,
-                                             param_idx2name={0: "w0_weight", 1: "b0_weight", 2: "w1_weight", 3: "b1_weight"}, **wd),
-              {"updater": True, "lr_mult": {0: 2.0, "w1_weight": 0.5}, "wd_mult": {"b0_weight": 0.0, 3: 0.0}}))
-    c.append(("upd_sgd_nodump", "sgd", dict(learning_rate=0.05, momentum=0.9, **wd), {"updater": True, "nodump": True}))
+    c.append(
+        (
+            "upd_adam_mults",
+            "adam",
+            dict(
+                learning_rate=0.01,
+                beta1=0.9,
+                beta2=0.999,
+                epsilon=1e-8,
+                begin_num_update=5,
+                param_idx2name={0: "w0_weight", 1: "b0_weight", 2: "w1_weight", 3: "b1_weight"},
+                **wd,
+            ),
+            {"updater": True, "lr_mult": {0: 2.0, "w1_weight": 0.5}, "wd_mult": {"b0_weight": 0.0, 3: 0.0}},
+        )
+    )
+    c.append(
+        (
+            "upd_sgd_nodump",
+            "sgd",
+            dict(learning_rate=0.05, momentum=0.9, **wd),
+            {"updater": True, "nodump": True},
+        )
+    )
     return c
 
 
 def _scheduler(mx, kind, kw):
-    cls = {"factor": "FactorScheduler", "multifactor": "MultiFactorScheduler", "poly": "PolyScheduler",
-           "cosine": "CosineScheduler"}[kind]
+    cls = {
+        "factor": "FactorScheduler",
+        "multifactor": "MultiFactorScheduler",
+        "poly": "PolyScheduler",
+        "cosine": "CosineScheduler",
+    }[kind]
     return getattr(mx.lr_scheduler, cls)(**kw)
 
 
@@ -126,7 +270,7 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
     dtype = "float16" if opts.get("fp16") else "float32"
     X = rng.uniform(-1, 1, size=(TRAIN + CONT, BATCH, 4)).astype(np.float32)
     Y = rng.uniform(-1, 1, size=(TRAIN + CONT, BATCH, 2)).astype(np.float32)
-    arr = (mx.np.array if v2 else mx.nd.array)
+    arr = mx.np.array if v2 else mx.nd.array
 
     def make_net():
         net = gluon.nn.HybridSequential()
@@ -156,10 +300,10 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
             # hand the float16 gradients to the Trainer/Updater as its backward pass would
             twin = make_net()
             twin.initialize()
-            for pt, p in zip(params_of(twin), params_of(net)):
+            for pt, p in zip(params_of(twin), params_of(net), strict=True):
                 pt.set_data(p.data().astype("float32"))
             g = grads_of_net(twin, x_cur[0].astype("float32"), x_cur[1].astype("float32"))
-            for p, gi in zip(params_of(net), g):
+            for p, gi in zip(params_of(net), g, strict=True):
                 p.grad()[:] = arr(gi, dtype="float16")
                 p.data()._fresh_grad = True
             return [_np(p.grad()) for p in params_of(net)]
@@ -172,12 +316,20 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
         return [_np(p.grad()) for p in params_of(net)]
 
     x_cur = [None, None]
-    meta = {"optimizer": opt_name, "kwargs": {k: v for k, v in kwargs.items() if k != "param_idx2name"},
-            "param_idx2name": {str(k): v for k, v in kwargs.get("param_idx2name", {}).items()} or None,
-            "sched": opts.get("sched"), "dtype": dtype, "batch": BATCH, "train": TRAIN, "cont": CONT,
-            "mxnet": mx.__version__, "saved_by": "updater" if opts.get("updater") else "trainer",
-            "lr_mult": {str(k): v for k, v in opts.get("lr_mult", {}).items()},
-            "wd_mult": {str(k): v for k, v in opts.get("wd_mult", {}).items()}}
+    meta = {
+        "optimizer": opt_name,
+        "kwargs": {k: v for k, v in kwargs.items() if k != "param_idx2name"},
+        "param_idx2name": {str(k): v for k, v in kwargs.get("param_idx2name", {}).items()} or None,
+        "sched": opts.get("sched"),
+        "dtype": dtype,
+        "batch": BATCH,
+        "train": TRAIN,
+        "cont": CONT,
+        "mxnet": mx.__version__,
+        "saved_by": "updater" if opts.get("updater") else "trainer",
+        "lr_mult": {str(k): v for k, v in opts.get("lr_mult", {}).items()},
+        "wd_mult": {str(k): v for k, v in opts.get("wd_mult", {}).items()},
+    }
     data = {}
 
     # ---------------------------------------------------------------- training up to the checkpoint
@@ -209,14 +361,21 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
             trainer_.step(BATCH)
             rescale = trainer_.optimizer.rescale_grad
         if record is not None:
-            rescale = float(np.asarray(rescale.asnumpy() if hasattr(rescale, "asnumpy") else rescale).reshape(-1)[0])
+            rescale = float(
+                np.asarray(rescale.asnumpy() if hasattr(rescale, "asnumpy") else rescale).reshape(-1)[0]
+            )
             data[f"rescale_{record}"] = np.float64(rescale)
-            for i, (gi, p) in enumerate(zip(g, params_of(net_))):
+            for i, (gi, p) in enumerate(zip(g, params_of(net_), strict=True)):
                 data[f"grad_{record}_{i}"] = gi
                 data[f"weight_{record}_{i}"] = _np(p.data())
 
     for s in range(TRAIN):
-        one_step(net, s, updater=upd if opts.get("updater") else None, trainer_=None if opts.get("updater") else trainer)
+        one_step(
+            net,
+            s,
+            updater=upd if opts.get("updater") else None,
+            trainer_=None if opts.get("updater") else trainer,
+        )
     net.save_parameters(str(out / f"{tag}.params"))
     if opts.get("updater"):
         (out / f"{tag}.states").write_bytes(upd.get_states(dump_optimizer=True))
@@ -287,24 +446,32 @@ def formats(mx, v2, out, prefix):
     nd.save(str(out / f"{prefix}_dict.params"), named)
     if not v2:  # sparse storage (load_params refuses it); MXNet 2.0 cannot save it in numpy mode
         dense = nd.array([[0, 0, 0], [1, 2, 3], [0, 0, 0], [4, 5, 6]], dtype="float32")
-        nd.save(str(out / "mx19_sparse.params"), {"rsp": dense.tostype("row_sparse"), "csr": dense.tostype("csr")})
+        nd.save(
+            str(out / "mx19_sparse.params"), {"rsp": dense.tostype("row_sparse"), "csr": dense.tostype("csr")}
+        )
     data = {}
     for i, a in enumerate(nd.load(str(out / f"{prefix}_list.params"))):
         data[f"list_{i}"] = a.astype("float32").asnumpy() if a.dtype.__name__ == "bfloat16" else a.asnumpy()
-        data[f"list_{i}_dtype"] = np.array(str(np.dtype(a.dtype).name) if a.dtype.__name__ != "bfloat16" else "bfloat16")
+        data[f"list_{i}_dtype"] = np.array(
+            str(np.dtype(a.dtype).name) if a.dtype.__name__ != "bfloat16" else "bfloat16"
+        )
     for k, a in nd.load(str(out / f"{prefix}_dict.params")).items():
         data[f"dict_{k}"] = a.asnumpy()
     if v2:
         # numpy-mode files: npx.save (one array: a .npy file) and npx.savez (an .npz archive, which is
         # also what Gluon 2.0's save_parameters writes), named and unnamed
-        np_arrays = {"scalar": mx.np.array(3.5), "ints": mx.np.arange(4, dtype="int64"),
-                     "flags": mx.np.array([True, False, True], dtype="bool"), "empty": mx.np.zeros((0, 3))}
+        np_arrays = {
+            "scalar": mx.np.array(3.5),
+            "ints": mx.np.arange(4, dtype="int64"),
+            "flags": mx.np.array([True, False, True], dtype="bool"),
+            "empty": mx.np.zeros((0, 3)),
+        }
         mx.npx.save(str(out / "mx20_np.params"), np_arrays["scalar"])  # one array per file
         mx.npx.savez(str(out / "mx20_npz.params"), **np_arrays)
         mx.npx.savez(str(out / "mx20_npz_list.params"), np_arrays["ints"], np_arrays["scalar"])
         for stem in ("np", "npz", "npz_list"):
             got = mx.npx.load(str(out / f"mx20_{stem}.params"))
-            for k, a in (got.items() if isinstance(got, dict) else [("0", got)]):
+            for k, a in got.items() if isinstance(got, dict) else [("0", got)]:
                 data[f"{stem}_{k}"] = a.asnumpy()
     np.savez_compressed(out / f"{prefix}_formats.npz", **data)
 
@@ -328,7 +495,6 @@ def main(argv=None):
         if only and case not in only:
             continue
         mx.random.seed(0)
-        np.random.seed(0)
         tag = f"{prefix}_{case}"
         try:
             run_case(mx, v2, out, tag, name, kw, opts)
