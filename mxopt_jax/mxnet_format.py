@@ -530,8 +530,12 @@ def read_states(path_or_bytes: str | os.PathLike | bytes) -> tuple[dict, MXNetOb
       ('Adam', 0.9)
     """
     data, where = _source(path_or_bytes, "states")
-    if not data.startswith(b"\x80") and data[:1] not in (b"(", b"}", b"]"):
-        raise ValueError(f"{where}: not an MXNet .states file (not a Python pickle)")
+    return _read_states(data, where)
+
+
+def _read_states(data: bytes, where: str) -> tuple[dict, MXNetObject | None]:
+    if data.startswith((struct.pack("<Q", _LIST_MAGIC), _NPY_MAGIC, b"PK")) or not data:
+        raise ValueError(f"{where}: not an MXNet .states file (this is a parameter file or empty)")
     try:
         obj = _WhitelistUnpickler(io.BytesIO(data)).load()
     except _Refused as exc:
@@ -802,7 +806,7 @@ def load_updater(
     from . import facade
 
     data, where = _source(path_or_bytes, "states")
-    states, mxo = read_states(data)
+    states, mxo = _read_states(data, where)
     if mxo is None:
         if optimizer is None:
             raise ValueError(
@@ -908,7 +912,7 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str) -> Any:
         kw["begin_epoch"] = int(a["init_updates"]) // max(int(a["updates_per_epoch"]), 1)
     if name == "adamax" and v1:
         kw["epsilon"] = 1e-8
-    if kw.get("lazy_update") and a.get("multi_precision"):
+    if name in ("sgd", "ccsgd", "lars") and kw.get("lazy_update") and a.get("multi_precision"):
         # MXNet 1.9.1 SGD/LARS default to lazy_update=True and accept it with multi_precision (it only matters
         # for row_sparse gradients); mxopt_jax, as MXNet 2.0, does not
         kw["lazy_update"] = False
