@@ -40,7 +40,12 @@ EXPECTED_WARNINGS = {
     "mx19_nadam": "shares one momentum schedule",
     "mx20_nadam": "shares one momentum schedule",
     "mx19_sgd_fp16": "lazy_update=True with multi_precision=True",
+    "mx19_nag_wd": "NAG updates the momentum with the already-updated weight",
+    "mx20_lamb_noagg": "counts every update twice",
 }
+# Cases that continue with MXNet 2.0 / mxopt_jax math instead of the file's (announced above): the largest
+# absolute difference from MXNet's continuation stays below this bound (measured: 3.6e-4 and 8.8e-6).
+APPROX = {"mx19_nag_wd": 1e-3, "mx20_lamb_noagg": 2e-5}
 
 
 def _meta(case: str) -> tuple[dict, dict]:
@@ -152,6 +157,17 @@ def test_resume_matches_mxnet_continuation(case):
     opt = upd.optimizer
     assert type(opt).__name__.lower() == name
     n = len(weights)
+    if case in APPROX:
+        err = 0.0
+        for k in range(meta["cont"]):
+            opt.rescale_grad = float(data[f"rescale_{k}"])
+            weights = upd(list(range(n)), [jnp.asarray(data[f"grad_{k}_{i}"]) for i in range(n)], weights)
+            err = max(
+                err,
+                *(float(np.max(np.abs(np.asarray(weights[i]) - data[f"weight_{k}_{i}"]))) for i in range(n)),
+            )
+        assert 0 < err < APPROX[case], err
+        return
     for k in range(meta["cont"]):
         opt.rescale_grad = float(data[f"rescale_{k}"])  # Trainer.step(batch_size) sets 1 / batch_size
         grads = [jnp.asarray(data[f"grad_{k}_{i}"]) for i in range(n)]
@@ -176,6 +192,11 @@ def test_resume_matches_mxnet_continuation(case):
     if not case.endswith("_nodump"):
         assert opt.num_update == meta["final_num_update"]
         assert {str(k): v for k, v in opt._index_update_count.items()} == meta["final_counts"]
+    if "_2dev" in case:  # per-device counts: device 1's come back from the file; we continued on device 0
+        _, mx = read_states(CKPT / f"{case}.states")
+        assert set(opt._all_index_update_counts) == {0, 1}
+        assert opt._all_index_update_counts[1] == mx._all_index_update_counts[1] == {i: 3 for i in range(4)}
+        assert meta["final_all_counts"]["0"] == {str(i): 7 for i in range(4)}
 
 
 @pytest.mark.parametrize("version", ["mx19", "mx20"])

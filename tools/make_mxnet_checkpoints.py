@@ -25,7 +25,8 @@ net with ``load_parameters``, a new Trainer with ``load_states`` / a new Updater
 runs ``CONT`` more steps; ``grad_<k>_<i>`` is the gradient of parameter ``i`` at continuation step ``k``
 (as MXNet computed it by backprop) and ``weight_<k>_<i>`` the weight after that step (for float16 weights with
 multi_precision also ``master_<k>_<i>``, the float32 master). ``rescale_<k>`` is the ``rescale_grad`` the
-Trainer used; ``meta["index_names"]`` names, for each index, the parameter in the ``.params`` file. Also ``<v>_list.params`` (``nd.save`` of an unnamed list of mixed dtypes) and
+Trainer used (``adam_2dev``: two devices cpu(0)/cpu(1), ``update_on_kvstore=False``, so one Updater per device
+and per-device counts; ``grad_<k>_<i>`` is then the devices' summed gradient, ``weight_<k>_<i>`` cpu(0)'s); ``meta["index_names"]`` names, for each index, the parameter in the ``.params`` file. Also ``<v>_list.params`` (``nd.save`` of an unnamed list of mixed dtypes) and
 ``<v>_dict.params`` (``nd.save`` of a dict with ``arg:``/``aux:`` names, as ``Module.save_checkpoint``
 writes), ``mx19_sparse.params`` (a row_sparse and a csr array), for 2.0 also ``mx20_np.params`` (``npx.save`` of one 0-d array: a ``.npy`` file), ``mx20_npz.params`` / ``mx20_npz_list.params``
 (``npx.savez``, named / unnamed), with MXNet's loaded arrays in ``<v>_formats.npz``.
@@ -221,6 +222,44 @@ def cases(v2):
             {},
         )
     )
+    # two devices (cpu(0), cpu(1)), one Updater per device: per-device update counts in the file
+    c.append(
+        (
+            "adam_2dev",
+            "adam",
+            dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-8, **wd),
+            {"devices": 2},
+        )
+    )
+    # math that mxopt_jax does not continue exactly (load_updater warns): 1.9.1 NAG with wd; 2.0 non-aggregated
+    # fused LAMB (counts every update twice)
+    if v2:
+        c.append(
+            (
+                "adabelief",
+                "adabelief",
+                dict(learning_rate=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6, correct_bias=True, **wd),
+                {},
+            )
+        )
+        c.append(
+            (
+                "lamb_noagg",
+                "lamb",
+                dict(
+                    learning_rate=0.01,
+                    beta1=0.9,
+                    beta2=0.999,
+                    epsilon=1e-6,
+                    bias_correction=True,
+                    aggregate_num=1,
+                    wd=0.05,
+                ),
+                {},
+            )
+        )
+    else:
+        c.append(("nag_wd", "nag", dict(learning_rate=0.05, momentum=0.9, wd=0.05), {}))
     # mx.optimizer Updater driven directly: begin_num_update, set_lr_mult/set_wd_mult by index and by name
     c.append(
         (
@@ -310,12 +349,25 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
         return grads_of_net(net, x_cur[0], x_cur[1])
 
     def grads_of_net(net, x, y):
+        if len(ctxs) == 1:
+            with autograd.record():
+                loss = ((net(x) - y) ** 2).sum()
+            loss.backward()
+            return [_np(p.grad()) for p in params_of(net)]
+        # batch split over the devices; the Trainer's kvstore sums the devices' gradients before updating
+        parts = np.array_split(np.arange(BATCH), len(ctxs))
         with autograd.record():
-            loss = ((net(x) - y) ** 2).sum()
-        loss.backward()
-        return [_np(p.grad()) for p in params_of(net)]
+            losses = [
+                ((net(x[k[0] : k[-1] + 1].copyto(c)) - y[k[0] : k[-1] + 1].copyto(c)) ** 2).sum()
+                for k, c in zip(parts, ctxs, strict=True)
+            ]
+        for loss in losses:
+            loss.backward()
+        return [sum(_np(g) for g in p.list_grad()) for p in params_of(net)]
 
     x_cur = [None, None]
+    ctxs = [mx.cpu(k) for k in range(opts.get("devices", 1))]
+    tr_kw = {"update_on_kvstore": False} if len(ctxs) > 1 else {}
     meta = {
         "optimizer": opt_name,
         "kwargs": {k: v for k, v in kwargs.items() if k != "param_idx2name"},
@@ -334,7 +386,7 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
 
     # ---------------------------------------------------------------- training up to the checkpoint
     net = make_net()
-    net.initialize(mx.init.Uniform(0.5))
+    net.initialize(mx.init.Uniform(0.5), ctx=ctxs)
     if dtype == "float16":
         net.cast("float16")
     set_mults(net)
@@ -346,7 +398,7 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
             opt.set_wd_mult(opts["wd_mult"])
         upd = mx.optimizer.get_updater(opt)
     else:
-        trainer = gluon.Trainer(net.collect_params(), opt_name, make_opt(kwargs))
+        trainer = gluon.Trainer(net.collect_params(), opt_name, make_opt(kwargs), **tr_kw)
 
     def one_step(net_, step, updater=None, trainer_=None, record=None):
         x_cur[0] = arr(X[step], dtype=dtype)
@@ -367,7 +419,7 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
             data[f"rescale_{record}"] = np.float64(rescale)
             for i, (gi, p) in enumerate(zip(g, params_of(net_), strict=True)):
                 data[f"grad_{record}_{i}"] = gi
-                data[f"weight_{record}_{i}"] = _np(p.data())
+                data[f"weight_{record}_{i}"] = _np(p.data(ctxs[0]))
 
     for s in range(TRAIN):
         one_step(
@@ -392,7 +444,7 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
     net2 = make_net()
     if dtype == "float16":
         net2.cast("float16")
-    net2.load_parameters(str(out / f"{tag}.params"))
+    net2.load_parameters(str(out / f"{tag}.params"), ctx=ctxs)
     set_mults(net2)
     if opts.get("updater"):
         opt2 = mx.optimizer.create(opt_name, **make_opt(kwargs))
@@ -401,7 +453,7 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
         trainer2 = None
     else:
         upd2 = None
-        trainer2 = gluon.Trainer(net2.collect_params(), opt_name, make_opt(kwargs))
+        trainer2 = gluon.Trainer(net2.collect_params(), opt_name, make_opt(kwargs), **tr_kw)
         trainer2.load_states(str(out / f"{tag}.states"))
     ps = params_of(net2)
     by_name = net2._collect_params_with_prefix()
@@ -420,6 +472,9 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
     o = (upd2 if upd2 is not None else trainer2._updaters[0]).optimizer
     meta["final_num_update"] = int(o.num_update)
     meta["final_counts"] = {str(k): int(v) for k, v in o._index_update_count.items()}
+    meta["final_all_counts"] = {
+        str(d): {str(k): int(v) for k, v in c.items()} for d, c in o._all_index_update_counts.items()
+    }
     np.savez_compressed(out / f"{tag}.npz", meta=np.array(json.dumps(meta)), **data)
 
 
