@@ -423,3 +423,17 @@ def test_not_a_states_file():
         i = good.index(b"\xca\xfa\x93\xf9")
         bad = good[: i + 12] + struct.pack("<q", 10**6) + good[i + 20 :]
         load_updater(bad)
+
+
+def test_migration_guide_example_runs(monkeypatch):
+    """The "Resuming an MXNet checkpoint" example in docs/migration.md, run as written from the repo root."""
+    root = pathlib.Path(__file__).parents[1]
+    section = (root / "docs" / "migration.md").read_text().split("### Resuming an MXNet checkpoint", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(root)
+    ns: dict = {}
+    exec(compile(code, "docs/migration.md", "exec"), ns)  # our own documentation
+    meta, data = _meta("mx20_adam")
+    assert meta["index_names"] == sorted(ns["params"])
+    assert [w.shape for w in ns["weights"]] == [data[f"weight_0_{i}"].shape for i in range(4)]
+    assert ns["updater"].optimizer.num_update == 4
