@@ -3,8 +3,8 @@
 Two readers, neither of which needs MXNet:
 
 * :func:`load_params` reads MXNet's binary NDArray-list format, as written by ``mx.nd.save``,
-  ``net.save_parameters`` / ``Module.save_checkpoint`` (MXNet 1.x) and ``mx.npx.save`` / ``save_parameters``
-  (MXNet 2.0), into NumPy arrays.
+  ``net.save_parameters`` / ``Module.save_checkpoint`` (MXNet 1.x), and MXNet 2.0's ``.npy`` / ``.npz``
+  files (``mx.npx.save``, ``mx.npx.savez``, Gluon 2.0 ``save_parameters``), into NumPy arrays.
 * :func:`load_updater` reads the ``.states`` file written by ``Updater.get_states(dump_optimizer=True)`` or a
   Gluon ``Trainer.save_states`` (MXNet 1.9.1 and 2.0.0b1; also ``dump_optimizer=False`` files) and returns an
   :class:`mxopt_jax.Updater` whose next calls continue the MXNet run: optimizer class and hyperparameters,
@@ -17,12 +17,13 @@ plain containers and numbers, and MXNet's optimizer and learning-rate-scheduler 
 latter mapped onto inert data holders (the real classes are never looked up). Any other global named in the
 pickle raises ``ValueError`` naming it, before it could be called. Nothing else in mxopt_jax unpickles.
 
-Examples:
-  >>> import mxopt_jax
+Examples (run from the repository root; the files are real MXNet 2.0 output):
+  >>> import jax.numpy as jnp
   >>> from mxopt_jax.mxnet_format import load_params, load_updater
-  >>> params = load_params("tests/golden/mxnet_ckpt/mx20_adam.params")      # doctest: +SKIP
-  >>> updater = load_updater("tests/golden/mxnet_ckpt/mx20_adam.states")    # doctest: +SKIP
-  >>> weights[i] = updater(i, grad, weights[i])                             # doctest: +SKIP
+  >>> params = load_params("tests/golden/mxnet_ckpt/mx20_adam.params")
+  >>> updater = load_updater("tests/golden/mxnet_ckpt/mx20_adam.states")
+  >>> weights = [jnp.asarray(params[n]) for n in sorted(params)]
+  >>> weights = updater([0, 1, 2, 3], [jnp.zeros_like(w) for w in weights], weights)
 """
 
 from __future__ import annotations
@@ -169,9 +170,11 @@ def _source(path_or_bytes: Any, what: str) -> tuple[bytes, str]:
 def load_params(path: str | os.PathLike | bytes) -> dict[str, np.ndarray]:
     """Read an MXNet ``.params`` / ``nd.save`` file into a dict of NumPy arrays.
 
-    Reads the binary NDArray-list format of ``mx.nd.save``, ``gluon.Block.save_parameters``,
-    ``Module.save_checkpoint`` (MXNet 1.x) and ``mx.npx.save`` / ``save_parameters`` (MXNet 2.0), with
-    float16/32/64, bfloat16 (as ``ml_dtypes.bfloat16``), bool and (u)int8/16/32/64 arrays. MXNet is not needed.
+    Reads the binary NDArray-list format of ``mx.nd.save``, ``gluon.Block.save_parameters`` and
+    ``Module.save_checkpoint`` (MXNet 1.x; ``mx.nd.save`` in 2.0 too), with float16/32/64, bfloat16 (as
+    ``ml_dtypes.bfloat16``), bool and (u)int8/16/32/64 arrays, and MXNet 2.0's NumPy-format files:
+    ``mx.npx.save`` (one ``.npy`` array) and ``mx.npx.savez`` / Gluon 2.0 ``save_parameters`` (an ``.npz``
+    archive of ``.npy`` members; object arrays refused). MXNet is not needed.
 
     Args:
       path: the file, or its content as bytes.
@@ -180,7 +183,9 @@ def load_params(path: str | os.PathLike | bytes) -> dict[str, np.ndarray]:
       ``{name: array}`` with the names exactly as MXNet stored them (``'0.weight'`` for Gluon's
       ``save_parameters``, ``'arg:fc1_weight'`` / ``'aux:bn_moving_mean'`` for ``Module`` checkpoints, …),
       in file order. A file saved from an unnamed list (``mx.nd.save(f, [a, b])``) gives the keys ``'0'``,
-      ``'1'``, … (list order). As MXNet's own ``load``, a repeated name keeps the last array.
+      ``'1'``, … (list order); a ``.npy`` file (``npx.save``) the single key ``'0'``; an ``.npz`` archive its
+      member names without ``.npy`` (``'arr_0'``, … for ``npx.savez(f, a, b)``). As MXNet's own ``load``, a
+      repeated name keeps the last array.
 
     Raises:
       ValueError: naming the file and the problem: wrong magic (not an MXNet NDArray file), truncated file,
@@ -188,11 +193,14 @@ def load_params(path: str | os.PathLike | bytes) -> dict[str, np.ndarray]:
         storage, unknown dtype flags, trailing garbage.
 
     Examples:
-      >>> import numpy as np
       >>> from mxopt_jax.mxnet_format import load_params
-      >>> params = load_params("tests/golden/mxnet_ckpt/mx20_adam.params")   # doctest: +SKIP
-      >>> sorted(params)                                                     # doctest: +SKIP
+      >>> params = load_params("tests/golden/mxnet_ckpt/mx20_adam.params")   # Gluon 2.0 save_parameters
+      >>> sorted(params)
       ['0.bias', '0.weight', '1.bias', '1.weight']
+      >>> params["0.weight"].shape, params["0.weight"].dtype
+      ((3, 4), dtype('float32'))
+      >>> sorted(load_params("tests/golden/mxnet_ckpt/mx19_dict.params"))  # mx.nd.save of a Module-style dict
+      ['arg:fc1_bias', 'arg:fc1_weight', 'aux:bn_moving_mean']
     """
     data, where = _source(path, "params")
     if data.startswith(_NPY_MAGIC):
@@ -525,9 +533,11 @@ def read_states(path_or_bytes: str | os.PathLike | bytes) -> tuple[dict, MXNetOb
 
     Examples:
       >>> from mxopt_jax.mxnet_format import read_states
-      >>> states, opt = read_states("tests/golden/mxnet_ckpt/mx20_adam.states")   # doctest: +SKIP
-      >>> opt.mx_class, opt.beta1                                                  # doctest: +SKIP
-      ('Adam', 0.9)
+      >>> states, opt = read_states("tests/golden/mxnet_ckpt/mx20_adam.states")
+      >>> opt.mx_class, opt.beta1, opt.num_update
+      ('Adam', 0.9, 3)
+      >>> [a.shape for a in states[0]]   # MXNet's Adam state: (mean, var)
+      [(3,), (3,)]
     """
     data, where = _source(path_or_bytes, "states")
     return _read_states(data, where)
@@ -795,13 +805,18 @@ def load_updater(
         ...), and Nadam's shared momentum schedule.
 
     Examples:
-      >>> import mxopt_jax
+      >>> import jax.numpy as jnp
       >>> from mxopt_jax.mxnet_format import load_params, load_updater
       >>> d = "tests/golden/mxnet_ckpt/"
-      >>> params = load_params(d + "mx20_adam.params")                           # doctest: +SKIP
-      >>> weights = [params[n] for n in ("0.bias", "0.weight", "1.bias", "1.weight")]  # doctest: +SKIP
-      >>> updater = load_updater(d + "mx20_adam.states")                          # doctest: +SKIP
-      >>> weights = updater([0, 1, 2, 3], grads, weights)                         # doctest: +SKIP
+      >>> params = load_params(d + "mx20_adam.params")
+      >>> weights = [jnp.asarray(params[n]) for n in sorted(params)]   # a 2.0 Trainer's index order
+      >>> updater = load_updater(d + "mx20_adam.states")
+      >>> opt = updater.optimizer
+      >>> type(opt).__name__, opt.num_update, opt.beta2, type(opt.lr_scheduler).__name__
+      ('Adam', 3, 0.999, 'MultiFactorScheduler')
+      >>> weights = updater([0, 1, 2, 3], [jnp.ones_like(w) for w in weights], weights)
+      >>> opt.num_update, opt._index_update_count
+      (4, {0: 4, 1: 4, 2: 4, 3: 4})
     """
     from . import facade
 

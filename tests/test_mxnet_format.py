@@ -437,3 +437,13 @@ def test_migration_guide_example_runs(monkeypatch):
     assert meta["index_names"] == sorted(ns["params"])
     assert [w.shape for w in ns["weights"]] == [data[f"weight_0_{i}"].shape for i in range(4)]
     assert ns["updater"].optimizer.num_update == 4
+
+
+def test_docstring_examples_run(monkeypatch):
+    import doctest
+
+    from mxopt_jax import mxnet_format
+
+    monkeypatch.chdir(pathlib.Path(__file__).parents[1])
+    result = doctest.testmod(mxnet_format, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 15 and result.failed == 0, result
