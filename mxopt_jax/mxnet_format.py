@@ -427,10 +427,11 @@ def _safe_dtype(obj: Any, align: bool = False, copy: bool = True) -> np.dtype:
 
 
 def _safe_reconstruct(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
-    if cls is not np.ndarray:
-        raise pickle.UnpicklingError("refused numpy array subclass")
-    out = np.ndarray.__new__(np.ndarray, shape, _safe_dtype(dtype))
-    return out
+    # NumPy pickles an array as _reconstruct(ndarray, (0,), b'b') followed by its state: the shape is
+    # always (0,), so nothing large is ever allocated here
+    if cls is not np.ndarray or tuple(shape) != (0,):
+        raise pickle.UnpicklingError("refused numpy array reconstruction")
+    return np.ndarray.__new__(np.ndarray, (0,), _safe_dtype(dtype))
 
 
 def _safe_scalar(dtype: Any, data: Any = None) -> Any:
@@ -500,22 +501,33 @@ class _Refused(pickle.UnpicklingError):
     pass
 
 
-def _materialise(x: Any, depth: int = 0) -> Any:
-    """Replace NDArray stand-ins by NumPy arrays (recursively through containers and holders)."""
+def _materialise(x: Any, depth: int = 0, memo: dict | None = None) -> Any:
+    """Replace NDArray stand-ins by NumPy arrays (recursively through containers and holders).
+
+    Shared sub-objects are converted once (``memo``), so a pickle of nested shared references cannot make
+    this walk exponentially long; cycles and deep nesting stop at depth 64."""
+    memo = {} if memo is None else memo
     if depth > 64:
-        raise ValueError("nesting too deep")
+        raise ValueError("nesting too deep (or a reference cycle) in the pickle")
+    key = id(x)
+    if key in memo:
+        return memo[key][1]
     if isinstance(x, _PickledNDArray):
-        return x.array
-    if isinstance(x, tuple):
-        return tuple(_materialise(v, depth + 1) for v in x)
-    if isinstance(x, list):
-        return [_materialise(v, depth + 1) for v in x]
-    if isinstance(x, dict):
-        return {k: _materialise(v, depth + 1) for k, v in x.items()}
-    if isinstance(x, MXNetObject):
+        out = x.array
+    elif isinstance(x, tuple):
+        out = tuple(_materialise(v, depth + 1, memo) for v in x)
+    elif isinstance(x, list):
+        out = [_materialise(v, depth + 1, memo) for v in x]
+    elif isinstance(x, dict):
+        out = {k: _materialise(v, depth + 1, memo) for k, v in x.items()}
+    elif isinstance(x, MXNetObject):
         for k, v in list(vars(x).items()):
-            setattr(x, k, _materialise(v, depth + 1))
-    return x
+            setattr(x, k, _materialise(v, depth + 1, memo))
+        out = x
+    else:
+        return x
+    memo[key] = (x, out)  # keeps x alive so its id is not reused during the walk
+    return out
 
 
 def read_states(path_or_bytes: str | os.PathLike | bytes) -> tuple[dict, MXNetObject | None]:
@@ -902,7 +914,8 @@ def _to_facade(opt: Any, idx: Any, conv: Any, where: str) -> Any:
                     f"{where}: the state of index {idx!r} does not fit {type(opt).__name__} as configured "
                     f"(state entries {'present' if r is None else 'missing'} for its hyperparameters)"
                 )
-            out.append(None if f is None else jnp.asarray(f, dtype=f.dtype if r is None else None))
+            # the dtype mxopt_jax itself keeps for this field (e.g. 1.9.1 LAMB keeps weight-dtype moments)
+            out.append(None if f is None else jnp.asarray(f, dtype=f.dtype if r is None else r.dtype))
         fields = tuple(out)
     else:
         fields = tuple(None if f is None else jnp.asarray(f) for f in fields)

@@ -447,3 +447,25 @@ def test_docstring_examples_run(monkeypatch):
     monkeypatch.chdir(pathlib.Path(__file__).parents[1])
     result = doctest.testmod(mxnet_format, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 15 and result.failed == 0, result
+
+
+def test_pickle_bombs_stay_cheap():
+    """Shared references nested deeply (exponential if walked naively), cycles, and a NumPy array
+    reconstruction asking for a huge allocation."""
+    x: object = None
+    for _ in range(60):
+        x = (x, x)
+    states, _ = read_states(pickle.dumps({0: x}))
+    assert states[0][0] is states[0][1]
+    cyc: list = []
+    cyc.append(cyc)
+    with pytest.raises(ValueError, match="nesting too deep"):
+        read_states(pickle.dumps({0: cyc}))
+    blob = b"\x80\x04cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\nJ\x00\x00\x00\x40\x85c_codecs\nencode\n"
+    blob += b"X\x01\x00\x00\x00bX\x06\x00\x00\x00latin1\x86R\x87R."
+    with pytest.raises(ValueError, match="refused numpy array reconstruction"):
+        read_states(blob)
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3)  # genuine NumPy pickles still load
+    states, _ = read_states(pickle.dumps({0: arr, 1: np.float64(2.5), 2: np.dtype("int8")}))
+    np.testing.assert_array_equal(states[0], arr)
+    assert states[1] == 2.5 and states[2] == np.dtype("int8")
