@@ -673,7 +673,9 @@ def _convert_state(name: str, v1: bool, x: Any, idx: Any, opt: MXNetObject, mp: 
 
 
 def _scheduler(obj: Any, where: str) -> Any:
-    from . import lr_scheduler as lrs
+    import mxopt_jax
+
+    lrs = mxopt_jax.lr_scheduler
 
     if obj is None:
         return None
@@ -830,7 +832,7 @@ def load_updater(
       >>> opt.num_update, opt._index_update_count
       (4, {0: 4, 1: 4, 2: 4, 3: 4})
     """
-    from . import facade
+    import mxopt_jax  # the public facade names (imported here: this module loads with the package)
 
     data, where = _source(path_or_bytes, "states")
     states, mxo = _read_states(data, where)
@@ -840,7 +842,7 @@ def load_updater(
                 f"{where} holds only the states (saved with dump_optimizer=False): pass the optimizer, "
                 "e.g. load_updater(path, optimizer=mxopt_jax.create('sgd', learning_rate=..., momentum=...))"
             )
-        if not isinstance(optimizer, facade.Optimizer):
+        if not isinstance(optimizer, mxopt_jax.Optimizer):
             raise TypeError(f"optimizer must be an mxopt_jax Optimizer, got {type(optimizer).__name__}")
         opt = optimizer
         name = type(opt).__name__.lower()
@@ -879,7 +881,7 @@ def load_updater(
                 f"{'1.9.1' if v1 else '2.0'} {name} states"
             ) from None
         new_states[idx] = _to_facade(opt, idx, conv, where)
-    updater = facade.Updater(opt)
+    updater = mxopt_jax.Updater(opt)
     updater.states = new_states
     updater.states_synced = dict.fromkeys(new_states, False)
     for d in diffs:
@@ -924,9 +926,9 @@ def _to_facade(opt: Any, idx: Any, conv: Any, where: str) -> Any:
 
 def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str) -> Any:
     """A fresh mxopt_jax optimizer with the pickled optimizer's hyperparameters and bookkeeping."""
-    from . import facade
+    import mxopt_jax  # the public facade names (imported here: this module loads with the package)
 
-    cls = facade.Optimizer.opt_registry.get(name)
+    cls = mxopt_jax.Optimizer.opt_registry.get(name)
     if cls is None:
         raise ValueError(f"{where}: no mxopt_jax optimizer {name!r}")
     a = vars(o)
@@ -1003,7 +1005,7 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str) -> Any:
 def _own_names(cls: type) -> list[str]:
     import inspect
 
-    from . import facade
+    import mxopt_jax  # the public facade names (imported here: this module loads with the package)
 
-    base = set(inspect.signature(facade.Optimizer.__init__).parameters)
+    base = set(inspect.signature(mxopt_jax.Optimizer.__init__).parameters)
     return [p for p in inspect.signature(cls).parameters if p not in base]
