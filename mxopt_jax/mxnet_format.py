@@ -853,6 +853,14 @@ def load_updater(
                 setattr(holder, k, getattr(opt, k))
         mp = bool(opt.multi_precision)
         diffs = []
+        ambiguous = (mp and name in _MASTER_LAST_19) or (
+            name == "rmsprop" and getattr(opt, "centered", False)
+        )
+        if mxnet_version is None and ambiguous:
+            _warn(
+                f"{where}: a states-only file does not say which MXNet wrote it; reading {name} states in MXNet "
+                "2.0's layout (1.9.1 orders them differently): pass mxnet_version='1' for a 1.9.1 file"
+            )
     else:
         if optimizer is not None:
             _warn(f"{where} holds the optimizer; it replaces the one passed (as MXNet's set_states does)")

@@ -469,3 +469,21 @@ def test_pickle_bombs_stay_cheap():
     states, _ = read_states(pickle.dumps({0: arr, 1: np.float64(2.5), 2: np.dtype("int8")}))
     np.testing.assert_array_equal(states[0], arr)
     assert states[1] == 2.5 and states[2] == np.dtype("int8")
+
+
+def test_states_only_file_with_a_version_dependent_layout():
+    """A dump_optimizer=False file does not name its MXNet version: 1.9.1's (momentum, master) order needs
+    mxnet_version='1' (load_updater warns when the layout is ambiguous)."""
+    states, mx = read_states(CKPT / "mx19_sgd_fp16.states")
+    blob = pickle.dumps(states)  # the states dict alone, as get_states(dump_optimizer=False) pickles it
+
+    def make():
+        return mxopt_jax.create("sgd", learning_rate=0.05, momentum=0.9, wd=1e-3, multi_precision=True)
+
+    with pytest.warns(UserWarning, match="pass mxnet_version='1'"):
+        load_updater(blob, optimizer=make())
+    upd = load_updater(blob, optimizer=make(), mxnet_version="1")
+    for i, (mom, master) in states.items():
+        np.testing.assert_array_equal(np.asarray(upd.states[i][0]), master)
+        np.testing.assert_array_equal(np.asarray(upd.states[i][1][0]), mom)
+    assert mx.multi_precision
