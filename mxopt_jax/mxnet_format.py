@@ -784,9 +784,11 @@ def load_updater(
     every index's state is converted to mxopt_jax's layout (``(float32 master, fields)`` for float16 weights
     saved with ``multi_precision``). The next ``updater(i, grad, weight)`` calls continue as MXNet would.
 
-    Gluon ``Trainer``: ``trainer.save_states`` writes exactly this file, with the Trainer's indices (the
-    position of each parameter in ``collect_params()`` sorted by name — MXNet's ``Trainer`` sorts the dict's
-    keys) and the ``rescale_grad`` of its last ``step`` (``1 / batch_size``). MXNet's ``load_states`` then
+    Gluon ``Trainer``: ``trainer.save_states`` writes exactly this file (its first device's
+    ``Updater.get_states(dump_optimizer=True)``, or the kvstore's with ``update_on_kvstore``), keyed by the
+    Trainer's indices (each parameter's position in ``collect_params()`` sorted by name: MXNet's ``Trainer``
+    sorts the keys; in MXNet 2.0 they are the ``.params`` names, in 1.x the prefixed ``dense0_weight`` names),
+    and holding the ``rescale_grad`` of its last ``step`` (``1 / batch_size``). MXNet's ``load_states`` then
     re-attaches ``param_dict = {index: Parameter}``; a Parameter's ``lr_mult`` / ``wd_mult`` take precedence
     over the optimizer's dicts (they are not in the file). To do the same, pass ``param_dict`` (index -> any
     object with ``lr_mult`` and ``wd_mult``; needed only if you changed a Parameter's multipliers) and, like
