@@ -15,7 +15,7 @@ rules (``_src/optimizers``), the drivers that run them over pytrees, row-sparse 
 it.
 """
 
-from . import facade, lr_scheduler, multi_tensor, sparse
+from . import facade, lr_scheduler, multi_tensor, mxnet_format, sparse
 from ._src.optimizers.adagrad import AdaDeltaState, AdaGradState, adadelta, adagrad, group_adagrad
 from ._src.optimizers.adam import AdamaxState, AdamState, NadamState, adabelief, adam, adamax, adamw, nadam
 from ._src.optimizers.ftrl import FTMLState, FtrlState, ftml, ftrl
@@ -81,6 +81,7 @@ __all__ = [
     "facade",
     "lr_scheduler",
     "multi_tensor",
+    "mxnet_format",
     "sparse",
     # types
     "FlatParams",

@@ -240,9 +240,10 @@ def load(states: bytes, optimizer: Optimizer) -> dict:
     data = bytes(states)
     if data[:1] == b"\x80":
         raise ValueError(
-            "set_states: these bytes look like a Python pickle (MXNet's Updater format). mxopt_jax never "
-            "unpickles data (loading a pickle can execute code); re-save the states with "
-            "mxopt_jax's Updater.get_states (zip + JSON manifest)."
+            "set_states: these bytes look like a Python pickle (MXNet's Updater format), which set_states "
+            "never unpickles (loading a pickle can execute code). To resume an MXNet .states file use "
+            "mxopt_jax.mxnet_format.load_updater(path_or_bytes), which reads it with a whitelist "
+            "unpickler and returns an Updater; set_states reads only mxopt_jax's Updater.get_states format."
         )
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))

@@ -1,0 +1,17 @@
+"""Read MXNet checkpoints: ``.params`` files (NDArray lists) and ``.states`` files (pickled ``Updater`` states).
+
+* :func:`load_params` reads MXNet's binary NDArray-list format (``mx.nd.save``, MXNet 1.x
+  ``save_parameters``) and MXNet 2.0's ``.npy`` / ``.npz`` files into NumPy arrays, names as MXNet stored them.
+* :func:`load_updater` reads the ``.states`` file of ``Updater.get_states(dump_optimizer=True)`` or a Gluon
+  ``Trainer.save_states`` (MXNet 1.9.1 and 2.0) and returns an :class:`mxopt_jax.Updater` whose next calls
+  continue the MXNet run.
+* :func:`read_states` shows what a ``.states`` file holds, as plain data.
+
+A ``.states`` file is a pickle; it is read through a whitelist (MXNet NDArray payloads, NumPy arrays and
+dtypes, plain containers and numbers, MXNet's optimizer and scheduler classes mapped onto inert data holders).
+Anything else is refused with a ``ValueError`` naming it before it could run. No MXNet is needed.
+"""
+
+from ._src.mxnet_format import MXNetObject, load_params, load_updater, read_states
+
+__all__ = ["MXNetObject", "load_params", "load_updater", "read_states"]
