@@ -8,6 +8,7 @@ Shared 2-core machine: compile times are noisy (run under ``nice``).
 
 Run: ``PYTHONPATH=. nice .venv/bin/python benchmarks/experiments/compile_cost.py [--repeat 3]``.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,7 @@ def child(repeat):
             warnings.simplefilter("ignore")
             tx = mxopt_jax.OPTIMIZERS[cfg.mx_name](**cfg.kwargs)
 
-        def step(p, s, g):
+        def step(p, s, g, tx=tx):
             u, s = tx.update(g, s, p)
             return optax.apply_updates(p, u), s
 
@@ -59,7 +60,7 @@ def child(repeat):
             compiled = lowered.compile()
             times.append(time.perf_counter() - t0)
         text = compiled.as_text()
-        entry = text[text.index("\nENTRY"):]
+        entry = text[text.index("\nENTRY") :]
         kernels = entry.count(" fusion(") + entry.count(") fusion(") + entry.count(" copy(")
         out[cfg.key] = {"min": min(times), "median": statistics.median(times), "kernels": kernels}
     print(json.dumps(out))
@@ -69,8 +70,13 @@ def main():
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
     res = {}
     for label, flag in (("default", ""), ("mof", FLAG)):
-        r = subprocess.run([sys.executable, __file__, "--child", str(repeat)], env=dict(os.environ, XLA_FLAGS=flag),
-                           check=True, capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, __file__, "--child", str(repeat)],
+            env=dict(os.environ, XLA_FLAGS=flag),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         res[label] = json.loads(r.stdout.strip().splitlines()[-1])
     print(f"ResNet-50 tree (161 leaves), compile seconds min / median of {repeat} (noisy), top-level kernels")
     print(f"{'optimizer':10} | {'default':^24} | {'multi-output fusion':^24}")

@@ -7,6 +7,7 @@ Prints the (single-output, multi-output) fusion counts of a raw Adam step: (3, 0
 
 Run: ``PYTHONPATH=. .venv/bin/python benchmarks/experiments/compile_options.py``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,7 +28,7 @@ def step(w, m, v, g):
 
 def counts(compiled):
     e = compiled.as_text()
-    e = e[e.index("\nENTRY"):]
+    e = e[e.index("\nENTRY") :]
     return e.count(" fusion("), e.count(") fusion(")
 
 
@@ -39,6 +40,7 @@ def _ld(field, payload):
             out += bytes([b | (0x80 if x else 0)])
             if not x:
                 return out
+
     return varint((field << 3) | 2) + varint(len(payload)) + payload
 
 
@@ -73,8 +75,13 @@ def child(mode):
         print("XLA_FLAGS set after the first computation:", counts(jax.jit(step).lower(*args).compile()))
     elif mode == "compiler_options":
         print("default:", counts(jax.jit(step).lower(*args).compile()))
-        for opts in ({"xla_backend_extra_options": MOF}, {"xla_backend_extra_options": f'key: "{MOF}" value: ""'},
-                     {"xla_backend_extra_options": {MOF: ""}}, {MOF: True}, {"xla_cpu_enable_fast_math": False}):
+        for opts in (
+            {"xla_backend_extra_options": MOF},
+            {"xla_backend_extra_options": f'key: "{MOF}" value: ""'},
+            {"xla_backend_extra_options": {MOF: ""}},
+            {MOF: True},
+            {"xla_cpu_enable_fast_math": False},
+        ):
             for how in ("jit", "compile"):
                 try:
                     f = jax.jit(lambda *a: step(*a), compiler_options=opts if how == "jit" else None)
@@ -94,7 +101,10 @@ def child_env_before():
     import jax.numpy as jnp
 
     args = [jnp.zeros(2**20, jnp.float32)] * 4
-    print("XLA_FLAGS set after import jax, before the first computation:", counts(jax.jit(step).lower(*args).compile()))
+    print(
+        "XLA_FLAGS set after import jax, before the first computation:",
+        counts(jax.jit(step).lower(*args).compile()),
+    )
 
 
 if __name__ == "__main__":

@@ -34,10 +34,11 @@ import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+import importlib  # noqa: E402
+
 import hlo_count  # noqa: E402
 
 import mxopt_jax  # noqa: E402
-import importlib  # noqa: E402
 
 adam_mod = importlib.import_module("mxopt_jax.adam")
 from mxopt_jax._base import one_minus_pow, preprocess  # noqa: E402
@@ -121,9 +122,21 @@ def adam_step_commuted(g, w, s, hp, opts):
 def adam_with_step(step):
     rule = dataclasses.replace(adam_mod.ADAM_RULE, step=step)
     args = dict(
-        learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=False, wd=0.0,
-        rescale_grad=1.0, clip_gradient=None, lr_scheduler=None, multi_precision=False, lr_mult=None,
-        wd_mult=None, begin_num_update=0, aggregate_num=None, use_fused_step=None,
+        learning_rate=0.001,
+        beta1=0.9,
+        beta2=0.999,
+        epsilon=1e-8,
+        lazy_update=False,
+        wd=0.0,
+        rescale_grad=1.0,
+        clip_gradient=None,
+        lr_scheduler=None,
+        multi_precision=False,
+        lr_mult=None,
+        wd_mult=None,
+        begin_num_update=0,
+        aggregate_num=None,
+        use_fused_step=None,
     )
     return build(rule, args)
 
@@ -141,7 +154,11 @@ def lib_variants(n):
     yield "library adam, update+apply_updates, donated", tx_step(mxopt_jax.adam()), True
     yield "library adam, not donated", tx_step(mxopt_jax.adam(), donate=False), True
     yield "library adam, update only (apply outside the jit)", tx_step(mxopt_jax.adam(), apply=False), False
-    yield "rule: recompute w' from old m,v (barrier constants)", tx_step(adam_with_step(adam_step_recompute)), True
+    yield (
+        "rule: recompute w' from old m,v (barrier constants)",
+        tx_step(adam_with_step(adam_step_recompute)),
+        True,
+    )
     yield "rule: recompute, x*one copies", tx_step(adam_with_step(adam_step_recompute_ones)), True
     yield "rule: recompute, not donated", tx_step(adam_with_step(adam_step_recompute), donate=False), True
     yield (
@@ -191,14 +208,26 @@ def raw_variants(n):
     yield "raw: w' = w + delta (reference form)", jax.jit(base, donate_argnums=(0, 1, 2)), (z, z, z, z)
     yield "raw: outputs (m', v', w')", jax.jit(outputs_state_first, donate_argnums=(0, 1, 2)), (z, z, z, z)
     yield "raw: operands (g, m, v, w)", jax.jit(operands_g_first, donate_argnums=(1, 2, 3)), (z, z, z, z)
-    yield "raw: state m,v stacked (2, n)", jax.jit(stacked, donate_argnums=(0, 1)), (
-        z, jnp.zeros((2, n), jnp.float32), z)
-    yield "raw: state m,v interleaved (n, 2)", jax.jit(interleaved_mv, donate_argnums=(0, 1)), (
-        z, jnp.zeros((n, 2), jnp.float32), z)
-    yield "raw: w,m,v interleaved (n, 3)", jax.jit(interleaved_wmv, donate_argnums=(0,)), (
-        jnp.zeros((n, 3), jnp.float32), z)
-    yield "raw: w,m,v stacked (3, n)", jax.jit(stacked_wmv, donate_argnums=(0,)), (
-        jnp.zeros((3, n), jnp.float32), z)
+    yield (
+        "raw: state m,v stacked (2, n)",
+        jax.jit(stacked, donate_argnums=(0, 1)),
+        (z, jnp.zeros((2, n), jnp.float32), z),
+    )
+    yield (
+        "raw: state m,v interleaved (n, 2)",
+        jax.jit(interleaved_mv, donate_argnums=(0, 1)),
+        (z, jnp.zeros((n, 2), jnp.float32), z),
+    )
+    yield (
+        "raw: w,m,v interleaved (n, 3)",
+        jax.jit(interleaved_wmv, donate_argnums=(0,)),
+        (jnp.zeros((n, 3), jnp.float32), z),
+    )
+    yield (
+        "raw: w,m,v stacked (3, n)",
+        jax.jit(stacked_wmv, donate_argnums=(0,)),
+        (jnp.zeros((3, n), jnp.float32), z),
+    )
 
 
 def run_steps(fn, p, s, gs):
@@ -236,7 +265,10 @@ def main():
             if ref is None:
                 ref = outs
             # leaves: w, count, m, v
-            d = [max(float(np.max(np.abs(o[i] - r[i]))) for o, r in zip(outs, ref)) for i in (0, 2, 3)]
+            d = [
+                max(float(np.max(np.abs(o[i] - r[i]))) for o, r in zip(outs, ref, strict=False))
+                for i in (0, 2, 3)
+            ]
             exact = "  max|diff| vs library w/m/v = " + "/".join(f"{x:.0e}" for x in d)
         print(f"{name:58} {k:7d} {bpp:8.0f}  {detail}{exact}")
         del tx
@@ -247,9 +279,12 @@ def main():
         print(f"{name:58} {k:7d} {bpp:8.0f}  {detail}")
     if "--dump" in sys.argv:
         fn = dict((nm, f) for nm, f, _ in lib_variants(n))[
-            "rule: recompute w' from old m,v (barrier constants)"]
+            "rule: recompute w' from old m,v (barrier constants)"
+        ]
         params = {"w": jnp.zeros((n,), jnp.float32)}
-        print(hlo_count.entry_text(fn.lower(params, mxopt_jax.adam().init(params), params).compile().as_text()))
+        print(
+            hlo_count.entry_text(fn.lower(params, mxopt_jax.adam().init(params), params).compile().as_text())
+        )
 
 
 if __name__ == "__main__":

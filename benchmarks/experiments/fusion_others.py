@@ -19,8 +19,11 @@ FLAG = "--xla_backend_extra_options=xla_cpu_use_multi_output_fusion"
 
 if __name__ == "__main__" and "--child" not in sys.argv:
     for env_flag in ("", FLAG):
-        subprocess.run([sys.executable, __file__, "--child", *sys.argv[1:]],
-                       env=dict(os.environ, XLA_FLAGS=env_flag), check=True)
+        subprocess.run(
+            [sys.executable, __file__, "--child", *sys.argv[1:]],
+            env=dict(os.environ, XLA_FLAGS=env_flag),
+            check=True,
+        )
     sys.exit(0)
 
 import dataclasses  # noqa: E402
@@ -34,10 +37,10 @@ import optax  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import hlo_count  # noqa: E402
-
-import mxopt_jax  # noqa: E402
 from mxopt_jax._base import one_minus_pow, preprocess  # noqa: E402
 from mxopt_jax._transform import build  # noqa: E402
+
+import mxopt_jax  # noqa: E402
 
 adam_mod = importlib.import_module("mxopt_jax.adam")
 sgd_mod = importlib.import_module("mxopt_jax.sgd")
@@ -115,12 +118,31 @@ def variants():
     def rule(mod_rule, step):
         return dataclasses.replace(mod_rule, step=step)
 
-    common = dict(wd=0.0, rescale_grad=1.0, clip_gradient=None, lr_scheduler=None, multi_precision=False,
-                  lr_mult=None, wd_mult=None, begin_num_update=0, aggregate_num=None, use_fused_step=None)
+    common = dict(
+        wd=0.0,
+        rescale_grad=1.0,
+        clip_gradient=None,
+        lr_scheduler=None,
+        multi_precision=False,
+        lr_mult=None,
+        wd_mult=None,
+        begin_num_update=0,
+        aggregate_num=None,
+        use_fused_step=None,
+    )
     sgd_args = dict(learning_rate=0.1, momentum=0.9, lazy_update=False, **common)
     adamw_args = dict(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, correct_bias=True, **common)
-    lamb_args = dict(learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, lower_bound=None,
-                     upper_bound=None, bias_correction=True, axis_name=None, **common)
+    lamb_args = dict(
+        learning_rate=0.001,
+        beta1=0.9,
+        beta2=0.999,
+        epsilon=1e-6,
+        lower_bound=None,
+        upper_bound=None,
+        bias_correction=True,
+        axis_name=None,
+        **common,
+    )
     yield "sgd_mom", mxopt_jax.sgd(0.1, momentum=0.9), build(rule(sgd_mod.SGD_RULE, sgd_sibling), sgd_args)
     yield "nag", mxopt_jax.nag(0.1, momentum=0.9), build(rule(sgd_mod.NAG_RULE, nag_sibling), sgd_args)
     yield "adamw", mxopt_jax.adamw(), build(rule(adam_mod.ADAMW_RULE, adamw_sibling), adamw_args)
@@ -161,7 +183,8 @@ def main():
             if label == "sibling":
                 a, b = run(lib_tx, p0, gs), run(tx, p0, gs)
                 extra = "  max|diff| vs library: " + "/".join(
-                    f"{float(np.max(np.abs(x - y))):.0e}" for x, y in zip(a, b) if x.size > 1)
+                    f"{float(np.max(np.abs(x - y))):.0e}" for x, y in zip(a, b, strict=False) if x.size > 1
+                )
             print(f"{name:8} {label:8} {k:3d} kernels {bpp:4.0f} B/param  [{detail}]{extra}")
             if dump == f"{name}/{label}":
                 print(hlo_count.entry_text(c.as_text()))

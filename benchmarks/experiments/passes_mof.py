@@ -72,14 +72,22 @@ def main() -> None:
     for label, flag in (("off", ""), ("mof", FLAG)):
         out = subprocess.run(
             [sys.executable, __file__, "--child", str(log2), str(int(with_optax))],
-            env=dict(os.environ, XLA_FLAGS=flag), check=True, capture_output=True, text=True,
+            env=dict(os.environ, XLA_FLAGS=flag),
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         res[label] = json.loads(out.strip().splitlines()[-1])
     print(f"one float32 leaf of 2^{log2}; kernels / HLO B/param / ceiling (model/HLO); compile s (noisy)")
     print(f"{'optimizer':20} {'model':>5} | {'default':^26} | {'multi-output fusion':^26}")
     for key, a in res["off"].items():
         b = res["mof"][key]
-        fmt = lambda r: f"{r['k']:2d} / {r['hlo']:3.0f} / {100 * r['model'] / r['hlo']:3.0f}% / {r['compile_s']:.2f}s"  # noqa: E731
+
+        def fmt(r):
+            return (
+                f"{r['k']:2d} / {r['hlo']:3.0f} / {100 * r['model'] / r['hlo']:3.0f}% / {r['compile_s']:.2f}s"  # noqa: E731
+            )
+
         mark = "  <-" if (b["k"], round(b["hlo"])) != (a["k"], round(a["hlo"])) else ""
         print(f"{key:20} {a['model']:5d} | {fmt(a):26} | {fmt(b):26}{mark}")
 

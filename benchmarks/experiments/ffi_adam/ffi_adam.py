@@ -24,17 +24,30 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from mxopt_jax._base import one_minus_pow
 
 import mxopt_jax
-from mxopt_jax._base import one_minus_pow
 
 HERE = pathlib.Path(__file__).parent
 
 
 def build_and_register(threads: int) -> None:
     out = pathlib.Path(tempfile.mkdtemp()) / "libadam_fused.so"
-    cmd = ["g++", "-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-std=c++17", "-shared",
-           "-fPIC", "-pthread", f"-I{jax.ffi.include_dir()}", str(HERE / "adam_fused.cc"), "-o", str(out)]
+    cmd = [
+        "g++",
+        "-O3",
+        "-march=native",
+        "-ffp-contract=off",
+        "-fno-math-errno",
+        "-std=c++17",
+        "-shared",
+        "-fPIC",
+        "-pthread",
+        f"-I{jax.ffi.include_dir()}",
+        str(HERE / "adam_fused.cc"),
+        "-o",
+        str(out),
+    ]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True)
     print(f"built {out.name} in {time.perf_counter() - t0:.1f} s: {' '.join(cmd[:6])} ...")
@@ -52,9 +65,9 @@ def adam_ffi(lr=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, threads=2):
         lr_t = jnp.asarray(lr, jnp.float32) * jnp.sqrt(one_minus_pow(b2, t)) / one_minus_pow(b1, t)
         hp = jnp.stack([b1, 1 - b1, b2, 1 - b2, -lr_t, jnp.asarray(epsilon, jnp.float32)])
         out = jax.ShapeDtypeStruct(w.shape, w.dtype)
-        w2, m2, v2 = jax.ffi.ffi_call("mxopt_adam_fused", (out, out, out),
-                                      input_output_aliases={1: 0, 2: 1, 3: 2})(g, w, m, v, hp,
-                                                                               threads=np.int64(threads))
+        w2, m2, v2 = jax.ffi.ffi_call(
+            "mxopt_adam_fused", (out, out, out), input_output_aliases={1: 0, 2: 1, 3: 2}
+        )(g, w, m, v, hp, threads=np.int64(threads))
         return w2, m2, v2, t
 
     return jax.jit(step, donate_argnums=(0, 1, 2))
@@ -100,21 +113,35 @@ def main():
     p = {"w": jnp.asarray(w0)}
     s = tx.init(p)
     ffi = adam_ffi(threads=threads)
-    w, m, v, c = jnp.asarray(w0), jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.float32), jnp.zeros([], jnp.int32)
+    w, m, v, c = (
+        jnp.asarray(w0),
+        jnp.zeros(n, jnp.float32),
+        jnp.zeros(n, jnp.float32),
+        jnp.zeros([], jnp.int32),
+    )
     for g in gs:
         p, s = lib(p, s, {"w": jnp.asarray(g)})
         w, m, v, c = ffi(w, m, v, c, jnp.asarray(g))
-    diffs = {k: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))) for k, a, b in
-             (("w", p["w"], w), ("m", s.mean["w"], m), ("v", s.var["w"], v))}
-    ndiff = {k: int(np.sum(np.asarray(a) != np.asarray(b))) for k, a, b in
-             (("w", p["w"], w), ("m", s.mean["w"], m), ("v", s.var["w"], v))}
+    diffs = {
+        k: float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+        for k, a, b in (("w", p["w"], w), ("m", s.mean["w"], m), ("v", s.var["w"], v))
+    }
+    ndiff = {
+        k: int(np.sum(np.asarray(a) != np.asarray(b)))
+        for k, a, b in (("w", p["w"], w), ("m", s.mean["w"], m), ("v", s.var["w"], v))
+    }
     print(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     print(f"2^{log2} float32, 5 steps: max|ffi - library| {diffs}, differing elements {ndiff}")
     hlo = ffi.lower(w, m, v, c, jnp.asarray(gs[0])).compile().as_text()
-    entry = hlo[hlo.index("\nENTRY"):]
-    print("ffi program's top-level kernels touching the leaf:",
-          sum(1 for ln in entry.splitlines() if f"f32[{n}]" in ln and ("fusion(" in ln or "custom-call(" in ln
-                                                                      or " copy(" in ln)))
+    entry = hlo[hlo.index("\nENTRY") :]
+    print(
+        "ffi program's top-level kernels touching the leaf:",
+        sum(
+            1
+            for ln in entry.splitlines()
+            if f"f32[{n}]" in ln and ("fusion(" in ln or "custom-call(" in ln or " copy(" in ln)
+        ),
+    )
 
     # timing (noisy)
     g = jnp.asarray(gs[0])
@@ -146,8 +173,10 @@ def main():
     roof = 28 * n / 1e6  # MB per step at 28 B/param
     for name, ts in res.items():
         med = statistics.median(ts)
-        print(f"{name:24} median {med:7.2f} ms/step  (min {min(ts):.2f}, max {max(ts):.2f}; "
-              f"{roof / med:.1f} GB/s at 28 B/param)  NOISY")
+        print(
+            f"{name:24} median {med:7.2f} ms/step  (min {min(ts):.2f}, max {max(ts):.2f}; "
+            f"{roof / med:.1f} GB/s at 28 B/param)  NOISY"
+        )
 
 
 if __name__ == "__main__":
