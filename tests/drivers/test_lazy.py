@@ -24,7 +24,7 @@ import mxopt_jax
 from mxopt_jax import lr_scheduler as lrs
 from mxopt_jax.sparse import RowSparse
 
-GOLDEN = pathlib.Path(__file__).parent / "golden"
+GOLDEN = pathlib.Path(__file__).parents[1] / "golden"
 RTOL, ATOL = 1e-4, 1e-5  # MXNet's own sparse SGD/AdaGrad/Ftrl tolerances; Adam's atol is 2e-5
 ATOL_BY_OPT = {"adam": 2e-5}
 
@@ -391,7 +391,7 @@ def test_embedding_model_trains_with_lazy_adam_like_mxnet():
 
 def test_readme_embedding_example_runs():
     """The README's lazy-Adam snippet, executed: only the looked-up rows of the table move."""
-    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
     blocks = [b.split("```")[0] for b in readme.split("```python\n")[1:]]
     code = next(b for b in blocks if "sparse.value_and_grad" in b)
     ns: dict = {}

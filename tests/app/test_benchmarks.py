@@ -19,7 +19,7 @@ import pytest
 
 import mxopt_jax
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 
 

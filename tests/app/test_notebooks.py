@@ -13,7 +13,7 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 pytest.importorskip("matplotlib")
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 MAX_BYTES = 500_000
 CELL_TIMEOUT = 300  # seconds per cell; a whole notebook takes well under a minute on 2 cores
 PLOTLESS = {"03_migrating_from_mxnet.ipynb"}  # prints only; every other notebook must display figures

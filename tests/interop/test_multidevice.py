@@ -22,7 +22,7 @@ from interop_common import NAMES
 import mxopt_jax
 from mxopt_jax import facade
 
-SCRIPT = pathlib.Path(__file__).with_name("multidevice_script.py")
+SCRIPT = pathlib.Path(__file__).parents[1] / "_support" / "multidevice_script.py"
 AXIS = ("lars", "lamb", "lans", "groupadagrad")
 MODES = ("pmap", "jit_sharded", "shard_map")
 AXIS_MODES = ("shard_map_2d",)

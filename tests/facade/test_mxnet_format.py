@@ -22,12 +22,12 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
-from test_golden import TOL
+from golden import TOL
 
 import mxopt_jax
 from mxopt_jax.mxnet_format import MXNetObject, load_params, load_updater, read_states
 
-CKPT = pathlib.Path(__file__).parent / "golden" / "mxnet_ckpt"
+CKPT = pathlib.Path(__file__).parents[1] / "golden" / "mxnet_ckpt"
 CASES = sorted(p.stem for p in CKPT.glob("mx*_*.npz") if not p.stem.endswith("_formats"))
 
 # The differences the resume must announce (substring of the UserWarning); every other case must resume
@@ -427,7 +427,7 @@ def test_not_a_states_file():
 
 def test_migration_guide_example_runs(monkeypatch):
     """The "Resuming an MXNet checkpoint" example in docs/migration.md, run as written from the repo root."""
-    root = pathlib.Path(__file__).parents[1]
+    root = pathlib.Path(__file__).parents[2]
     section = (root / "docs" / "migration.md").read_text().split("### Resuming an MXNet checkpoint", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(root)
@@ -444,7 +444,7 @@ def test_docstring_examples_run(monkeypatch):
 
     from mxopt_jax import mxnet_format
 
-    monkeypatch.chdir(pathlib.Path(__file__).parents[1])
+    monkeypatch.chdir(pathlib.Path(__file__).parents[2])
     result = doctest.testmod(mxnet_format, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 15 and result.failed == 0, result
 

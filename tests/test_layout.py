@@ -1,0 +1,177 @@
+"""The house: rules -> drivers -> public API -> facade -> app, one optimizer table, no import cycles.
+
+The import graph is read from the source (``ast``, function-level imports included), so a cycle hidden in a
+lazy import is caught too.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pathlib
+
+import mxopt_jax
+from mxopt_jax import facade
+from mxopt_jax._src import registry
+from mxopt_jax._src.signature import BASE_KEYWORDS
+
+PKG = pathlib.Path(mxopt_jax.__file__).resolve().parent
+
+# Layers from the bottom up: a module may import only from its own layer or below (modules not listed
+# belong to the public layer, mxopt_jax.compare to the app).
+LAYERS = [
+    ["_src.validation"],
+    ["_src.hyperparams", "_src.numerics"],
+    ["_src.flatparams", "_src.rowsparse"],
+    ["_src.rule"],
+    ["_src.drivers.dense", "_src.drivers.lazy", "_src.drivers.flat", "_src.drivers", "_src.drivers.tree"],
+    ["_src.signature"],
+    ["_src.optimizers.*"],
+    ["_src.registry"],
+    ["_src.schedulers", "_src.embedding"],
+    ["_src.facade.*"],
+    ["_src.mxnet_format"],
+    ["<public>"],
+    ["compare.*", "__main__"],
+]
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    out = {}
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(module: str, is_pkg: bool, level: int, target: str | None) -> str:
+    base = module.split(".") if module else []
+    if not is_pkg:
+        base = base[:-1]
+    if level > 1:
+        base = base[: len(base) - (level - 1)]
+    return ".".join([*base, *(target.split(".") if target else [])])
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (relative to ``mxopt_jax``; ``''`` is the package)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        is_pkg = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = _resolve(mod, is_pkg, node.level, node.module)
+                elif node.module and node.module.split(".")[0] == "mxopt_jax":
+                    base = node.module.removeprefix("mxopt_jax").lstrip(".")
+                else:
+                    continue
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}" if base else alias.name
+                    targets.append(sub if sub in mods else base)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "mxopt_jax":
+                        targets.append(alias.name.removeprefix("mxopt_jax").lstrip("."))
+            graph[mod].update(t for t in targets if t in mods and t != mod)
+    return graph
+
+
+def _layer(mod: str) -> int:
+    for i, names in enumerate(LAYERS):
+        for n in names:
+            if n == mod or (n.endswith(".*") and (mod == n[:-2] or mod.startswith(n[:-1]))):
+                return i
+    return LAYERS.index(["<public>"])
+
+
+def test_no_import_cycles_anywhere_in_the_package():
+    graph = import_graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                raise AssertionError("import cycle: " + " -> ".join([*stack[stack.index(n) :], n]))
+            if n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def test_imports_flow_down_the_layers():
+    bad = [
+        f"{m} (layer {_layer(m)}) imports {n} (layer {_layer(n)})"
+        for m, targets in import_graph().items()
+        for n in targets
+        if _layer(n) > _layer(m)
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_library_never_imports_the_app():
+    for m, targets in import_graph().items():
+        if not (m.startswith("compare") or m == "__main__"):
+            assert not any(t.startswith("compare") for t in targets), m
+
+
+def test_public_api_is_the_optimizer_table():
+    """``__init__``'s explicit list names exactly the table's constructors and classes (and nothing is
+    exported twice); ``OPTIMIZERS`` and the facade's registry derive from the table."""
+    assert list(mxopt_jax.OPTIMIZERS) == list(registry.NAMES)
+    assert len(mxopt_jax.__all__) == len(set(mxopt_jax.__all__))
+    exported = set(mxopt_jax.__all__)
+    for e in registry.TABLE:
+        assert mxopt_jax.OPTIMIZERS[e.name] is e.constructor
+        assert (
+            getattr(mxopt_jax, e.constructor.__name__) is e.constructor and e.constructor.__name__ in exported
+        )
+        cls = getattr(mxopt_jax, e.class_name)
+        assert e.class_name in exported and cls is getattr(facade, e.class_name)
+        assert facade.Optimizer.opt_registry[e.name] is cls and cls._ctor is e.constructor
+        assert cls.__module__ == "mxopt_jax.facade"
+    functions = {n for n in exported if inspect.isfunction(getattr(mxopt_jax, n))}
+    assert functions == {e.constructor.__name__ for e in registry.TABLE} | {
+        "create",
+        "get_updater",
+        "register",
+    }
+    for name in mxopt_jax.__all__:
+        assert hasattr(mxopt_jax, name), name
+
+
+def test_family_modules_are_not_shadowed():
+    """The functional constructors are functions; their modules live under ``_src.optimizers``."""
+    import importlib
+
+    for e in registry.TABLE:
+        assert inspect.isfunction(getattr(mxopt_jax, e.constructor.__name__))
+        module = importlib.import_module(e.constructor.__module__)
+        assert module.__name__.startswith("mxopt_jax._src.optimizers.")
+
+
+def test_base_keywords_written_once_and_shown_in_every_signature():
+    """Each constructor declares only its own arguments; the base keywords come from one table and appear,
+    keyword-only with MXNet's defaults, in ``inspect.signature`` and ``help()``."""
+    for e in registry.TABLE:
+        params = inspect.signature(e.constructor).parameters
+        for k in BASE_KEYWORDS:
+            assert params[k.name].kind is inspect.Parameter.KEYWORD_ONLY
+            assert params[k.name].default == k.default or (params[k.name].default is k.default)
+            assert f"{k.name}:" in e.constructor.__doc__
+        assert "**base: Unpack[BaseKeywords]" in inspect.getsource(inspect.getmodule(e.constructor))
+    module_sources = {inspect.getsource(inspect.getmodule(e.constructor)) for e in registry.TABLE}
+    for src in module_sources:
+        assert "rescale_grad: Any = 1.0" not in src and "begin_num_update: int = 0" not in src
