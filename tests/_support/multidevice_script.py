@@ -1,8 +1,8 @@
 """Every optimizer on 8 simulated CPU devices versus one device; prints one JSON report on stdout.
 
-``tests/test_multidevice.py`` runs this file in a subprocess: the device count
+``tests/interop/test_multidevice.py`` runs this file in a subprocess: the device count
 (``--xla_force_host_platform_device_count=8``) must be set before JAX initialises, which a pytest worker that
-already imported JAX cannot do. Also runnable by hand: ``python tests/multidevice_script.py [names...]``.
+already imported JAX cannot do. Also runnable by hand: ``python tests/_support/multidevice_script.py [names...]``.
 
 For each optimizer the same 3 training steps (a separable quadratic loss over 8 examples, so every shard's
 gradient is exact) run

@@ -1,7 +1,7 @@
 """Hostile input, table-driven, for every constructor, the update call and the MXNet-style facade.
 
 Every bad input must raise ``ValueError``/``TypeError`` with a message that names the argument and what is
-allowed -- never a silent NaN, a broadcast, or a raw XLA/NumPy traceback. ``tests/test_validation.py`` covers
+allowed -- never a silent NaN, a broadcast, or a raw XLA/NumPy traceback. ``tests/bad_input/test_validation.py`` covers
 the common out-of-range values (negative/NaN/inf learning rate, negative ``wd``, ``rescale_grad`` 0,
 ``clip_gradient`` 0/-1/inf, unknown ``foo=``), integer/boolean parameters, a gradient tree missing a leaf and
 ``lr_mult`` of the wrong shape for Adam; the cases here extend that: JAX/NumPy/complex/list/bool values,
@@ -13,7 +13,7 @@ The update-time checks (:func:`mxopt_jax._src.validation.check_update_leaf`, ``c
 ``check_state_type``) run in the driver on static shapes and dtypes: free under ``jit``.
 
 Non-finite gradients are documented behaviour, not errors: they propagate into the update as in MXNet
-(``optax.apply_if_finite`` skips such steps: ``tests/test_interop.py``).
+(``optax.apply_if_finite`` skips such steps: ``tests/interop/test_interop.py``).
 """
 
 from __future__ import annotations

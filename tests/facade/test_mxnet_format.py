@@ -4,7 +4,7 @@ The files under ``tests/golden/mxnet_ckpt/`` were written by real MXNet (``tools
 a small Gluon model trained a few steps, ``save_parameters`` + ``Trainer.save_states`` (or an
 ``mx.optimizer.Updater``'s ``get_states``), then MXNet's own continuation after resuming from those files.
 Here the same files are resumed with :func:`load_params` / :func:`load_updater`, fed MXNet's recorded
-gradients, and every step is compared with MXNet's weights at tests/test_golden.py's tolerances.
+gradients, and every step is compared with MXNet's weights at tests/rules/test_golden.py's tolerances.
 """
 
 from __future__ import annotations

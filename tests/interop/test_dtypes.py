@@ -3,7 +3,7 @@ every optimizer: float32, bfloat16 and float16 with and without ``multi_precisio
 float32/bfloat16 next to it) under ``jax_enable_x64``, enabled only inside ``jax.enable_x64(True)`` blocks.
 
 The dtype checks evaluate ``init``/``update`` abstractly (``jax.eval_shape``: traced, never compiled);
-tests/test_api.py already runs the numbers (weights stay finite, masters land exactly).
+tests/drivers/test_tree.py already runs the numbers (weights stay finite, masters land exactly).
 
 * ``count`` is int32; SGLD's key uint32; LBSGD's ``num_cums`` int32.
 * Float state entries: float32 with ``multi_precision`` on 16-bit parameters; otherwise MXNet's dtype: float32

@@ -1,7 +1,7 @@
 """Multi-device: every optimizer gives the one-device result under pmap, sharded jit and shard_map.
 
 The 8 CPU devices need ``XLA_FLAGS=--xla_force_host_platform_device_count=8`` before JAX starts, so the
-comparison runs in one subprocess (``tests/multidevice_script.py``, all optimizers in a handful of
+comparison runs in one subprocess (``tests/_support/multidevice_script.py``, all optimizers in a handful of
 programs to amortise compiles); a single test launches it (one launch even under pytest-xdist) and checks
 its JSON report. The ``axis_name`` keyword's validation and errors are checked in-process.
 """
