@@ -37,6 +37,7 @@ from ._src.optimizers.sgd import (
     signum,
     test,
 )
+from ._src.registry import FAMILIES as _FAMILIES
 from ._src.registry import TABLE as _TABLE
 from .facade import (
     DCASGD,
@@ -75,8 +76,12 @@ __version__ = "0.1.0"
 #: Constructor of every optimizer, by MXNet registry name (from the optimizer table).
 OPTIMIZERS = {e.name: e.constructor for e in _TABLE}
 
+#: Optimizer families (label -> registry names, from the optimizer table), e.g. for grouping comparisons.
+FAMILIES: dict[str, tuple[str, ...]] = dict(_FAMILIES)
+
 __all__ = [
     "OPTIMIZERS",
+    "FAMILIES",
     # modules
     "facade",
     "lr_scheduler",

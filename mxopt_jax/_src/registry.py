@@ -15,9 +15,9 @@ from .optimizers import adagrad, adam, ftrl, layerwise, rmsprop, sgd
 from .rule import Rule
 
 SGD_FAMILY = "SGD family"
-ADAPTIVE = "AdaGrad, AdaDelta, RMSProp, FTRL, FTML"
+ADAPTIVE = "adaptive family"  # AdaGrad, GroupAdaGrad, AdaDelta, RMSProp, Ftrl, FTML
 ADAM_FAMILY = "Adam family"
-LAYERWISE = "layer-wise (LARS, LAMB, LANS)"
+LAYERWISE = "layer-wise family"  # LARS, LAMB, LANS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from .. import FAMILIES as _FAMILIES
 from .. import OPTIMIZERS
 from .testfns import FUNCTIONS, LEARNING_RATES, Function2D
 
@@ -93,12 +94,7 @@ TASK_DESCRIPTIONS: dict[str, str] = {
 #: Optimizers grouped by family: one compiled program per family, and the panels of the plots of a large
 #: selection. The names are labels for progress messages only: a plot's panel is titled with the optimizers
 #: that ran in it, never with its family's other members.
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "SGD family": ("sgd", "nag", "signum", "sgld", "dcasgd", "lbsgd", "ccsgd", "test"),
-    "adaptive family": ("adagrad", "groupadagrad", "adadelta", "rmsprop", "ftrl", "ftml"),
-    "Adam family": ("adam", "adamw", "adamax", "nadam", "adabelief"),
-    "layer-wise family": ("lars", "lamb", "lans"),
-}
+FAMILIES: dict[str, tuple[str, ...]] = dict(_FAMILIES)  # from the optimizer table
 
 
 def family_groups(names: Sequence[str]) -> list[tuple[str, list[str]]]:
