@@ -13,12 +13,27 @@ follows MXNet's kernels:
 * **standard** — every other case: the gradient is densified and the dense update runs, identical to passing
   the dense gradient.
 
-Get a row-sparse gradient from a model with :func:`lookup` inside the loss and :func:`value_and_grad` around
-it. Indices must lie in ``[0, shape[0])``: concrete indices are checked (``ValueError``); under ``jax.jit``
-rows with an out-of-range index, negative ones included, are ignored (never wrapped around).
+Get a row-sparse gradient from a model with :func:`value_and_grad` (``tables=`` names the tables) around a
+loss that reads them with :func:`lookup`, as often as it likes. Compose with optax as usual
+(``chain``, ``inject_hyperparams``, ``masked``, ``partition``, ``apply_if_finite``), except for the two optax
+transforms that map over every leaf, whose row-sparse-aware counterparts are here: :func:`clip_by_global_norm`
+and :class:`MultiSteps` (optax's raise a ``TypeError`` naming them).
+
+Index rule, everywhere (lookup, gradient, ``RowSparse.todense``, ``optax.apply_updates``, lazy updates): ids
+must lie in ``[0, rows)``; concrete ids outside raise ``ValueError``; under ``jax.jit`` an out-of-range id
+(negative ones included, never wrapped around) reads zeros and its rows are ignored.
 """
 
 from ._src.embedding import lookup, value_and_grad
 from ._src.rowsparse import RowSparse, is_row_sparse
+from ._src.sparse_transforms import MultiSteps, MultiStepsState, clip_by_global_norm
 
-__all__ = ["RowSparse", "is_row_sparse", "lookup", "value_and_grad"]
+__all__ = [
+    "MultiSteps",
+    "MultiStepsState",
+    "RowSparse",
+    "clip_by_global_norm",
+    "is_row_sparse",
+    "lookup",
+    "value_and_grad",
+]

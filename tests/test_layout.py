@@ -28,7 +28,7 @@ LAYERS = [
     ["_src.signature"],
     ["_src.optimizers.*"],
     ["_src.registry"],
-    ["_src.schedulers", "_src.embedding"],
+    ["_src.schedulers", "_src.embedding", "_src.sparse_transforms"],
     ["_src.facade.*"],
     ["_src.mxnet_format"],
     ["<public>"],

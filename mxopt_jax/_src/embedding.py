@@ -1,14 +1,29 @@
 """Row-sparse gradients of embedding tables: :func:`lookup` inside a loss, :func:`value_and_grad` around it.
 
-Getting a row-sparse gradient from a model: look rows up with :func:`lookup` inside the loss and take the
-gradient with :func:`value_and_grad`, which differentiates with respect to the looked-up rows only::
+Name the tables whose gradients should come out row-sparse and read them only through :func:`lookup`::
 
     def loss_fn(params, ids, labels):
-        e = mxopt_jax.sparse.lookup(params["embed"], ids)  # (batch, seq, dim)
+        e = mxopt_jax.sparse.lookup(params["embed"], ids)  # (batch, seq, dim); any number of lookups
         ...
 
-    grad_fn = mxopt_jax.sparse.value_and_grad(loss_fn)
-    loss, grads = grad_fn(params, {"embed": ids}, ids, labels)  # grads["embed"] is a RowSparse
+    grad_fn = mxopt_jax.sparse.value_and_grad(loss_fn, tables=("embed",))
+    loss, grads = grad_fn(params, ids, labels)  # grads["embed"] is a RowSparse
+
+How it works, and why the rows looked up are the rows differentiated by construction: ``fun`` is traced
+once abstractly (:func:`jax.eval_shape`) to learn how many lookups it makes and their shapes; it is then
+differentiated with every lookup returning ``table[ids] + delta`` for a zero ``delta`` of the rows' shape,
+and the gradient with respect to each ``delta`` is that lookup's row gradient, paired with the very ``ids``
+the same lookup used (recorded in that pass). The table itself is never differentiated densely, so no
+table-sized gradient is formed. A lookup made inside a transformation within ``fun`` (``jax.vmap``,
+``lax.scan``, ``jax.checkpoint``, an inner ``jax.jit``) cannot hand its rows out of that transformation; its
+contribution is the ordinary dense gradient of the table, added as every row (correct, but table-sized):
+look the rows up at the top level of ``fun`` (any ``ids`` shape, e.g. all time steps at once) and pass them
+into the transformation to keep it row-sparse.
+
+Index rule (the same in :func:`lookup`, in the gradient, in :meth:`RowSparse.todense` and in
+``optax.apply_updates``): ids must lie in ``[0, rows)``. Concrete ids outside raise ``ValueError``; under
+``jax.jit`` they cannot be checked, and an out-of-range id (negative ones included, never wrapped around)
+reads a row of zeros and its gradient row is dropped.
 
 Jitting with ``donate_argnums`` for the parameters and the optimizer state lets XLA scatter the touched rows
 in place; without donation XLA must copy the table each step.
@@ -16,108 +31,280 @@ in place; without donation XLA must copy the table each step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .rowsparse import RowSparse, _concrete
 from .validation import path_name
 
+try:  # the current trace tells a lookup at the top level of `fun` from one inside a vmap/scan body
+    from jax._src import core as _jax_core
+
+    _jax_core.trace_ctx.trace  # noqa: B018 - probe the attribute once
+except (
+    ImportError,
+    AttributeError,
+):  # pragma: no cover - other JAX versions: every lookup takes the dense path
+    _jax_core = None
+
 __all__ = ["lookup", "value_and_grad"]
 
+_OWNER = "mxopt_jax.sparse.value_and_grad"
 
-class _Gathered:
-    """Stands in for an embedding table inside :func:`value_and_grad`: the rows looked up for ``ids``."""
 
-    __slots__ = ("rows", "ids", "shape", "path")
+def _current_trace() -> Any:
+    return None if _jax_core is None else _jax_core.trace_ctx.trace
 
-    def __init__(self, rows: jax.Array, ids: jax.Array, shape: tuple, path: str) -> None:
-        self.rows, self.ids, self.shape, self.path = rows, ids, shape, path
+
+def _check_ids(where: str, ids: Any, rows: int) -> jax.Array:
+    ids = jnp.asarray(ids)
+    if not jnp.issubdtype(ids.dtype, jnp.integer):
+        raise TypeError(f"{where}: `ids` must be an integer array, got dtype {ids.dtype}")
+    flat = _concrete(ids)
+    if flat is not None and flat.size and (flat.min() < 0 or flat.max() >= rows):
+        bad = flat[(flat < 0) | (flat >= rows)]
+        raise ValueError(
+            f"{where}: `ids` must lie in [0, {rows}) (the table's rows), got {np.unique(bad)[:5].tolist()}"
+        )
+    return ids
+
+
+def _take(table: jax.Array, ids: jax.Array) -> jax.Array:
+    """``table[ids]`` with zeros for out-of-range ids (negative ones too: never wrapped around)."""
+    n = table.shape[0]
+    safe = jnp.where((ids >= 0) & (ids < n), ids, n)
+    return jnp.take(table, safe, axis=0, mode="fill", fill_value=0)
+
+
+class _Session:
+    """The lookups of one trace of ``fun``: their tables and id shapes (``discover``) or ids and deltas (``run``)."""
+
+    def __init__(
+        self, mode: str, plan: list | None = None, deltas: list | None = None, dense: dict | None = None
+    ):
+        self.mode = mode
+        self.top = _current_trace()
+        self.plan: list = [] if plan is None else plan  # (table position, ids shape) of each top-level lookup
+        self.nested: set = set()  # tables looked up inside a transformation within fun
+        self.deltas = deltas or []
+        self.dense = dense or {}  # table position -> the differentiated dense table (nested lookups)
+        self.ids: list = []
+
+    def lookup(self, table: _Table, ids: Any) -> jax.Array:
+        ids = _check_ids(f"mxopt_jax.sparse.lookup (table {table.path!r})", ids, table.shape[0])
+        nested = self.top is None or _current_trace() is not self.top
+        if self.mode == "discover":
+            if nested:
+                self.nested.add(table.pos)
+            else:
+                self.plan.append((table.pos, tuple(ids.shape)))
+            return _take(table.value, ids)
+        if nested:
+            if table.pos not in self.dense:
+                raise ValueError(
+                    f"{_OWNER}: `fun` looked table {table.path!r} up inside a transformation in one trace and "
+                    "not in the other; `fun` must be a pure function of its arguments"
+                )
+            return _take(self.dense[table.pos], ids)
+        j = len(self.ids)
+        if j >= len(self.plan) or self.plan[j] != (table.pos, tuple(ids.shape)):
+            raise ValueError(
+                f"{_OWNER}: `fun` made different lookups in two traces (lookup {j + 1}, table {table.path!r}, ids "
+                f"of shape {tuple(ids.shape)}); `fun` must be a pure function of its arguments"
+            )
+        self.ids.append(ids)
+        # -0.0: x + (-0.0) == x bit for bit (a +0.0 would turn a -0.0 weight into +0.0)
+        return _take(jax.lax.stop_gradient(table.value), ids) + self.deltas[j]
+
+
+def _dense_use(table: _Table, *_: Any, **__: Any) -> Any:
+    raise TypeError(
+        f"{_OWNER}: table {table.path!r} is named in `tables`, so inside `fun` it may only be read through "
+        f"mxopt_jax.sparse.lookup(params[...], ids) (its gradient is row-sparse). For a dense use as well (a tied "
+        f"output projection, a norm of the whole table), leave {table.path!r} out of `tables`: it then gets the "
+        "ordinary dense gradient of every use"
+    )
+
+
+@jax.tree_util.register_pytree_node_class
+class _Table:
+    """Stands in for a table named in ``tables`` inside ``fun``: readable only through :func:`lookup`.
+
+    A pytree without children (it passes through ``jax.vmap``/``lax.scan``/``jax.jit`` arguments as static
+    structure); any dense use raises a ``TypeError`` that names the table.
+    """
+
+    __slots__ = ("pos", "path", "value", "session")
+
+    def __init__(self, pos: int, path: str, value: Any, session: _Session) -> None:
+        self.pos, self.path, self.value, self.session = pos, path, value, session
+
+    def tree_flatten(self) -> tuple[tuple, _Table]:
+        return (), self
+
+    @classmethod
+    def tree_unflatten(cls, aux: _Table, children: tuple) -> _Table:
+        return aux
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.value.shape)
+
+    @property
+    def dtype(self) -> Any:
+        return self.value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.value.shape)
+
+    def __repr__(self) -> str:
+        return f"<embedding table {self.path!r}: read it with mxopt_jax.sparse.lookup>"
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        _dense_use(self)
+
+    __jax_array__ = __array__ = __getitem__ = __iter__ = __len__ = _dense_use
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _dense_use
+    __matmul__ = __rmatmul__ = __pow__ = __neg__ = __abs__ = _dense_use
 
 
 def lookup(table: Any, ids: Any) -> jax.Array:
     """Embedding lookup ``table[ids]`` (shape ``ids.shape + table.shape[1:]``).
 
-    On a plain array this is ``jnp.take(table, ids, axis=0)`` (dense gradient). Inside
-    :func:`value_and_grad`, the table is replaced by the rows gathered for the ``ids`` given there, so the
-    gradient with respect to the table comes out as a :class:`RowSparse`; ``ids`` must then be the same ids
-    (same shape) as the ones passed to :func:`value_and_grad` for this table.
+    On a plain array this is a gather with an ordinary (dense) gradient. Inside a function differentiated by
+    :func:`value_and_grad`, on a table named in its ``tables``, the rows read here are the rows whose
+    gradient comes out in the table's :class:`RowSparse`. Call it as often as needed, with any ids.
+
+    Ids must lie in ``[0, rows)``: concrete ids outside raise ``ValueError``; under ``jax.jit`` an
+    out-of-range id (negative ones included) reads zeros and gets no gradient.
     """
-    if isinstance(table, _Gathered):
-        ids = jnp.asarray(ids)
-        if ids.shape != table.ids.shape:
-            raise ValueError(
-                f"mxopt_jax.sparse.lookup: `ids` for table {table.path!r} must be the ids given to "
-                f"value_and_grad (shape {table.ids.shape}), got shape {ids.shape}"
-            )
-        return table.rows.reshape(ids.shape + tuple(table.shape[1:]))
+    if isinstance(table, _Table):
+        return table.session.lookup(table, ids)
     table = jnp.asarray(table)
-    return jnp.take(table, jnp.asarray(ids), axis=0)
+    if table.ndim < 1:
+        raise ValueError("mxopt_jax.sparse.lookup: `table` must be at least 1-D (rows first), got a scalar")
+    return _take(table, _check_ids("mxopt_jax.sparse.lookup", ids, table.shape[0]))
 
 
-def value_and_grad(fun: Callable, has_aux: bool = False) -> Callable:
-    """Like :func:`jax.value_and_grad` over the first argument, with row-sparse gradients for tables.
+def _tables_arg(tables: Any) -> tuple[str, ...]:
+    if isinstance(tables, str):
+        tables = (tables,)
+    try:
+        out = tuple(tables)
+    except TypeError:
+        raise TypeError(f"{_OWNER}: `tables` must be a path or a sequence of paths, got {tables!r}") from None
+    if not out or not all(isinstance(t, str) for t in out):
+        raise TypeError(
+            f"{_OWNER}: `tables` must name at least one parameter by its path (keys joined by '/', as lr_mult "
+            f"callables see them, e.g. 'E' or 'embed/table'), got {tables!r}"
+        )
+    if len(set(out)) != len(out):
+        raise ValueError(f"{_OWNER}: `tables` names a parameter twice: {out}")
+    return out
 
-    Returns ``g(params, ids, *args, **kwargs) -> (value, grads)`` where ``ids`` maps a table's path in
-    ``params`` (keys joined by ``'/'``, e.g. ``'encoder/embed'``) to the integer ids looked up in it with
-    :func:`lookup` inside ``fun(params, *args, **kwargs)``. ``grads`` has the structure of ``params``, with a
-    :class:`RowSparse` of ``ids.size`` rows (one per id, repeated ids kept and summed by the optimizer) for
-    each table and dense gradients elsewhere. No dense gradient of a table is ever formed. With
-    ``has_aux=True``, ``value`` is ``(loss, aux)`` as in JAX.
+
+def value_and_grad(fun: Callable, tables: str | Sequence[str], *, has_aux: bool = False) -> Callable:
+    """Like ``jax.value_and_grad(fun)`` (over the first argument), with row-sparse gradients for ``tables``.
+
+    Args:
+      fun: ``fun(params, *args, **kwargs) -> loss`` (or ``(loss, aux)`` with ``has_aux``); it reads each
+        table named in ``tables`` only through :func:`lookup`, as often as it likes, with any ids.
+      tables: the paths in ``params`` of the tables (keys joined by ``'/'``, the paths ``lr_mult`` callables
+        see: ``'E'``, ``'embed/table'``).
+      has_aux: as in JAX.
+
+    Returns:
+      ``grad_fn(params, *args, **kwargs) -> (value, grads)``: ``grads`` has the structure of ``params``, with
+      a :class:`RowSparse` for each table (one row per id looked up at the top level of ``fun``, repeats
+      kept and summed wherever the gradient is used) and dense gradients elsewhere. Its loss and gradients
+      are those of ``jax.value_and_grad`` of the same computation on dense tables.
     """
+    if not callable(fun):
+        raise TypeError(f"{_OWNER}: `fun` must be callable, got {fun!r}")
+    names = _tables_arg(tables)
+    if not isinstance(has_aux, bool):
+        raise TypeError(f"{_OWNER}: `has_aux` must be a bool, got {has_aux!r}")
 
-    def wrapped(params: Any, ids: Mapping[str, Any], *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        if not isinstance(ids, Mapping):
-            raise TypeError(
-                "mxopt_jax.sparse.value_and_grad: `ids` must be a mapping from a table's path in params "
-                f"(keys joined by '/') to its ids, got {type(ids).__name__}"
-            )
+    def grad_fn(params: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(params)
         paths = [path_name(p) for p, _ in leaves_with_path]
         leaves = [leaf for _, leaf in leaves_with_path]
-        unknown = sorted(set(ids) - set(paths))
+        unknown = [t for t in names if t not in paths]
         if unknown:
             raise ValueError(
-                f"mxopt_jax.sparse.value_and_grad: `ids` names {unknown}, which are not parameters; "
-                f"parameter paths are {paths}"
+                f"{_OWNER}: `tables` names {unknown}, which are not parameters; paths are {paths}"
             )
-        table_pos = {paths.index(p): jnp.asarray(v) for p, v in ids.items()}
-        for pos, v in table_pos.items():
-            if not jnp.issubdtype(v.dtype, jnp.integer):
-                raise TypeError(
-                    f"mxopt_jax.sparse.value_and_grad: ids for {paths[pos]!r} must be integers, got {v.dtype}"
-                )
-            if jnp.ndim(leaves[pos]) < 1:
-                raise ValueError(f"mxopt_jax.sparse.value_and_grad: {paths[pos]!r} is a scalar, not a table")
-            flat = _concrete(v)
-            n = jnp.shape(leaves[pos])[0]
-            if flat is not None and flat.size and (flat.min() < 0 or flat.max() >= n):
+        pos = [paths.index(t) for t in names]
+        for p in pos:
+            leaf = leaves[p]
+            if jnp.ndim(leaf) < 1 or not jnp.issubdtype(jnp.result_type(leaf), jnp.floating):
                 raise ValueError(
-                    f"mxopt_jax.sparse.value_and_grad: ids for {paths[pos]!r} must lie in [0, {n}), got "
-                    f"values from {flat.min()} to {flat.max()}"
+                    f"{_OWNER}: table {paths[p]!r} must be a floating-point array of at least 1 dimension, got "
+                    f"shape {jnp.shape(leaf)} and dtype {jnp.result_type(leaf)}"
                 )
-        dense_pos = [i for i in range(len(leaves)) if i not in table_pos]
-        dense = [leaves[i] for i in dense_pos]
-        rows = [jnp.take(leaves[i], table_pos[i].reshape(-1), axis=0) for i in sorted(table_pos)]
+        table_vals = [jnp.asarray(leaves[p]) for p in pos]
+        dense_pos = [i for i in range(len(leaves)) if i not in pos]
 
-        def f(dense_leaves: list, row_leaves: list) -> Any:
+        def call(session: _Session, dense: list, tabs: list) -> Any:
             full: list = [None] * len(leaves)
-            for i, x in zip(dense_pos, dense_leaves, strict=True):
+            for i, x in zip(dense_pos, dense, strict=True):
                 full[i] = x
-            for i, r in zip(sorted(table_pos), row_leaves, strict=True):
-                full[i] = _Gathered(r, table_pos[i], tuple(jnp.shape(leaves[i])), paths[i])
+            for p, t in zip(pos, tabs, strict=True):
+                full[p] = _Table(p, paths[p], t, session)
             return fun(treedef.unflatten(full), *args, **kwargs)
 
-        value, (g_dense, g_rows) = jax.value_and_grad(f, argnums=(0, 1), has_aux=has_aux)(dense, rows)
+        found: dict = {}
+
+        def discover(dense: list, tabs: list) -> Any:
+            session = _Session("discover")
+            out = call(session, dense, tabs)
+            found["plan"], found["nested"] = session.plan, session.nested
+            return out
+
+        jax.eval_shape(discover, [leaves[i] for i in dense_pos], table_vals)
+        plan, nested = found["plan"], sorted(found["nested"])
+        deltas = [
+            jnp.full(shape + table_vals[pos.index(p)].shape[1:], -0.0, table_vals[pos.index(p)].dtype)
+            for p, shape in plan
+        ]
+
+        def run(dense: list, nested_tabs: list, deltas: list) -> tuple[Any, tuple]:
+            session = _Session("run", plan, deltas, dict(zip(nested, nested_tabs, strict=True)))
+            out = call(session, dense, table_vals)
+            if len(session.ids) != len(plan):
+                raise ValueError(
+                    f"{_OWNER}: `fun` made {len(session.ids)} lookups in one trace and {len(plan)} in the other; "
+                    "`fun` must be a pure function of its arguments"
+                )
+            value, aux = out if has_aux else (out, None)
+            return value, (aux, session.ids)
+
+        nested_tabs = [table_vals[pos.index(p)] for p in nested]
+        (value, (aux, ids)), (g_dense, g_nested, g_deltas) = jax.value_and_grad(
+            run, argnums=(0, 1, 2), has_aux=True
+        )([leaves[i] for i in dense_pos], nested_tabs, deltas)
         out: list = [None] * len(leaves)
         for i, g in zip(dense_pos, g_dense, strict=True):
             out[i] = g
-        for i, g in zip(sorted(table_pos), g_rows, strict=True):
-            out[i] = RowSparse.tree_unflatten(
-                (tuple(jnp.shape(leaves[i])), False), (table_pos[i].reshape(-1).astype(jnp.int32), g)
-            )
-        return value, treedef.unflatten(out)
+        for p, t in zip(pos, table_vals, strict=True):
+            rows = t.shape[1:]
+            idx = [i.reshape(-1) for (q, _), i in zip(plan, ids, strict=True) if q == p]
+            val = [d.reshape((-1, *rows)) for (q, _), d in zip(plan, g_deltas, strict=True) if q == p]
+            if p in nested:
+                idx.append(jnp.arange(t.shape[0], dtype=jnp.int32))
+                val.append(g_nested[nested.index(p)])
+            if not idx:
+                idx, val = [jnp.zeros((0,), jnp.int32)], [jnp.zeros((0, *rows), t.dtype)]
+            indices = jnp.concatenate([i.astype(jnp.int32) for i in idx])
+            out[p] = RowSparse.tree_unflatten((tuple(t.shape), False), (indices, jnp.concatenate(val)))
+        grads = treedef.unflatten(out)
+        return ((value, aux) if has_aux else value), grads
 
-    return wrapped
+    return grad_fn

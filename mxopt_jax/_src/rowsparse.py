@@ -15,6 +15,8 @@ out-of-range index, negative ones included, are ignored (never wrapped around, n
 from __future__ import annotations
 
 import math
+import os
+import sys
 from typing import Any
 
 import jax
@@ -95,6 +97,12 @@ class RowSparse:
 
     # pytree protocol: rebuild without re-validating (children may be tracers, None or sentinels)
     def tree_flatten(self) -> tuple[tuple, tuple]:
+        name = _optax_caller()
+        if name is not None:
+            raise TypeError(
+                f"optax.{name} cannot see a RowSparse (it would map over its integer row indices as if they "
+                f"were gradient values): use mxopt_jax.sparse.{name}, its row-sparse-aware counterpart"
+            )
         return (self.indices, self.values), (self.shape, self.unique)
 
     @classmethod
@@ -103,11 +111,6 @@ class RowSparse:
         obj.indices, obj.values = children
         obj.shape, obj.unique = aux
         return obj
-
-    @classmethod
-    def _unique_rows(cls, shape: tuple, rows: jax.Array, values: jax.Array) -> RowSparse:
-        """Rows from :func:`unique_rows` (sorted, each once, padded with ``shape[0]``)."""
-        return cls.tree_unflatten((tuple(shape), True), (rows, values))
 
     @property
     def dtype(self) -> Any:
@@ -170,6 +173,33 @@ class RowSparse:
 
     def __repr__(self) -> str:
         return f"RowSparse(shape={self.shape}, k={self.indices.shape[0]}, dtype={self.values.dtype})"
+
+
+#: optax transforms that map over every leaf of a gradient and so cannot take a RowSparse; each has a
+#: row-sparse-aware counterpart of the same name in ``mxopt_jax.sparse``.
+OPTAX_COUNTERPARTS = ("clip_by_global_norm", "MultiSteps")
+_OPTAX_DIR = f"{os.sep}optax{os.sep}"  # optax's own source files
+_OPTAX_DEPTH = 8  # frames above tree_flatten searched for one of them (tree_map / optax.tree helpers between)
+
+
+def _optax_caller() -> str | None:
+    """The optax transform among :data:`OPTAX_COUNTERPARTS` flattening a RowSparse right now, if any.
+
+    optax's own code is the only place these transforms run, so the frames above a flatten tell: a cheap
+    walk of a few frames, comparing file names (``co_qualname`` of ``clip_by_global_norm.<locals>.update_fn``
+    and ``MultiSteps.update`` name the transform).
+    """
+    frame = sys._getframe(2)
+    for _ in range(_OPTAX_DEPTH):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if _OPTAX_DIR in code.co_filename:
+            head = code.co_qualname.split(".", 1)[0]
+            if head in OPTAX_COUNTERPARTS:
+                return head
+        frame = frame.f_back
+    return None
 
 
 def is_row_sparse(x: Any) -> bool:

@@ -348,7 +348,7 @@ def test_embedding_gradient_is_row_sparse_and_correct():
     _, data = embedding_golden()
     params = {"E": jnp.asarray(data["E0"]), "W": jnp.asarray(data["W0"]), "b": jnp.asarray(data["b0"])}
     ids, labels = jnp.asarray(data["ids"][0]), jnp.asarray(data["labels"][0])
-    loss, grads = jax.jit(mxopt_jax.sparse.value_and_grad(embedding_loss))(params, {"E": ids}, ids, labels)
+    loss, grads = jax.jit(mxopt_jax.sparse.value_and_grad(embedding_loss, tables="E"))(params, ids, labels)
     assert isinstance(grads["E"], RowSparse) and grads["E"].num_rows == ids.size
     dense_loss, dense = jax.value_and_grad(embedding_loss)(params, ids, labels)
     np.testing.assert_allclose(loss, dense_loss, rtol=1e-6)
@@ -367,11 +367,11 @@ def test_embedding_model_trains_with_lazy_adam_like_mxnet():
     params = {"E": jnp.asarray(data["E0"]), "W": jnp.asarray(data["W0"]), "b": jnp.asarray(data["b0"])}
     tx = mxopt_jax.adam(**meta["kwargs"])
     state = tx.init(params)
-    grad_fn = mxopt_jax.sparse.value_and_grad(embedding_loss)
+    grad_fn = mxopt_jax.sparse.value_and_grad(embedding_loss, tables="E")
 
     @functools.partial(jax.jit, donate_argnums=(0, 1))
     def train_step(params, state, ids, labels):
-        loss, grads = grad_fn(params, {"E": ids}, ids, labels)
+        loss, grads = grad_fn(params, ids, labels)
         updates, state = tx.update(grads, state, params)
         return optax.apply_updates(params, updates), state, loss
 
@@ -390,18 +390,23 @@ def test_embedding_model_trains_with_lazy_adam_like_mxnet():
 
 
 def test_readme_embedding_example_runs():
-    """The README's lazy-Adam snippet, executed: only the looked-up rows of the table move."""
+    """The README's skip-gram snippet, executed: only the looked-up rows of the two tables move."""
     readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
     blocks = [b.split("```")[0] for b in readme.split("```python\n")[1:]]
     code = next(b for b in blocks if "sparse.value_and_grad" in b)
     ns: dict = {}
     exec(compile(code, "README.md", "exec"), ns)
-    ids = jnp.array([[1, 5, 5], [7, 1, 99_999]], jnp.int32)
-    params, state, loss = ns["train_step"](ns["params"], ns["state"], ids, jnp.array([0, 2]))
+    before = jax.tree.map(np.asarray, ns["params"])
+    center, context = jnp.array([1, 5, 99_999], jnp.int32), jnp.array([5, 7, 1], jnp.int32)
+    negatives = jnp.array([[3, 3], [8, 1], [0, 2]], jnp.int32)
+    loss, grads = ns["grad_fn"](ns["params"], center, context, negatives)
+    assert isinstance(grads["in"], RowSparse) and isinstance(grads["out"], RowSparse)
+    assert grads["out"].num_rows == context.size + negatives.size
+    params, state, loss = ns["train_step"](ns["params"], ns["state"], center, context, negatives)
     assert np.isfinite(float(loss))
-    moved = np.flatnonzero(np.any(np.asarray(params["E"]) != 0, axis=1))
-    assert set(moved.tolist()) <= {1, 5, 7, 99_999}
-    assert isinstance(ns["grad_fn"](params, {"E": ids}, ids, jnp.array([0, 2]))[1]["E"], RowSparse)
+    for name, used in (("in", {1, 5, 99_999}), ("out", {0, 1, 2, 3, 5, 7, 8})):
+        moved = np.flatnonzero(np.any(np.asarray(params[name]) != before[name], axis=1))
+        assert set(moved.tolist()) == used, name
 
 
 @pytest.mark.parametrize("name", ["sgd", "adam", "adagrad", "ftrl", "lars"])

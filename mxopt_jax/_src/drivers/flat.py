@@ -111,36 +111,105 @@ def update(ctx: StepContext, slot: Slot) -> tuple[FlatParams, tuple, Any]:
 def aggregate(
     owner: str, rule: Rule, tx: optax.GradientTransformation, agg: Any
 ) -> optax.GradientTransformation:
-    """``aggregate_num > 1``: state kept as multi-tensor buffers; gradients concatenated, updates split."""
+    """``aggregate_num > 1``: state kept as multi-tensor buffers; gradients concatenated, updates split.
+
+    Row-sparse gradients go through unaggregated, as MXNet's aggregated path updates its sparse entries one
+    by one: the leaves whose gradient is a ``RowSparse`` are updated by ``tx`` as ordinary parameters (lazy
+    or standard as the rule says), the dense leaves in flat buffers. Which leaves those are is decided by
+    the first ``update``'s gradients; the state keeps both parts (``init`` cannot know, so it keeps every
+    leaf flat and a later call moves the row-sparse leaves out of the buffers, once).
+    """
     check_supported(owner, rule, "`aggregate_num` > 1")
 
     def flat(tree: Any, what: str) -> FlatParams:
         leaves = jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, (RowSparse, FlatParams)))
-        if any(isinstance(x, (RowSparse, FlatParams)) for x in leaves):
+        if any(isinstance(x, FlatParams) for x in leaves):
             raise ValueError(
                 f"{owner}: `aggregate_num` > 1 groups an ordinary parameter tree into buffers; `{what}` holds a "
-                "RowSparse or FlatParams (use aggregate_num=None for row-sparse gradients; pass FlatParams to a "
-                "transform built without aggregate_num)"
+                "FlatParams (pass FlatParams to a transform built without aggregate_num)"
             )
+        if any(isinstance(x, RowSparse) for x in leaves):
+            raise ValueError(f"{owner}: `{what}` holds a RowSparse; parameters must be dense")
         return FlatParams.from_tree(tree, agg)
+
+    def split(tree: Any, sparse: list[bool]) -> tuple[list, list]:
+        leaves = jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, RowSparse))
+        return [x for x, s in zip(leaves, sparse, strict=True) if not s], [
+            x for x, s in zip(leaves, sparse, strict=True) if s
+        ]
 
     def init_fn(params):
         return tx.init(flat(params, "params"))
 
     def update_fn(updates, state, params=None):
-        if params is None:
-            g, p = flat(updates, "updates"), None
-        else:
-            p = flat(params, "params")
+        g_leaves, g_def = jax.tree_util.tree_flatten(updates, is_leaf=lambda x: isinstance(x, RowSparse))
+        sparse = [isinstance(x, RowSparse) for x in g_leaves]
+        if params is not None:
             try:
-                p.layout.treedef.flatten_up_to(updates)
+                p_leaves = g_def.flatten_up_to(params)
             except (ValueError, TypeError) as exc:
                 raise ValueError(
                     f"{owner}: `params` and the gradients have different tree structures: {exc}"
                 ) from None
-            flat(updates, "updates")
-            g = p.like(updates)
-        u, state = tx.update(g, state, p)
-        return u.to_tree(), state
+            flat(params, "params")
+        if not any(sparse):
+            if params is None:
+                g, p = flat(updates, "updates"), None
+            else:
+                p = flat(params, "params")
+                g = p.like(updates)
+            u, state = tx.update(g, state, p)
+            return u.to_tree(), state
+        if params is None:
+            raise ValueError(
+                f"{owner}: with `aggregate_num` > 1, row-sparse gradients need `params` (the dense leaves are "
+                "aggregated, the row-sparse ones updated one by one)"
+            )
+        # Dense leaves: one flat update over their buffers; row-sparse leaves: the per-parameter (lazy) path.
+        dense_idx = [i for i, s in enumerate(sparse) if not s]
+        sparse_idx = [i for i, s in enumerate(sparse) if s]
+        u_leaves: list = [None] * len(g_leaves)
+        state = _split_state(state, p_leaves, sparse, agg)
+        d_state, s_state = state
+        if dense_idx:
+            p_dense = FlatParams.from_tree([p_leaves[i] for i in dense_idx], agg)
+            g_dense = p_dense.like([g_leaves[i] for i in dense_idx])
+            u, d_state = tx.update(g_dense, d_state, p_dense)
+            for i, x in zip(dense_idx, u.to_tree(), strict=True):
+                u_leaves[i] = x
+        u, s_state = tx.update([g_leaves[i] for i in sparse_idx], s_state, [p_leaves[i] for i in sparse_idx])
+        for i, x in zip(sparse_idx, u, strict=True):
+            u_leaves[i] = x
+        return g_def.unflatten(u_leaves), (d_state, s_state)
 
     return optax.GradientTransformation(init_fn, update_fn)
+
+
+def _regroup(per_leaf: list, layout: Layout) -> FlatParams:
+    """Per-parameter arrays laid out as the buffers of ``layout``."""
+    return FlatParams(
+        [jnp.concatenate([jnp.ravel(per_leaf[j]) for j in group]) for group in layout.groups], layout
+    )
+
+
+def _split_state(state: Any, p_leaves: list, sparse: list[bool], agg: Any) -> tuple:
+    """The aggregated state as ``(flat state of the dense leaves, per-leaf state of the row-sparse ones)``.
+
+    ``init`` keeps every parameter in the buffers; the first update with row-sparse gradients splits the
+    state once (later calls get the split state back and keep it).
+    """
+    if isinstance(state, tuple) and len(state) == 2 and not hasattr(state, "_fields"):
+        return state
+    dense_idx = [i for i, s in enumerate(sparse) if not s]
+    sparse_idx = [i for i, s in enumerate(sparse) if s]
+    layout = FlatParams.from_tree([p_leaves[i] for i in dense_idx], agg).layout if dense_idx else None
+    d_fields, s_fields = {}, {}
+    for name in state._fields:
+        value = getattr(state, name)
+        if isinstance(value, FlatParams):
+            leaves = jax.tree_util.tree_leaves(value.to_tree())
+            d_fields[name] = None if layout is None else _regroup([leaves[i] for i in dense_idx], layout)
+            s_fields[name] = [leaves[i] for i in sparse_idx]
+        else:
+            d_fields[name] = s_fields[name] = value
+    return type(state)(**d_fields), type(state)(**s_fields)

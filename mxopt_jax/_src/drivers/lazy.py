@@ -56,8 +56,10 @@ def update(ctx: StepContext, slot: Slot) -> tuple[Any, tuple, Any]:
     if not jnp.issubdtype(g.indices.dtype, jnp.integer):
         raise TypeError(
             f"{owner}: the RowSparse gradient for {path!r} has {g.indices.dtype} indices: a transform earlier "
-            "in the chain mapped over its indices. Element-wise optax transforms (scale, clip_by_global_norm, "
-            "...) must not precede or follow a row-sparse update; apply lazy updates with optax.apply_updates"
+            "in the chain mapped over its indices. Element-wise optax transforms (scale, clip, ...) must not "
+            "precede or follow a row-sparse update (mxopt_jax.sparse.clip_by_global_norm and "
+            "mxopt_jax.sparse.MultiSteps are the row-sparse-aware counterparts of optax's); apply lazy updates "
+            "with optax.apply_updates"
         )
     ref = w if w is not None else master
     if ref is not None and tuple(ref.shape) != tuple(g.shape):
@@ -79,4 +81,6 @@ def update(ctx: StepContext, slot: Slot) -> tuple[Any, tuple, Any]:
     upd, new_rows, new_m_rows = leaf_update(rule, opts, values, w_rows, s_rows, m_rows, hp)
     new_s = tuple(None if x is None else scatter_rows(x, rows, r) for x, r in zip(s, new_rows, strict=True))
     new_master = None if master is None else scatter_rows(master, rows, new_m_rows)
-    return RowSparse._unique_rows(g.shape, rows, upd), new_s, new_master
+    # The update keeps the gradient's static metadata (shape, sorted_unique promise), so a ``lax.cond``
+    # choosing between it and a zero-valued copy of the gradient (``optax.apply_if_finite``) type-checks.
+    return RowSparse.tree_unflatten((g.shape, g.unique), (rows, upd)), new_s, new_master
