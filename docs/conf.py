@@ -35,7 +35,8 @@ nb_merge_streams = True
 
 # autodoc / napoleon (the docstrings are Google style)
 autodoc_member_order = "bysource"
-autodoc_typehints = "signature"
+autodoc_typehints = "description"  # signatures stay readable
+autodoc_typehints_description_target = "documented_params"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = True  # the schedulers use NumPy style
 napoleon_use_rtype = False

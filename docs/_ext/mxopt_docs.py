@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import inspect
 import pathlib
+import re
 import textwrap
 import types
 from collections.abc import Iterable
@@ -30,8 +31,8 @@ BENCHMARK_PAGES = ("RESULTS.md", "ANALYSIS.md", "RESULTS_D.md", "README.md")
 PUBLIC_MODULES = ("facade", "lr_scheduler", "multi_tensor", "mxnet_format", "sparse")
 
 GENERIC_FIELDS = {
-    "count": "number of updates done so far (int32; MXNet's per-parameter update count before "
-    "``begin_num_update`` is added)",
+    "count": "updates applied so far (int32 scalar, 0 after ``init``); the rule's step ``t`` is "
+    "``begin_num_update + count + 1``",
     "master": "float32 master copies of float16/bfloat16 parameters under ``multi_precision=True``, "
     "else ``None``",
     "key": "the ``jax.random`` key, split at every update",
@@ -81,15 +82,28 @@ def field_comments(cls: type) -> dict[str, str]:
     return out
 
 
+def _myst(text: str) -> str:
+    """reST roles in a docstring as MyST roles, unqualified names resolved in ``mxopt_jax``."""
+    return re.sub(
+        r":(\w+):`([^`]+)`",
+        lambda m: f"{{{m.group(1)}}}`{m.group(2) if '.' in m.group(2) else '~mxopt_jax.' + m.group(2)}`",
+        text,
+    )
+
+
 def _state_block(cls: type, first: bool) -> list[str]:
     comments = field_comments(cls)
-    doc = (inspect.getdoc(cls) or "").strip()
+    doc = _myst((inspect.getdoc(cls) or "").strip())
     lines = [f"````{{py:class}} mxopt_jax.{cls.__name__}"]
     if not first:
         lines.append(":no-index:")
-    lines += ["", f"{doc} A ``NamedTuple``; every entry but ``count`` is a pytree like the parameters.", ""]
+    lines += [
+        "",
+        f"{doc} A ``NamedTuple``; every entry but ``count`` (and ``key``) has the parameters' tree structure.",
+        "",
+    ]
     for name in cls._fields:
-        text = comments.get(name) or GENERIC_FIELDS.get(name, "")
+        text = _myst(comments.get(name) or GENERIC_FIELDS.get(name, ""))
         lines += [f"```{{py:attribute}} {name}", *([":no-index:"] if not first else []), "", text, "```", ""]
     lines.append("````")
     return lines
@@ -105,14 +119,15 @@ def optimizer_page(entry, first_state: bool) -> str:
     cls = getattr(mxopt_jax, entry.class_name)
     fsig = inspect.signature(fn)
     csig = inspect.signature(cls)
-    title = (inspect.getdoc(fn) or "").splitlines()[0].split("(``")[0].rstrip(" ,:")
+    title = (inspect.getdoc(fn) or "").splitlines()[0].split("(``")[0].split(" (")[0].rstrip(" ,:")
+    title = f": {title}" if title and title != entry.class_name else ""
     state = rule.state_cls
     fields = ", ".join(f"``{f}``" for f in state._fields)
     own = [p for p in fsig.parameters.values() if p.name not in _base_names()]
 
     lines = [
         f"(optimizer-{entry.name})=",
-        f"# `{fn.__name__}` / `{entry.class_name}`: {title}",
+        f"# `{fn.__name__}` / `{entry.class_name}`{title}",
         "",
         "```{list-table}",
         ":stub-columns: 1",
@@ -237,7 +252,7 @@ def _base_names() -> tuple[str, ...]:
 def index_page() -> str:
     """The optimizer table as a page, with a hidden toctree of every optimizer page."""
     import mxopt_jax
-    from mxopt_jax._src.registry import TABLE
+    from mxopt_jax._src.registry import BY_NAME, FAMILIES, TABLE
 
     lines = [
         "# Optimizers",
@@ -246,16 +261,21 @@ def index_page() -> str:
         "functional constructor returning an ``optax.GradientTransformation``, and a facade class with "
         "MXNet's name (see {doc}`/facade`). This page and the pages below are generated from the optimizer "
         "table (``mxopt_jax._src.registry.TABLE``) when the documentation is built.",
-        "",
-        "| MXNet | functional | facade | family | state |",
-        "|---|---|---|---|---|",
     ]
-    for e in TABLE:
-        st = e.rule.state_cls.__name__
-        lines.append(
-            f"| {{ref}}`{e.mxnet} <optimizer-{e.name}>` | {{func}}`~mxopt_jax.{e.constructor.__name__}` "
-            f"| {{class}}`~mxopt_jax.{e.class_name}` | {e.family} | {{class}}`~mxopt_jax.{st}` |"
-        )
+    for family, names in FAMILIES.items():
+        lines += [
+            "",
+            f"## {family[0].upper()}{family[1:]}",
+            "",
+            "| MXNet | functional | facade | state |",
+            "|---|---|---|---|",
+        ]
+        for e in (BY_NAME[n] for n in names):
+            st = e.rule.state_cls.__name__
+            lines.append(
+                f"| {{ref}}`{e.mxnet} <optimizer-{e.name}>` | {{func}}`~mxopt_jax.{e.constructor.__name__}` "
+                f"| {{class}}`~mxopt_jax.{e.class_name}` | {{class}}`~mxopt_jax.{st}` |"
+            )
     lines += [
         "",
         "``mxopt_jax.OPTIMIZERS`` maps each MXNet registry name to its constructor:",
