@@ -44,6 +44,13 @@ def lookup(table: Any, ids: Any) -> jax.Array:
     :func:`value_and_grad`, the table is replaced by the rows gathered for the ``ids`` given there, so the
     gradient with respect to the table comes out as a :class:`RowSparse`; ``ids`` must then be the same ids
     (same shape) as the ones passed to :func:`value_and_grad` for this table.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from mxopt_jax.sparse import lookup
+      >>> print(lookup(jnp.arange(8.0).reshape(4, 2), jnp.array([3, 1])))
+      [[6. 7.]
+       [2. 3.]]
     """
     if isinstance(table, _Gathered):
         ids = jnp.asarray(ids)
