@@ -91,7 +91,6 @@ def test_reference_names_every_public_name(tmp_path):
         import mxopt_docs
     finally:
         sys.path.remove(str(DOCS / "_ext"))
-    (tmp_path / "notebooks").mkdir()
     pages = mxopt_docs.write_pages(tmp_path)
     assert len(pages) == len(TABLE) + 1
     documented = set()
