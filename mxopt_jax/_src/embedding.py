@@ -184,6 +184,13 @@ def lookup(table: Any, ids: Any) -> jax.Array:
 
     Ids must lie in ``[0, rows)``: concrete ids outside raise ``ValueError``; under ``jax.jit`` an
     out-of-range id (negative ones included) reads zeros and gets no gradient.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from mxopt_jax.sparse import lookup
+      >>> print(lookup(jnp.arange(8.0).reshape(4, 2), jnp.array([3, 1])))
+      [[6. 7.]
+       [2. 3.]]
     """
     if isinstance(table, _Table):
         return table.session.lookup(table, ids)

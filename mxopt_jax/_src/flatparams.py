@@ -93,6 +93,15 @@ class FlatParams:
     Build with :meth:`from_tree`; read the parameters with :meth:`to_tree`. ``buffers`` are the pytree
     children (so ``jax.grad``, ``jax.jit``, ``optax.apply_updates`` and checkpointing see plain arrays);
     ``layout`` is static.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from mxopt_jax.multi_tensor import FlatParams
+      >>> flat = FlatParams.from_tree({"w": jnp.ones((2, 3)), "b": jnp.zeros((3,))})
+      >>> [b.shape for b in flat.buffers]  # one float32 buffer holds both parameters
+      [(9,)]
+      >>> flat.to_tree()["w"].shape
+      (2, 3)
     """
 
     __slots__ = ("buffers", "layout")

@@ -52,6 +52,21 @@ class RowSparse:
     ``RowSparse`` is a pytree (children ``indices`` and ``values``), so it passes through ``jax.jit``,
     ``jax.lax.scan`` and friends. ``dense + row_sparse`` scatter-adds the rows (this is how
     :func:`optax.apply_updates` applies a lazy update); :meth:`todense` densifies.
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np
+      >>> from mxopt_jax.sparse import RowSparse
+      >>> g = RowSparse(jnp.array([0, 2, 2]), jnp.ones((3, 2)), (4, 2))  # row 2 listed twice: summed
+      >>> print(np.asarray(g.todense()))
+      [[1. 1.]
+       [0. 0.]
+       [2. 2.]
+       [0. 0.]]
+      >>> print(np.asarray(jnp.zeros((4, 2)) + g))  # dense + row-sparse scatter-adds the rows
+      [[1. 1.]
+       [0. 0.]
+       [2. 2.]
+       [0. 0.]]
     """
 
     __slots__ = ("indices", "values", "shape", "unique")

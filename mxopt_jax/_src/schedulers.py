@@ -287,6 +287,15 @@ class FactorScheduler(LRScheduler):
         Lower clamp applied after each decay (finite, ``>= 0``).
     base_lr, warmup_steps, warmup_begin_lr, warmup_mode
         See :class:`LRScheduler`.
+
+    Examples
+    --------
+    >>> from mxopt_jax.lr_scheduler import FactorScheduler
+    >>> sched = FactorScheduler(step=2, factor=0.5, base_lr=1.0)
+    >>> [sched(n) for n in range(1, 7)]
+    [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
+    >>> import mxopt_jax
+    >>> tx = mxopt_jax.sgd(learning_rate=None, lr_scheduler=FactorScheduler(step=100, factor=0.9, base_lr=0.1))
     """
 
     def __init__(
@@ -401,6 +410,13 @@ class MultiFactorScheduler(LRScheduler):
         Decay factor in ``[0, 1]`` ("Factor must be no more than 1 to make lr reduce").
     base_lr, warmup_steps, warmup_begin_lr, warmup_mode
         See :class:`LRScheduler`.
+
+    Examples
+    --------
+    >>> from mxopt_jax.lr_scheduler import MultiFactorScheduler
+    >>> sched = MultiFactorScheduler(step=[2, 4], factor=0.1, base_lr=1.0)
+    >>> [round(sched(n), 4) for n in range(1, 7)]
+    [1.0, 1.0, 0.1, 0.1, 0.01, 0.01]
     """
 
     def __init__(
@@ -518,6 +534,16 @@ class PolyScheduler(LRScheduler):
         Learning rate reached at ``max_update`` (finite, ``>= 0``).
     warmup_steps, warmup_begin_lr, warmup_mode
         See :class:`LRScheduler`.
+
+    Examples
+    --------
+    >>> from mxopt_jax.lr_scheduler import PolyScheduler
+    >>> sched = PolyScheduler(max_update=10, base_lr=1.0, pwr=2, final_lr=0.0)
+    >>> [round(sched(n), 4) for n in (0, 5, 10, 20)]
+    [1.0, 0.25, 0.0, 0.0]
+    >>> schedule = sched.as_schedule()  # the pure, jittable form
+    >>> round(float(schedule(5)), 4)
+    0.25
     """
 
     def __init__(
@@ -598,6 +624,13 @@ class CosineScheduler(LRScheduler):
         Learning rate reached at ``max_update`` (finite, ``>= 0``).
     warmup_steps, warmup_begin_lr, warmup_mode
         See :class:`LRScheduler`.
+
+    Examples
+    --------
+    >>> from mxopt_jax.lr_scheduler import CosineScheduler
+    >>> sched = CosineScheduler(max_update=10, base_lr=1.0, final_lr=0.0)
+    >>> [round(sched(n), 4) for n in (0, 5, 10)]
+    [1.0, 0.5, 0.0]
     """
 
     def __init__(

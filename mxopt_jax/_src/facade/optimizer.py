@@ -300,6 +300,12 @@ def create(name: str, **kwargs: Any) -> Optimizer:
     Raises:
       TypeError: ``name`` is not a string.
       ValueError: unknown name (the message lists the registered names).
+
+    Examples:
+      >>> import mxopt_jax
+      >>> opt = mxopt_jax.create("adam", learning_rate=1e-3, wd=1e-4)
+      >>> type(opt).__name__, opt.learning_rate, opt.wd
+      ('Adam', 0.001, 0.0001)
     """
     if not isinstance(name, str):
         raise TypeError(

@@ -261,7 +261,8 @@ def make_class(entry: registry.Entry) -> type:
         _RuleOptimizer.__init__(self, *args, **kwargs)
 
     __init__.__signature__ = sig
-    first = (ctor.__doc__ or "").strip().split("\n\n    Common arguments")[0]
+    # The constructor's equations, paper and own arguments; its example is of the functional API: not here.
+    first = (ctor.__doc__ or "").strip().split("\n\n    Common arguments")[0].split("\n\n    Examples:")[0]
     doc = (
         f"MXNet's ``{mxnet_path}`` (registry name ``'{reg_name}'``) on the shared update rule of "
         f":func:`mxopt_jax.{ctor.__name__}`.\n\n    {first}\n{extra_doc}\n"

@@ -100,5 +100,13 @@ class Updater:
 
 
 def get_updater(optimizer: Optimizer) -> Updater:
-    """``Updater(optimizer)`` (MXNet's ``mx.optimizer.get_updater``)."""
+    """``Updater(optimizer)`` (MXNet's ``mx.optimizer.get_updater``).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, mxopt_jax
+      >>> updater = mxopt_jax.get_updater(mxopt_jax.create("sgd", learning_rate=0.1))
+      >>> weight = updater(0, jnp.array([1.0, -1.0]), jnp.array([0.5, 0.5]))  # returns the new weight
+      >>> print(np.asarray(weight).round(4))
+      [0.4 0.6]
+    """
     return Updater(optimizer)

@@ -64,6 +64,19 @@ def adagrad(
     Args:
       learning_rate: step size (default 0.01).
       epsilon: added to the denominator, ``> 0`` (default 1e-6).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.adagrad(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.9 -1.9  2.9]
+      >>> print(np.asarray(state.history["w"]).round(4))
+      [0.25 0.25 1.  ]
     """
 
 
@@ -138,6 +151,20 @@ def group_adagrad(
         sharded parameters): the per-row mean over the columns is then ``lax.psum``-ed over those axes.
         Sharding the rows needs no ``axis_name`` (each row's mean is local), nor does ``jax.jit`` with
         ``NamedSharding``; see ``docs/interop.md``. Keyword-only (not in the MXNet-style facade).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([[1.0, -2.0], [3.0, 0.5]])}
+      >>> grads = {"w": jnp.array([[0.5, -0.5], [1.0, 0.0]])}
+      >>> tx = mxopt_jax.group_adagrad(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [[ 0.9    -1.9   ]
+       [ 2.8586  0.5   ]]
+      >>> print(state.history["w"].shape)  # one accumulator per row
+      (2, 1)
     """
 
 
@@ -195,4 +222,17 @@ def adadelta(
       learning_rate: scale of the step (default 1.0; MXNet 1.x had none).
       rho: decay rate in ``[0, 1]`` (default 0.9).
       epsilon: ``> 0`` (default 1e-6).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.adadelta(rho=0.9)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.9968 -1.9968  2.9968]
+      >>> print(np.asarray(state.acc_g["w"]).round(4))
+      [0.025 0.025 0.1  ]
     """

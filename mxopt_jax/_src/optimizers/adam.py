@@ -100,6 +100,21 @@ def adam(
       beta1, beta2: moment decay rates in ``[0, 1)`` (defaults 0.9, 0.999).
       epsilon: ``> 0`` (default 1e-8).
       lazy_update: for row-sparse gradients, update only the listed rows (no effect on dense gradients).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.adam(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.9 -1.9  2.9]
+      >>> print(np.asarray(state.mean["w"]).round(4))
+      [ 0.05 -0.05  0.1 ]
+      >>> print(np.asarray(state.var["w"]).round(4))
+      [0.0002 0.0002 0.001 ]
     """
 
 
@@ -158,6 +173,19 @@ def adamw(
       beta1, beta2: moment decay rates in ``[0, 1)``.
       epsilon: ``> 0`` (default 1e-6).
       correct_bias: apply Adam's bias correction to the step size (default True).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.adamw(learning_rate=0.1, wd=0.01)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.8997 -1.8994  2.8991]
+      >>> print(np.asarray(state.var["w"]).round(4))
+      [0.0002 0.0002 0.001 ]
     """
 
 
@@ -213,6 +241,19 @@ def adamax(
       learning_rate: step size (default 0.002).
       beta1, beta2: decay rates in ``[0, 1)``.
       epsilon: ``> 0`` (default 1e-8; MXNet 1.x had none and produced NaN on zero gradients).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.adamax(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.9 -1.9  2.9]
+      >>> print(np.asarray(state.u["w"]).round(4))
+      [0.5 0.5 1. ]
     """
 
 
@@ -284,6 +325,19 @@ def nadam(
       beta1, beta2: decay rates in ``[0, 1)``.
       epsilon: ``> 0`` (default 1e-8).
       schedule_decay: momentum schedule decay, ``>= 0`` (default 0.004).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.nadam(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.8944 -1.8944  2.8944]
+      >>> print(np.asarray(state.m_schedule["w"]).round(4))
+      0.4501
     """
 
 
@@ -340,4 +394,17 @@ def adabelief(
       beta1, beta2: decay rates in ``[0, 1)``.
       epsilon: ``> 0`` (default 1e-6).
       correct_bias: apply the bias correction to the step size (default True).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.adabelief(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.8892 -1.8892  2.889 ]
+      >>> print(np.asarray(state.var["w"]).round(4))
+      [0.0002 0.0002 0.0008]
     """

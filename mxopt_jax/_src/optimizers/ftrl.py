@@ -80,6 +80,19 @@ def ftrl(
       lazy_update: for a :class:`~mxopt_jax.sparse.RowSparse` gradient, update only the listed rows of
         ``w``, ``z`` and ``n`` (what MXNet does for a ``row_sparse`` weight); ``False`` (MXNet's dense weight)
         densifies the gradient and recomputes every weight. No effect on dense gradients.
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.ftrl(learning_rate=0.1, lamda1=0.6)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.26   -0.5933  1.42  ]
+      >>> print(np.asarray(state.z["w"]).round(4))
+      [ -4.5   9.5 -29. ]
     """
 
 
@@ -143,4 +156,17 @@ def ftml(
       beta1: in ``[0, 1)``, generally close to 0.5 (default 0.6).
       beta2: in ``[0, 1)``, generally close to 1 (default 0.999).
       epsilon: ``> 0`` (default 1e-8).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.ftml(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.9 -1.9  2.9]
+      >>> print(np.asarray(state.d["w"]).round(4))
+      [2. 2. 4.]
     """

@@ -119,6 +119,19 @@ def lars(
         with sharded parameters): the whole-tensor norms are then ``lax.psum``-ed over those axes, so the
         result equals the unsharded one. Not needed under ``jax.jit`` with ``NamedSharding``; see
         ``docs/interop.md``. Keyword-only (an mxopt_jax extension, not in the MXNet-style facade).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.lars(learning_rate=0.1, momentum=0.9, eta=0.001)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.9998 -1.9998  2.9997]
+      >>> print(np.asarray(state.mom["w"]).round(6))
+      [-0.000153  0.000153 -0.000306]
     """
 
 
@@ -226,6 +239,19 @@ def lamb(
         with sharded parameters): the whole-tensor norms are then ``lax.psum``-ed over those axes, so the
         result equals the unsharded one. Not needed under ``jax.jit`` with ``NamedSharding``; see
         ``docs/interop.md``. Keyword-only (an mxopt_jax extension, not in the MXNet-style facade).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.lamb(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.784 -1.784  2.784]
+      >>> print(np.asarray(state.mean["w"]).round(4))
+      [ 0.05 -0.05  0.1 ]
     """
 
 
@@ -296,4 +322,17 @@ def lans(
         with sharded parameters): the whole-tensor norms are then ``lax.psum``-ed over those axes, so the
         result equals the unsharded one. Not needed under ``jax.jit`` with ``NamedSharding``; see
         ``docs/interop.md``. Keyword-only (an mxopt_jax extension, not in the MXNet-style facade).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.lans(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.784 -1.784  2.784]
+      >>> print(np.asarray(state.mean["w"]).round(4))
+      [ 0.0408 -0.0408  0.0816]
     """

@@ -113,4 +113,17 @@ def rmsprop(
       epsilon: ``> 0`` (default 1e-8).
       centered: use Graves' centered form (default False).
       clip_weights: clip the weights to ``[-clip_weights, clip_weights]`` after the update (None or 0: off).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.rmsprop(learning_rate=0.01, centered=True, momentum=0.9)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.9667 -1.9667  2.9667]
+      >>> print(type(state).__name__, [f for f in state._fields if getattr(state, f) is not None])
+      RMSPropState ['count', 'mean', 'var', 'mom']
     """

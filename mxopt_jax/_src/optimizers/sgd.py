@@ -86,6 +86,19 @@ def sgd(
       learning_rate: step size (MXNet 2.0 default 0.1).
       momentum: momentum coefficient in ``[0, 1]``; 0 keeps no momentum state.
       lazy_update: for row-sparse gradients, update only the listed rows (no effect on dense gradients).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.sgd(learning_rate=0.1, momentum=0.9, wd=1e-4)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.95 -1.95  2.9 ]
+      >>> print(np.asarray(state.mom["w"]).round(4))
+      [-0.05  0.05 -0.1 ]
     """
 
 
@@ -106,6 +119,20 @@ def ccsgd(
         mom = momentum * mom - lr * G ;  w = w + mom          (w = w - lr * G without momentum)
 
     Emits a ``DeprecationWarning``; use :func:`sgd`.
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> import warnings
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> with warnings.catch_warnings():
+      ...     warnings.simplefilter("ignore", DeprecationWarning)  # ccsgd is deprecated: use sgd
+      ...     tx = mxopt_jax.ccsgd(learning_rate=0.1, momentum=0.9)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.95 -1.95  2.9 ]
     """
 
 
@@ -152,6 +179,19 @@ def nag(
     Args:
       learning_rate: step size (default 0.1).
       momentum: momentum coefficient in ``[0, 1]`` (default 0.9).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.nag(learning_rate=0.1, momentum=0.9)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.905 -1.905  2.81 ]
+      >>> print(np.asarray(state.mom["w"]).round(4))
+      [-0.05  0.05 -0.1 ]
     """
 
 
@@ -220,6 +260,19 @@ def signum(
       learning_rate: step size (default 0.01).
       momentum: EMA coefficient in ``[0, 1]`` (default 0.9); 0 selects signSGD.
       wd_lh: decoupled weight decay (Loshchilov & Hutter), ``>= 0``.
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.signum(learning_rate=0.01, momentum=0.9)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.99 -1.99  2.99]
+      >>> print(np.asarray(state.mom["w"]).round(4))
+      [ 0.05 -0.05  0.1 ]
     """
 
 
@@ -267,6 +320,19 @@ def sgld(
       learning_rate: step size (MXNet 2.0 default 0.1).
       seed: an int or a ``jax.random`` key; the state carries the key and advances it every update, so the
         same seed gives the same trajectory. Each parameter draws its own independent noise.
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.sgld(learning_rate=0.01, seed=0)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> again, _ = tx.update(grads, tx.init(params), params)
+      >>> bool(jnp.array_equal(updates["w"], again["w"]))  # the same seed draws the same noise
+      True
+      >>> bool(jnp.array_equal(updates["w"], tx.update(grads, state, params)[0]["w"]))  # the next step draws anew
+      False
     """
 
 
@@ -323,6 +389,19 @@ def dcasgd(
       learning_rate: step size (default 0.1).
       momentum: momentum coefficient in ``[0, 1]`` (default 0).
       lamda: delay-compensation strength, ``>= 0`` (default 0.04).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.dcasgd(learning_rate=0.1, momentum=0.9, lamda=0.04)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.95 -1.95  2.9 ]
+      >>> print(np.asarray(state.prev_weight["w"]).round(4))
+      [ 1. -2.  3.]
     """
 
 
@@ -442,6 +521,19 @@ def lbsgd(
       batch_scale: number of gradients accumulated per update (``>= 1``).
       begin_epoch: starting epoch (the accumulation counter starts at ``begin_epoch * updates_per_epoch``).
       num_epochs: accepted and unused, as in MXNet.
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.lbsgd(learning_rate=0.1, momentum=0.9)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.95 -1.95  2.9 ]
+      >>> print(state.num_cums["w"])
+      1
     """
 
 
@@ -478,6 +570,17 @@ def test(
         w = w - lr * (rescale_grad * g + wd * w)          (clip_gradient is ignored, as in MXNet)
 
     MXNet 1.x's ``Test`` computed ``w += rescale_grad * g``; mxopt_jax follows 2.0 (docs/differences.md #11).
+
+    Examples:
+      >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
+      >>> params = {"w": jnp.array([1.0, -2.0, 3.0])}
+      >>> grads = {"w": jnp.array([0.5, -0.5, 1.0])}
+      >>> tx = mxopt_jax.test(learning_rate=0.1)
+      >>> state = tx.init(params)
+      >>> updates, state = tx.update(grads, state, params)
+      >>> params = optax.apply_updates(params, updates)
+      >>> print(np.asarray(params["w"]).round(4))
+      [ 0.95 -1.95  2.9 ]
     """
 
 
