@@ -300,8 +300,15 @@ def habit_error(
                 notes.append(f"`{key}` (MXNet's `{right}`) is not an argument of this optimizer")
         elif low in ADVICE:
             notes.append(f"`{key}`: {ADVICE[low]}")
-    own = [n for n in sig.parameters if n not in BASE_NAMES and n != "self"]
-    hint = "; ".join(notes) if notes else f"its own arguments are {', '.join(own) or '(none)'}"
+    facade_base = ("self", "param_idx2name", "sym", "param_dict")
+    own = [n for n in sig.parameters if n not in BASE_NAMES and n not in facade_base]
+    hint = (
+        "; ".join(notes)
+        if notes
+        else (
+            f"its own arguments are {', '.join(own) or '(none)'}, plus MXNet's base keywords ({', '.join(BASE_NAMES)})"
+        )
+    )
     return TypeError(f"{owner}: {exc}; {hint}")
 
 
