@@ -326,3 +326,38 @@ def test_update_counts_public_api():
     # MXNet's private names stay (MXNet code reads them)
     assert opt._index_update_count is opt.index_update_counts
     assert opt._all_index_update_counts is opt.all_index_update_counts
+
+
+# --------------------------------------------------------------------------- the migration guide
+def test_migration_guide_runs_without_warnings(monkeypatch, capsys):
+    """Every code block of docs/migration.md, in order, in one namespace, warnings as errors (blocks that
+    import mxnet show MXNet code and are skipped)."""
+    root = pathlib.Path(__file__).parents[2]
+    text = (root / "docs" / "migration.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    runnable = [b for b in blocks if "import mxnet" not in b]
+    assert len(blocks) - len(runnable) == 1 and len(runnable) >= 12
+    monkeypatch.chdir(root)
+    ns: dict = {"__name__": "migration_guide"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k, code in enumerate(runnable):
+            exec(compile(code, f"docs/migration.md (block {k})", "exec"), ns)  # our own documentation
+    printed = capsys.readouterr().out
+    assert "SGD 3 {0: 3, 1: 3, 2: 3, 3: 3} 0.035" in printed  # the output the guide shows
+    assert ns["opt"].index_update_counts == {i: 5 for i in range(4)}
+    mxopt_jax.facade.Optimizer.opt_registry.pop("myopt", None)
+
+
+def test_readme_resume_lines_run_on_a_real_checkpoint(monkeypatch):
+    root = pathlib.Path(__file__).parents[2]
+    readme = (root / "README.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "load_updater" in b)
+    code = code.replace('"net.params"', f'"{CKPT}/mx20_adam.params"')
+    code = code.replace('"trainer.states"', f'"{CKPT}/mx20_adam.states"')
+    grads = [jnp.zeros(s) for s in [(3,), (3, 4), (2,), (2, 3)]]
+    ns = {"mxopt_jax": mxopt_jax, "jnp": jnp, "grads": grads}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exec(compile(code, "README.md", "exec"), ns)  # our own documentation
+    assert ns["updater"].optimizer.num_update == 4 and len(ns["weights"]) == 4

@@ -465,7 +465,7 @@ def test_not_a_states_file():
 def test_migration_guide_example_runs(monkeypatch):
     """The "Resuming an MXNet checkpoint" example in docs/migration.md, run as written from the repo root."""
     root = pathlib.Path(__file__).parents[2]
-    section = (root / "docs" / "migration.md").read_text().split("### Resuming an MXNet checkpoint", 1)[1]
+    section = (root / "docs" / "migration.md").read_text().split("## 6. Resuming an MXNet checkpoint", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(root)
     ns: dict = {}
