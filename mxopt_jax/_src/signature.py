@@ -253,6 +253,12 @@ ADVICE: dict[str, str] = {
     "params": "parameters are not given to the constructor",
     "param_groups": "parameters are not given to the constructor",
     "mask": "wrap the transform in optax.masked(tx, mask), or give wd_mult / lr_mult per parameter",
+    "param_idx2name": "the functional API names parameters by their pytree paths: give lr_mult / wd_mult as "
+    "callables (path, leaf) -> float (the facade, mxopt_jax.create, takes param_idx2name)",
+    "param_dict": "give lr_mult / wd_mult (pytrees or callables) to the functional constructor, or use the "
+    "facade (mxopt_jax.create), which takes param_dict",
+    "sym": "give lr_mult / wd_mult (pytrees or callables) to the functional constructor, or use the facade "
+    "(mxopt_jax.create), which takes sym",
 }
 
 

@@ -190,6 +190,7 @@ HABITS = [
     ("adam", {"clipnorm": 1.0}, "optax.clip_by_global_norm"),
     ("adam", {"clipvalue": 1.0}, "`clipvalue` is spelled `clip_gradient`"),
     ("rmsprop", {"gamma1": 0.9}, "`gamma1` is spelled `rho`"),
+    ("adam", {"param_idx2name": {0: "w"}}, "names parameters by their pytree paths"),
     (
         "adam",
         {"foo": 1},
@@ -202,7 +203,7 @@ HABITS = [
 def test_keywords_from_other_libraries(name, kw, hint):
     with pytest.raises(TypeError, match=rf"^mxopt_jax\.{name}: .*{re.escape(hint)}"):
         mxopt_jax.OPTIMIZERS[name](**kw)
-    if name == "rmsprop":  # MXNet's own renamed keywords keep MXNet's DeprecationWarning (raised, as MXNet)
+    if name == "rmsprop" or "param_idx2name" in kw:  # MXNet's renamed keywords: MXNet's DeprecationWarning
         return
     cls = type(create(name)).__name__
     with pytest.raises(TypeError, match=rf"^create\('{name}'\): {cls}: .*{re.escape(hint)}"):
@@ -282,6 +283,14 @@ def test_warnings_point_at_the_users_line():
         "Accumulating with float16",
     )
     _assert_here(lambda: create("sgd")._set_current_context(1), DeprecationWarning, "_set_current_context")
+    _assert_here(lambda: mxopt_jax.sgd().init({"w": jnp.ones(2, jnp.float16)}), UserWarning, "Accumulating")
+
+    def unsaveable():
+        upd = get_updater(create("sgd"))
+        upd.optimizer.custom = object()
+        upd.get_states(dump_optimizer=True)
+
+    _assert_here(unsaveable, UserWarning, "attribute 'custom'")
     _assert_here(
         lambda: load_updater(CKPT / "mx19_adagrad.states"), UserWarning, "eps inside the square root"
     )
