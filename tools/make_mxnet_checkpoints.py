@@ -11,7 +11,8 @@ virtualenv (MXNet is never installed into the project's environment)::
 
 For every case ``<v>_<case>`` (``v`` = ``mx19`` or ``mx20``) it writes, exactly as MXNet wrote them:
 
-* ``<v>_<case>.params``: ``net.save_parameters`` of a small Gluon model (Dense(3, tanh) -> Dense(2)) after
+* ``<v>_<case>.params``: ``net.save_parameters`` of a small Gluon model (Dense(3, tanh) -> Dense(2); for
+  GroupAdaGrad, whose weights must be 2-D, Embedding(6, 4) -> bias-free Dense(3, tanh) -> Dense(2)) after
   ``TRAIN`` training steps;
 * ``<v>_<case>.states``: the optimizer states at that point: ``trainer.save_states`` (a Gluon ``Trainer``;
   that is ``Updater.get_states(dump_optimizer=True)``), or for the ``upd_*`` cases an ``mx.optimizer``
@@ -260,6 +261,20 @@ def cases(v2):
         )
     else:
         c.append(("nag_wd", "nag", dict(learning_rate=0.05, momentum=0.9, wd=0.05), {}))
+    # GroupAdaGrad needs 2-D weights (an Embedding and bias-free Dense layers); wd must be 0 (MXNet asserts)
+    eps_kw = {"epsilon": 1e-6} if v2 else {"eps": 1e-5}
+    c.append(("groupadagrad", "groupadagrad", dict(learning_rate=0.05, wd=0.0, **eps_kw), {"net": "embed"}))
+    # Test: MXNet 2.0 w -= lr * (rescale_grad * g + wd * w); 1.9.1 w += rescale_grad * g (not continued)
+    c.append(("test", "test", dict(learning_rate=0.05, **wd), {}))
+    # SGLD: no state; its noise comes from MXNet's global generator (not reproducible elsewhere)
+    c.append(
+        (
+            "sgld",
+            "sgld",
+            dict(learning_rate=None, **wd),
+            {"sched": ("factor", {"step": 2, "factor": 0.5, "base_lr": 1e-4})},
+        )
+    )
     # mx.optimizer Updater driven directly: begin_num_update, set_lr_mult/set_wd_mult by index and by name
     c.append(
         (
@@ -307,13 +322,24 @@ def run_case(mx, v2, out, tag, opt_name, kwargs, opts):
 
     rng = np.random.default_rng(zlib.crc32(tag.encode()))
     dtype = "float16" if opts.get("fp16") else "float32"
-    X = rng.uniform(-1, 1, size=(TRAIN + CONT, BATCH, 4)).astype(np.float32)
+    embed = opts.get("net") == "embed"
+    if embed:  # token ids in [0, 6)
+        X = rng.integers(0, 6, size=(TRAIN + CONT, BATCH)).astype(np.float32)
+    else:
+        X = rng.uniform(-1, 1, size=(TRAIN + CONT, BATCH, 4)).astype(np.float32)
     Y = rng.uniform(-1, 1, size=(TRAIN + CONT, BATCH, 2)).astype(np.float32)
     arr = mx.np.array if v2 else mx.nd.array
 
     def make_net():
         net = gluon.nn.HybridSequential()
-        net.add(gluon.nn.Dense(3, in_units=4, activation="tanh"), gluon.nn.Dense(2, in_units=3))
+        if embed:  # every weight 2-D (GroupAdaGrad)
+            net.add(
+                gluon.nn.Embedding(6, 4),
+                gluon.nn.Dense(3, in_units=4, activation="tanh", use_bias=False),
+                gluon.nn.Dense(2, in_units=3, use_bias=False),
+            )
+        else:
+            net.add(gluon.nn.Dense(3, in_units=4, activation="tanh"), gluon.nn.Dense(2, in_units=3))
         return net
 
     def params_of(net):
@@ -545,7 +571,8 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(",")) if args.only else None
-    formats(mx, v2, out, prefix)
+    if not only:
+        formats(mx, v2, out, prefix)
     for case, name, kw, opts in cases(v2):
         if only and case not in only:
             continue

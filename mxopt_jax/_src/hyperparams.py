@@ -7,14 +7,13 @@ current step; :func:`resolve_learning_rate` applies MXNet's rules for ``learning
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
-from .validation import check_range
+from .validation import check_range, warn
 
 Scalar = float | int | jax.Array | np.ndarray
 
@@ -60,10 +59,11 @@ def resolve_learning_rate(owner: str, learning_rate: Any, lr_scheduler: Any) -> 
             )
         base = getattr(lr_scheduler, "base_lr", None)
         if learning_rate is not None and base is not None and base != learning_rate:
-            warnings.warn(
-                "learning rate from ``lr_scheduler`` has been overwritten by ``learning_rate`` in optimizer.",
-                UserWarning,
-                stacklevel=3,
+            warn(
+                f"{owner}: learning rate from ``lr_scheduler`` has been overwritten by ``learning_rate`` in "
+                f"optimizer (as MXNet does): learning_rate={learning_rate!r} (given, or the optimizer's default) "
+                f"won over the scheduler's base_lr={base!r}, which the scheduler now starts from. Pass "
+                f"learning_rate=None to keep base_lr={base!r}."
             )
             lr_scheduler.base_lr = learning_rate
     if learning_rate is not None:

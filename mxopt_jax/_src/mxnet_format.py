@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from . import facade, schedulers
+from .validation import warn
 
 __all__ = ["load_params", "load_updater", "read_states"]
 
@@ -712,7 +713,7 @@ def _scheduler(obj: Any, where: str) -> Any:
 
 
 def _warn(msg: str) -> None:
-    warnings.warn(msg, UserWarning, stacklevel=3)
+    warn(msg, UserWarning)
 
 
 def _differences(name: str, v1: bool, o: Any, n_states: int) -> list[str]:
@@ -831,7 +832,7 @@ def load_updater(
       >>> type(opt).__name__, opt.num_update, opt.beta2, type(opt.lr_scheduler).__name__
       ('Adam', 3, 0.999, 'MultiFactorScheduler')
       >>> weights = updater([0, 1, 2, 3], [jnp.ones_like(w) for w in weights], weights)
-      >>> opt.num_update, opt._index_update_count
+      >>> opt.num_update, opt.index_update_counts
       (4, {0: 4, 1: 4, 2: 4, 3: 4})
     """
 
@@ -868,7 +869,7 @@ def load_updater(
         if mxo.mx_class not in _REGISTRY_NAME or mxo.mx_class == "Optimizer":
             raise ValueError(f"{where}: unsupported MXNet optimizer {mxo.mx_module}.{mxo.mx_class}")
         name = _REGISTRY_NAME[mxo.mx_class]
-        v1 = mxo.mx_module == "mxnet.optimizer.optimizer" or not hasattr(mxo, "use_fused_step")
+        v1 = not hasattr(mxo, "use_fused_step")  # MXNet 2.0's base class sets it, 1.x has no such attribute
         if mxnet_version is not None:
             v1 = str(mxnet_version).startswith("1")
         opt = _build_optimizer(name, v1, mxo, where)
@@ -997,7 +998,6 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str) -> Any:
     opt.idx2name = dict(a.get("idx2name") or {})
     opt.lr_mult = dict(a.get("lr_mult") or {}) if not (name == "adadelta" and v1) else {}
     opt.wd_mult = dict(a.get("wd_mult") or {})
-    opt.num_update = int(a.get("num_update", opt.begin_num_update))
     counts = a.get("_all_index_update_counts")
     current = a.get("_index_update_count", {})
     if not isinstance(counts, dict):
@@ -1005,8 +1005,9 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str) -> Any:
     dev = next((d for d, c in counts.items() if c is current), None)
     if dev is None:
         dev = next(iter(counts), 0)
-    opt._all_index_update_counts = {int(d): {k: int(v) for k, v in c.items()} for d, c in counts.items()}
-    opt._set_current_device(int(dev))
+    opt.set_update_counts(
+        counts, current_device=int(dev), num_update=int(a.get("num_update", opt.begin_num_update))
+    )
     return opt
 
 

@@ -14,11 +14,11 @@ arguments, validates them (:func:`prepare`) and builds the transform with the tr
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
-import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypedDict
 
 import numpy as np
@@ -27,12 +27,26 @@ import optax
 from . import hyperparams
 from .drivers import tree
 from .rule import Prepared, Rule
-from .validation import check_bool, check_clip_gradient, check_int, check_range
+from .validation import STRICTER_THAN_MXNET, check_bool, check_clip_gradient, check_int, check_range, warn
 
 
 def _check_aggregate_num(owner: str, name: str, value: Any) -> None:
-    if value is not None and not (isinstance(value, float) and value == np.inf):
-        check_int(owner, name, value, low=1)
+    """``None``, an int ``>= 0`` (0 and 1: no aggregation, as MXNet) or ``inf``; negative ints are refused
+    (MXNet treats them as "no aggregation", other libraries' ``-1`` means "all": differences #19)."""
+    if value is None or (isinstance(value, float) and value == np.inf):
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(
+            f"{owner}: `{name}` must be an int >= 0 (0 or 1: no aggregation) or numpy.inf (all parameters in "
+            f"one call), got {value!r}"
+        )
+    if value < 0:
+        raise ValueError(
+            f"{owner}: `{name}` must be an int >= 0 (0 or 1: no aggregation) or numpy.inf, got {value}; MXNet "
+            "treats a negative value as 'no aggregation' where other libraries read -1 as 'all': say which you "
+            "mean with 1 or numpy.inf (docs/differences.md #19)"
+        )
+    check_int(owner, name, value, low=0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,9 +120,9 @@ BASE_KEYWORDS: tuple[Keyword, ...] = (
         "aggregate_num",
         None,
         "int | float | None",
-        "``None`` or 1: update each parameter on its own; an int > 1 or ``numpy.inf``: keep the state as flat "
-        "multi-tensor buffers of that many parameters (MXNet's multi-tensor kernels; see "
-        ":mod:`mxopt_jax.multi_tensor`).",
+        "``None``, 0 or 1: update each parameter on its own (MXNet's meaning of 0 and 1); an int > 1 or "
+        "``numpy.inf``: keep the state as flat multi-tensor buffers of that many parameters (MXNet's "
+        "multi-tensor kernels; see :mod:`mxopt_jax.multi_tensor`).",
         _check_aggregate_num,
     ),
     Keyword(
@@ -150,11 +164,24 @@ COMMON_DOC = (
 )
 
 
+@contextlib.contextmanager
+def stricter_than_mxnet() -> Iterator[None]:
+    """Range checks MXNet does not make: their ``ValueError`` says so (docs/differences.md #19)."""
+    try:
+        yield
+    except ValueError as exc:
+        msg = str(exc)
+        if "docs/differences.md" in msg:  # already explains its own departure (#1, #19)
+            raise
+        raise ValueError(f"{msg} ({STRICTER_THAN_MXNET})") from None
+
+
 def validate_base(owner: str, args: dict) -> None:
     """Construction-time checks of the base keywords in ``args``."""
     for k in BASE_KEYWORDS:
         if k.check is not None and k.name in args:
-            k.check(owner, k.name, args[k.name])
+            with stricter_than_mxnet():
+                k.check(owner, k.name, args[k.name])
 
 
 def prepare(rule: Rule, args: dict) -> Prepared:
@@ -162,22 +189,133 @@ def prepare(rule: Rule, args: dict) -> Prepared:
     owner = f"mxopt_jax.{rule.name}"
     args = dict(args)
     validate_base(owner, args)
+    if args.get("aggregate_num") == 0:  # MXNet's "no aggregation" (its test suite passes 0)
+        args["aggregate_num"] = 1
     for name in rule.static:  # structural switches are booleans
         check_bool(owner, name, args[name])
-    for name, kw in rule.checks.items():
-        check_range(owner, name, args[name], **kw)
+    with stricter_than_mxnet():
+        for name, kw in rule.checks.items():
+            check_range(owner, name, args[name], **kw)
     if rule.validate is not None:
         rule.validate(owner, args)
     if rule.derive is not None:
         args.update(rule.derive(args))
-    learning_rate, lr_scheduler = hyperparams.resolve_learning_rate(
-        owner, args["learning_rate"], args["lr_scheduler"]
-    )
+    with stricter_than_mxnet():
+        learning_rate, lr_scheduler = hyperparams.resolve_learning_rate(
+            owner, args["learning_rate"], args["lr_scheduler"]
+        )
     opts = {k: args[k] for k in rule.static}
     if rule.prepare is not None:
         opts.update(rule.prepare(args))
     hypers = {k: args[k] for k in ("wd", "rescale_grad", "clip_gradient", *rule.hyper)}
     return Prepared(rule, owner, args, opts, hypers, learning_rate, lr_scheduler)
+
+
+# --------------------------------------------------------------------------- habits from other libraries
+#: Keywords people bring from PyTorch, optax, Keras and MXNet 1.x -> MXNet's keyword (or advice).
+HABITS: dict[str, str] = {
+    "lr": "learning_rate",
+    "learningrate": "learning_rate",
+    "learning_rate_fn": "learning_rate",
+    "b1": "beta1",
+    "beta_1": "beta1",
+    "b2": "beta2",
+    "beta_2": "beta2",
+    "eps": "epsilon",
+    "epsilon_root": "epsilon",
+    "eps_root": "epsilon",
+    "float_stable_eps": "epsilon",
+    "weight_decay": "wd",
+    "decay_rate": "wd",
+    "gamma1": "rho",
+    "gamma2": "momentum",
+    "mu": "momentum",
+    "clipvalue": "clip_gradient",
+    "clip_value": "clip_gradient",
+    "grad_clip": "clip_gradient",
+    "schedule": "lr_scheduler",
+    "scheduler": "lr_scheduler",
+}
+#: Keywords with no one-to-one MXNet name: what to do instead.
+ADVICE: dict[str, str] = {
+    "nesterov": "Nesterov momentum is MXNet's separate optimizer NAG: use mxopt_jax.nag / create('nag')",
+    "betas": "MXNet takes the two coefficients separately: beta1=..., beta2=...",
+    "amsgrad": "MXNet has no AMSGrad variant (optax.amsgrad is one)",
+    "dampening": "MXNet's momentum has no dampening",
+    "maximize": "negate the gradients (or the loss) instead",
+    "foreach": "not needed (XLA fuses the update; see aggregate_num for multi-tensor updates)",
+    "fused": "MXNet's switch is use_fused_step (both paths compute the same math here)",
+    "clipnorm": "clip the global norm with optax.chain(optax.clip_by_global_norm(c), tx); MXNet's "
+    "clip_gradient clips each element",
+    "global_clipnorm": "use optax.chain(optax.clip_by_global_norm(c), tx)",
+    "decay": "Keras' learning-rate decay is an lr_scheduler here (mxopt_jax.lr_scheduler.FactorScheduler, ...)",
+    "lr_decay": "learning-rate decay is an lr_scheduler here (mxopt_jax.lr_scheduler.FactorScheduler, ...)",
+    "params": "parameters are not given to the constructor",
+    "param_groups": "parameters are not given to the constructor",
+    "mask": "wrap the transform in optax.masked(tx, mask), or give wd_mult / lr_mult per parameter",
+    "param_idx2name": "the functional API names parameters by their pytree paths: give lr_mult / wd_mult as "
+    "callables (path, leaf) -> float (the facade, mxopt_jax.create, takes param_idx2name)",
+    "param_dict": "give lr_mult / wd_mult (pytrees or callables) to the functional constructor, or use the "
+    "facade (mxopt_jax.create), which takes param_dict",
+    "sym": "give lr_mult / wd_mult (pytrees or callables) to the functional constructor, or use the facade "
+    "(mxopt_jax.create), which takes sym",
+}
+
+
+def _looks_like_parameters(x: Any) -> bool:
+    """A model's parameters passed where a learning rate goes: a pytree/dict/list, a generator, an array."""
+    if isinstance(x, (Mapping, list, tuple)) or inspect.isgenerator(x) or hasattr(x, "parameters"):
+        return True
+    shape = getattr(x, "shape", None)
+    return shape is not None and len(shape) > 0
+
+
+def parameters_hint(facade: bool) -> str:
+    if facade:
+        return (
+            "parameters go to the updater, not to the optimizer: updater = mxopt_jax.get_updater(opt); "
+            "new_weight = updater(index, grad, weight)"
+        )
+    return (
+        "parameters go to `init`, not to the constructor: tx = mxopt_jax.<name>(learning_rate=...); "
+        "state = tx.init(params) (per-group options: lr_mult / wd_mult, or optax.partition)"
+    )
+
+
+def habit_error(
+    owner: str, sig: inspect.Signature, exc: TypeError, args: tuple, kwargs: dict, *, facade: bool = False
+) -> TypeError:
+    """The ``TypeError`` for a call that does not bind: it names the optimizer and, for keywords from other
+    libraries (``lr``, ``b1``, ``eps``, ``weight_decay``, ``nesterov``, ...) or parameters passed to the
+    constructor (PyTorch's ``Adam(model.parameters(), lr=...)``), the right keyword or what to do."""
+    names = set(sig.parameters)
+    notes = []
+    if args and _looks_like_parameters(args[0]):
+        notes.append(parameters_hint(facade).replace("<name>", owner.rsplit(".", 1)[-1]))
+    for key in kwargs:
+        if key in names:
+            continue
+        low = key.lower()
+        if key in ("params", "param_groups"):
+            notes.append(f"`{key}`: " + parameters_hint(facade).replace("<name>", owner.rsplit(".", 1)[-1]))
+        elif low in HABITS or key in HABITS:
+            right = HABITS.get(key, HABITS.get(low))
+            if right in names:
+                notes.append(f"`{key}` is spelled `{right}` in MXNet and mxopt_jax")
+            else:
+                notes.append(f"`{key}` (MXNet's `{right}`) is not an argument of this optimizer")
+        elif low in ADVICE:
+            notes.append(f"`{key}`: {ADVICE[low]}")
+    facade_base = ("self", "param_idx2name", "sym", "param_dict")
+    own = [n for n in sig.parameters if n not in BASE_NAMES and n not in facade_base]
+    hint = (
+        "; ".join(notes)
+        if notes
+        else (
+            f"its own arguments are {', '.join(own) or '(none)'}, plus MXNet's base keywords ({', '.join(BASE_NAMES)})"
+        )
+    )
+    return TypeError(f"{owner}: {exc}; {hint}")
 
 
 def full_signature(declared: inspect.Signature) -> inspect.Signature:
@@ -207,11 +345,18 @@ def optimizer(rule: Rule, *, deprecation: str | None = None) -> Callable[[Callab
         @functools.wraps(declared)
         def constructor(*args: Any, **kwargs: Any) -> optax.GradientTransformation:
             if deprecation is not None:
-                warnings.warn(deprecation, DeprecationWarning, stacklevel=2)
+                warn(deprecation, DeprecationWarning)
+            owner = f"mxopt_jax.{declared.__name__}"
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as exc:
-                raise TypeError(f"mxopt_jax.{declared.__name__}: {exc}") from None
+                raise habit_error(owner, sig, exc, args, kwargs) from None
+            if args and _looks_like_parameters(args[0]):
+                raise TypeError(
+                    f"{owner}: got {type(args[0]).__name__} as `learning_rate`; {parameters_hint(False)}".replace(
+                        "<name>", declared.__name__
+                    )
+                )
             bound.apply_defaults()
             return tree.transform(prepare(rule, bound.arguments))
 

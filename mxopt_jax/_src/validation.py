@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import sys
+import warnings
 from typing import Any
 
 import jax
@@ -18,6 +21,26 @@ import jax.numpy as jnp
 import numpy as np
 
 INT32_MAX = 2**31 - 1
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+#: Appended to the errors of construction-time checks that refuse a value MXNet takes unchecked.
+STRICTER_THAN_MXNET = "MXNet does not check this value, mxopt_jax refuses it: docs/differences.md #19"
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the user's line: the first frame outside the mxopt_jax package.
+
+    Whatever the call depth inside the package (constructor -> ``prepare`` -> ..., ``create`` -> class ->
+    ``__init__``, a jitted step function), the warning's filename and line are the caller's, so
+    ``python -W error`` and warning filters by module point at the user's code.
+    """
+    frame = sys._getframe(1)
+    level = 2  # stacklevel 2 is warn()'s caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 def is_python_number(x: Any) -> bool:
@@ -112,7 +135,7 @@ def check_clip_gradient(owner: str, value: Any) -> None:
         raise ValueError(
             f"{owner}: `clip_gradient` must be None (no clipping) or a finite number > 0, got {v!r}. "
             "MXNet is ambiguous here (its fused kernels treat 0 as 'off' while its Python step zeroes the "
-            "gradient); mxopt_jax asks you to say which you mean: use None for no clipping."
+            "gradient); mxopt_jax asks you to say which you mean: use None for no clipping (docs/differences.md #1)."
         )
     check_range(owner, "clip_gradient", value, low=0.0, low_open=True)
 
@@ -130,8 +153,9 @@ def check_int(owner: str, name: str, value: Any, *, low: int) -> None:
 
 
 def check_bool(owner: str, name: str, value: Any) -> None:
+    """A switch: ``True`` or ``False`` (NumPy booleans too); MXNet takes any truthy value (differences #19)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{owner}: `{name}` must be True or False, got {value!r}")
+        raise TypeError(f"{owner}: `{name}` must be True or False, got {value!r} ({STRICTER_THAN_MXNET})")
 
 
 def check_choice(owner: str, name: str, value: Any, choices: tuple) -> None:

@@ -39,7 +39,7 @@ COMMON_BAD = [
     (dict(multi_precision="yes"), TypeError, r"`multi_precision` must be True or False"),
     (dict(begin_num_update=-1), ValueError, r"`begin_num_update` must be in \[0, inf\]"),
     (dict(begin_num_update=1.5), TypeError, r"`begin_num_update` must be an int"),
-    (dict(aggregate_num=0), ValueError, r"`aggregate_num`"),
+    (dict(aggregate_num=-1), ValueError, r"`aggregate_num` must be an int >= 0 .*docs/differences.md #19"),
     (dict(lr_scheduler=3.0), TypeError, r"`lr_scheduler` must be"),
     (dict(foo=1), TypeError, r"unexpected keyword argument 'foo'"),
     (dict(param_idx2name={0: "w"}), TypeError, r"unexpected keyword argument 'param_idx2name'"),

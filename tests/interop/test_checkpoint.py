@@ -153,6 +153,8 @@ def _facade(name, **kw):
             param_idx2name={0: "fc_weight", 1: "fc_bias"},
             use_fused_step=False,
             **kw,
+            # SGLD's key lives on the optimizer (not in the states): the same seed for every Updater here
+            **({"seed": 0} if name == "sgld" else {}),
         )
     return mxopt_jax.get_updater(opt)
 

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import jax
@@ -21,7 +20,7 @@ import optax
 from .. import hyperparams
 from ..numerics import is_low_precision
 from ..rule import FP16_WARNING, Prepared, Slot, StepContext
-from ..validation import check_state_type, concrete_value, is_static_zero, path_name
+from ..validation import check_state_type, concrete_value, is_static_zero, path_name, warn
 from . import flat, is_unit, kind_of
 from . import update as update_leaf
 
@@ -99,7 +98,7 @@ def transform(prep: Prepared) -> optax.GradientTransformation:
         ]
         units = [u for leaf in leaves for u in (leaf.buffers if kind_of(leaf) is flat else (leaf,))]
         if not multi_precision and any(is_low_precision(jnp.result_type(u)) for u in units):
-            warnings.warn(FP16_WARNING, UserWarning, stacklevel=3)
+            warn(FP16_WARNING)  # attributed to the user's line
         # Multipliers are checked now so a bad tree fails at init, not inside a trace.
         multipliers(owner, "lr_mult", lr_mult, treedef, paths, leaves)
         multipliers(owner, "wd_mult", wd_mult, treedef, paths, leaves)

@@ -7,8 +7,8 @@ holds host-side bookkeeping only; the math is in the rule-backed classes (:mod:`
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Sequence
+import inspect
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -18,6 +18,8 @@ import numpy as np
 from ..hyperparams import resolve_learning_rate
 from ..numerics import is_low_precision
 from ..rule import FP16_WARNING
+from ..signature import habit_error, parameters_hint
+from ..validation import warn
 
 Index = int | str
 
@@ -81,10 +83,11 @@ class Optimizer:
         **kwargs: Any,
     ) -> None:
         if kwargs:
-            raise TypeError(
-                f"{type(self).__name__}: unexpected keyword argument(s) {sorted(kwargs)} (as MXNet, unknown "
-                "optimizer arguments are errors)"
+            exc = TypeError(
+                f"unexpected keyword argument(s) {sorted(kwargs)} (as MXNet, unknown optimizer arguments are errors)"
             )
+            sig = inspect.signature(type(self).__init__)
+            raise habit_error(type(self).__name__, sig, exc, (), kwargs, facade=True)
         self.rescale_grad = rescale_grad
         learning_rate, lr_scheduler = resolve_learning_rate(type(self).__name__, learning_rate, lr_scheduler)
         self.lr = learning_rate
@@ -185,21 +188,61 @@ class Optimizer:
         return self._get_wds([index])[0]
 
     # ------------------------------------------------------------------ counting
-    def _set_current_device(self, device_id: int) -> None:
-        """Switch the per-index update counts to those of ``device_id``."""
+    @property
+    def index_update_counts(self) -> dict:
+        """The current device's update count of every index (``index -> t``; the live dict MXNet calls
+        ``_index_update_count``). An index seen for the first time starts from ``begin_num_update``."""
+        return self._index_update_count
+
+    @property
+    def all_index_update_counts(self) -> dict[int, dict]:
+        """Every device's counts, ``device_id -> {index: t}`` (MXNet's ``_all_index_update_counts``): with
+        several devices each has its own Updater and its own counts, the Updater switches with
+        :meth:`set_current_device`."""
+        return self._all_index_update_counts
+
+    @property
+    def current_device(self) -> int:
+        """The device whose counts :attr:`index_update_counts` shows."""
+        return self._current_device
+
+    def set_current_device(self, device_id: int) -> None:
+        """Switch the per-index update counts to those of ``device_id`` (created empty when new)."""
         if device_id not in self._all_index_update_counts:
             self._all_index_update_counts[device_id] = {}
         self._index_update_count = self._all_index_update_counts[device_id]
         self._current_device = device_id
 
+    def set_update_counts(
+        self,
+        counts: Mapping[int, Mapping[Index, int]],
+        *,
+        current_device: int = 0,
+        num_update: int | None = None,
+    ) -> None:
+        """Restore the update bookkeeping of a saved run (what MXNet pickles with the optimizer).
+
+        Args:
+          counts: ``device_id -> {index: count}`` (one entry per device; a single-device run has ``{0: ...}``).
+          current_device: the device whose counts the next update uses.
+          num_update: the largest count seen (drives the learning-rate scheduler); default: the largest of
+            ``counts`` and ``begin_num_update``.
+        """
+        restored = {int(d): {k: int(v) for k, v in c.items()} for d, c in counts.items()}
+        self._all_index_update_counts = restored or {0: {}}
+        self.set_current_device(int(current_device))
+        if num_update is None:
+            num_update = max([self.begin_num_update, *(v for c in restored.values() for v in c.values())])
+        self.num_update = int(num_update)
+
+    def _set_current_device(self, device_id: int) -> None:
+        """MXNet's name of :meth:`set_current_device`."""
+        self.set_current_device(device_id)
+
     def _set_current_context(self, device_id: int) -> None:
-        """Deprecated alias of :meth:`_set_current_device` (warns)."""
-        warnings.warn(
-            "_set_current_context is deprecated, use _set_current_device instead",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        self._set_current_device(device_id)
+        """Deprecated alias of :meth:`set_current_device` (MXNet 1.x's name; warns)."""
+        warn("_set_current_context is deprecated, use _set_current_device instead", DeprecationWarning)
+        self.set_current_device(device_id)
 
     def _update_count(self, index: Index | Sequence[Index]) -> None:
         """Increment the update count of each index (starting at ``begin_num_update``) and ``num_update``."""
@@ -224,7 +267,7 @@ class Optimizer:
             w32 = weight.astype(jnp.float32)
             return (w32, self.create_state(index, w32))
         if low and not self.multi_precision:
-            warnings.warn(FP16_WARNING, UserWarning, stacklevel=2)
+            warn(FP16_WARNING)
         return self.create_state(index, weight)
 
     # ------------------------------------------------------------------ updates
@@ -236,20 +279,31 @@ class Optimizer:
         """Fused (compiled) update; returns ``(new_weights, new_states)``. Subclasses may implement it."""
         raise NotImplementedError()
 
-    def update(self, indices: list, weights: list, grads: list, states: list) -> tuple[list, list]:
-        """Run :meth:`fused_step` if ``use_fused_step`` else :meth:`step`; returns new weights and states."""
+    def update(self, indices: Any, weights: Any, grads: Any, states: Any) -> tuple:
+        """Run :meth:`fused_step` if ``use_fused_step`` else :meth:`step`; returns new weights and states.
+
+        Lists of indices, weights, gradients and states (MXNet 2.0) return ``(new_weights, new_states)``
+        lists; one index with its weight, gradient and state (MXNet 1.x: ``update(0, weight, grad, state)``)
+        returns ``(new_weight, new_state)`` (MXNet wrote them in place).
+        """
+        if not isinstance(indices, (list, tuple)):
+            (w,), (s,) = self.update([indices], [weights], [grads], [states])
+            return w, s
         if self.use_fused_step:
             return self.fused_step(indices, weights, grads, states)
         return self.step(indices, weights, grads, states)
 
-    def update_multi_precision(
-        self, indices: list, weights: list, grads: list, states: list
-    ) -> tuple[list, list]:
+    def update_multi_precision(self, indices: Any, weights: Any, grads: Any, states: Any) -> tuple:
         """:meth:`update` with the float32 masters of multi-precision entries; returns weights and states.
 
         For a 16-bit weight with ``multi_precision`` the state is ``(master, inner)``: the update runs on
         ``(master, inner, float32(grad))`` and the new weight is the master cast back to the weight's dtype.
+        One index (MXNet 1.x's ``update_multi_precision(0, weight, grad, state)``) returns
+        ``(new_weight, new_state)``; lists return lists.
         """
+        if not isinstance(indices, (list, tuple)):
+            (w,), (s,) = self.update_multi_precision([indices], [weights], [grads], [states])
+            return w, s
         mp = [self.multi_precision and is_low_precision(jnp.result_type(w)) for w in weights]
         ws, gs, ss = [], [], []
         for m, w, g, s in zip(mp, weights, grads, states, strict=True):
@@ -284,21 +338,21 @@ def register(klass: type) -> type:
     name = klass.__name__.lower()
     old = Optimizer.opt_registry.get(name)
     if old is not None:
-        warnings.warn(
+        warn(
             f"WARNING: New optimizer {klass.__module__}.{klass.__name__} is overriding existing "
-            f"optimizer {old.__module__}.{old.__name__}",
-            UserWarning,
-            stacklevel=2,
+            f"optimizer {old.__module__}.{old.__name__}"
         )
     Optimizer.opt_registry[name] = klass
     return klass
 
 
-def create(name: str, **kwargs: Any) -> Optimizer:
+def create(name: str, *args: Any, **kwargs: Any) -> Optimizer:
     """Instantiate the optimizer registered as ``name`` (case-insensitive), e.g. ``create('adam', wd=1e-4)``.
 
     Raises:
-      TypeError: ``name`` is not a string.
+      TypeError: ``name`` is not a string; arguments that are not the optimizer's (the message names the
+        optimizer and, for ``lr=``, ``eps=``, ``weight_decay=``, ... MXNet's keyword); positional
+        arguments (MXNet's ``create`` takes keywords; parameters go to the :class:`Updater`).
       ValueError: unknown name (the message lists the registered names).
 
     Examples:
@@ -317,4 +371,15 @@ def create(name: str, **kwargs: Any) -> Optimizer:
         raise ValueError(
             f"Cannot find optimizer {name}; registered optimizers: {', '.join(sorted(Optimizer.opt_registry))}"
         )
-    return klass(**kwargs)
+    if args:
+        raise TypeError(
+            f"create({name!r}): the optimizer's arguments are keywords (learning_rate=..., wd=...), got "
+            f"{len(args)} positional argument(s); {parameters_hint(True)}"
+        )
+    try:
+        return klass(**kwargs)
+    except TypeError as exc:
+        msg = str(exc)
+        if msg.startswith(klass.__name__):  # already names the optimizer
+            raise TypeError(f"create({name!r}): {msg}") from None
+        raise

@@ -11,7 +11,7 @@ hyperparameters are passed as traced values (changing them never recompiles).
 from __future__ import annotations
 
 import inspect
-import warnings
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -25,8 +25,8 @@ from ..drivers.tree import make_key
 from ..numerics import is_low_precision
 from ..rowsparse import RowSparse
 from ..rule import Rule, Slot, StepContext, leaf_init
-from ..signature import prepare
-from ..validation import check_float_leaf
+from ..signature import _looks_like_parameters, habit_error, parameters_hint, prepare
+from ..validation import check_float_leaf, warn
 from .optimizer import Index, Optimizer, _float_dtype, register
 
 _BASE_ONLY = ("param_idx2name", "sym", "param_dict")
@@ -101,13 +101,26 @@ class _RuleOptimizer(Optimizer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if self._deprecation:
-            warnings.warn(self._deprecation, DeprecationWarning, stacklevel=3)
+            warn(self._deprecation, DeprecationWarning)
         for old, new in self._deprecated.items():
             if old in kwargs:
                 raise DeprecationWarning(f"parameter '{old}' is deprecated. Please use '{new}' instead.")
-        bound = type(self).__signature__.bind(*args, **kwargs)
+        cls_name, sig = type(self).__name__, type(self).__signature__
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise habit_error(cls_name, sig, exc, args, kwargs, facade=True) from None
+        if args and _looks_like_parameters(args[0]):
+            raise TypeError(
+                f"{cls_name}: got {type(args[0]).__name__} as `{next(iter(sig.parameters))}`; "
+                + parameters_hint(True)
+            )
         bound.apply_defaults()
         given = dict(bound.arguments)
+        if self._rule.uses_key and given.get("seed") is None:
+            # MXNet draws SGLD's noise from its global generator, so two optimizers never share a stream:
+            # a fresh seed, kept as ``self.seed`` (pass seed=... to reproduce a run)
+            given["seed"] = secrets.randbits(31)
         base_only = {k: given.pop(k) for k in _BASE_ONLY}
         if given["aggregate_num"] is None:
             given["aggregate_num"] = self._aggregate_default
@@ -143,7 +156,8 @@ class _RuleOptimizer(Optimizer):
         for name in self._own:
             setattr(self, name, given[name])
         if self._rule.uses_key:
-            self._key = make_key(prep.owner, given.get("seed", 0))
+            self.seed = given["seed"]
+            self._key = make_key(prep.owner, given["seed"])
 
     # ------------------------------------------------------------------ states
     def create_state(self, index: Index, weight: jax.Array) -> tuple:
@@ -237,6 +251,8 @@ def make_class(entry: registry.Entry) -> type:
         for p in inspect.signature(ctor).parameters.values()
         if p.kind != p.KEYWORD_ONLY
     ]
+    if rule.uses_key:  # SGLD: no seed -> a fresh one per optimizer (MXNet's global generator never repeats)
+        own = [p.replace(default=None) if p.name == "seed" else p for p in own]
     base = inspect.signature(Optimizer.__init__).parameters
     kw = []
     for name, p in base.items():

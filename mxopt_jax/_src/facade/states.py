@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import warnings
 import zipfile
 from typing import Any
 
@@ -19,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import schedulers as lr_scheduler
+from ..validation import warn
 from .optimizer import Optimizer
 
 _FORMAT = "mxopt_jax.updater_states"
@@ -140,11 +140,9 @@ def _optimizer_attrs(opt: Optimizer, codec: _Codec) -> dict:
         try:
             attrs[k] = codec.enc(v)
         except _Unencodable as exc:
-            warnings.warn(
+            warn(
                 f"Updater.get_states: optimizer attribute {k!r} ({exc}) cannot be saved in the safe state "
                 "format and is left out; set_states keeps the optimizer's current value.",
-                UserWarning,
-                stacklevel=3,
             )
     return attrs
 

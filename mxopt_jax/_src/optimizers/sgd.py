@@ -319,7 +319,10 @@ def sgld(
     Args:
       learning_rate: step size (MXNet 2.0 default 0.1).
       seed: an int or a ``jax.random`` key; the state carries the key and advances it every update, so the
-        same seed gives the same trajectory. Each parameter draws its own independent noise.
+        same seed gives the same trajectory. Each parameter draws its own independent noise. The default is
+        ``seed=0`` (JAX's explicit-key convention): two ``sgld()`` transforms without a seed draw the same noise,
+        so give independent chains different seeds. (The facade's ``create('sgld')`` draws a fresh seed
+        instead, as MXNet's global generator never repeats a stream, and keeps it as ``opt.seed``.)
 
     Examples:
       >>> import jax.numpy as jnp, numpy as np, optax, mxopt_jax
