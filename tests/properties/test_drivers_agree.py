@@ -80,7 +80,10 @@ def _float_in(check: dict) -> st.SearchStrategy:
         low = low + min(1e-6, (high - low) / 10)
     if check.get("high_open"):
         high = high - (high - low) / 100
-    return st.floats(low, high, allow_nan=False, allow_infinity=False)
+    # No subnormal values: XLA's CPU code may flush them to zero in one fused kernel and not in another (the
+    # suite found LAMB's upper_bound=1.4e-45 switching its clamp on under jit and off in eager mode; such
+    # bounds are now refused, tests/regressions/test_defects.py).
+    return st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 
 
 @st.composite

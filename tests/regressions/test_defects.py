@@ -84,3 +84,36 @@ def test_facade_refuses_axis_name_at_construction(cls):
     with pytest.raises(ValueError, match=r"`axis_name` is for the functional API"):
         getattr(facade, cls)(axis_name="model")
     assert getattr(facade, cls)(axis_name=None) is not None
+
+
+@pytest.mark.parametrize("name", ["lamb", "lans"])
+def test_subnormal_trust_ratio_bound_is_refused_and_never_depends_on_compilation(name):
+    """Found by the property suite (``test_drivers_agree_many[lamb]``, shrunk): ``upper_bound=1.4e-45`` (a
+    subnormal float32) switched the clamp on under ``jit`` and off in eager mode (XLA flushed it to zero in
+    one and not the other): 1.678 vs 1.724 after one step. Concrete subnormal bounds are now refused; traced
+    ones (``inject_hyperparams`` under ``jit``) count as off in every compiled form."""
+    tiny = float(np.finfo(np.float32).tiny)
+    with pytest.raises(ValueError, match=r"`upper_bound` must be None, 0 \(off\) or >= 1.17549e-38"):
+        mxopt_jax.OPTIMIZERS[name](upper_bound=1.401298464324817e-45)
+    with pytest.raises(ValueError, match=r"`lower_bound` must be None, 0 \(off\) or >="):
+        mxopt_jax.OPTIMIZERS[name](lower_bound=tiny / 2)
+    mxopt_jax.OPTIMIZERS[name](lower_bound=tiny, upper_bound=1.0)  # the smallest normal is fine
+    kw = dict(learning_rate=0.0625, epsilon=0.0078125)
+    tx = optax.inject_hyperparams(mxopt_jax.OPTIMIZERS[name])(**kw, upper_bound=1.0)
+    p = {"w": jnp.asarray(1.6226422)}
+    g = {"w": jnp.asarray(-0.5)}
+    state = tx.init(p)
+    state.hyperparams["upper_bound"] = jnp.asarray(1.401298464324817e-45, jnp.float32)
+
+    def step(p, s):
+        u, _ = tx.update(g, s, p)
+        return optax.apply_updates(p, u)["w"]
+
+    with jax.disable_jit(), pytest.raises(ValueError, match=r"`upper_bound` must be None, 0 \(off\)"):
+        step(p, state)  # injected as a concrete value: checked like a constructor argument
+    traced = jax.jit(step)(p, state)  # traced: cannot be checked; counts as off, in every compiled form
+    state.hyperparams["upper_bound"] = jnp.asarray(0.0, jnp.float32)
+    np.testing.assert_array_equal(traced, jax.jit(step)(p, state))
+    off = mxopt_jax.OPTIMIZERS[name](**kw)
+    u, _ = off.update(g, off.init(p), p)
+    np.testing.assert_allclose(traced, optax.apply_updates(p, u)["w"], rtol=1e-6)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from ..numerics import l2_norm, name_flag, one_minus_pow, preprocess, scale
@@ -136,13 +137,19 @@ def lars(
 
 
 def bounded_weight_norm(w, hp, opts=None):
-    """``|w|`` clamped to ``[lower_bound, upper_bound]`` (a bound of None or 0 is off, as MXNet's kernels)."""
+    """``|w|`` clamped to ``[lower_bound, upper_bound]`` (a bound of None or 0 is off, as MXNet's kernels).
+
+    A bound is on when it is at least the smallest normal float of the compute dtype: XLA's CPU code may flush
+    a subnormal bound to zero in one fused kernel and not in another, so "on when > 0" would make jit and
+    eager disagree. Concrete subnormal bounds are refused at construction (docs/differences.md #19).
+    """
     r1 = l2_norm(w, opts)
     lb, ub = hp["lower_bound"], hp["upper_bound"]
+    tiny = jnp.finfo(r1.dtype).tiny
     if lb is not None:
-        r1 = jnp.where(lb > 0, jnp.maximum(r1, lb), r1)
+        r1 = jnp.where(lb >= tiny, jnp.maximum(r1, lb), r1)
     if ub is not None:
-        r1 = jnp.where(ub > 0, jnp.minimum(r1, ub), r1)
+        r1 = jnp.where(ub >= tiny, jnp.minimum(r1, ub), r1)
     return r1
 
 
@@ -177,11 +184,21 @@ def _lamb_validate(owner: str, args: dict) -> None:
     """``axis_name``, and ``lower_bound <= upper_bound`` when both are on (else the clamp is a constant)."""
     _check_axis(owner, args)
     lb, ub = concrete_value(args["lower_bound"]), concrete_value(args["upper_bound"])
+    for name, v in (("lower_bound", lb), ("upper_bound", ub)):
+        if v is not None and 0 < v < _FLOAT32_TINY:
+            raise ValueError(
+                f"{owner}: `{name}` must be None, 0 (off) or >= {_FLOAT32_TINY:.6g} (the smallest normal "
+                f"float32), got {v!r}: a subnormal bound may be flushed to zero by XLA in some compiled code "
+                "and not in other code (MXNet would accept it; docs/differences.md #19)"
+            )
     if lb is not None and ub is not None and lb > 0 and ub > 0 and lb > ub:
         raise ValueError(
             f"{owner}: `lower_bound` must be <= `upper_bound` when both are set (> 0), got lower_bound={lb!r}, "
             f"upper_bound={ub!r}"
         )
+
+
+_FLOAT32_TINY = float(np.finfo(np.float32).tiny)
 
 
 def _bounds_checks() -> dict:
