@@ -25,7 +25,7 @@ NAMES = [
 
 
 def child(mode: str, do_time: bool) -> None:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import hlo_count
     import jax
     import jax.numpy as jnp
