@@ -14,14 +14,15 @@ and its optimized HLO inspected:
 * ``ceiling``: model / HLO bytes, the fraction of the memory-bandwidth limit this program can reach at best.
 
 Run: ``.venv/bin/python benchmarks/passes.py [--log2 22] [--optimizers adam,lamb] [--optax]``
-(``--optax`` adds optax's counterparts from ``bench_configs.py``). Compiles only; no timing.
+(``--optax`` adds optax's counterparts from ``bench_configs.py``). Compiles only; no timing. With
+``XLA_FLAGS=--xla_backend_extra_options=xla_cpu_use_multi_output_fusion`` in the environment it shows the
+one-pass (sibling) form of the rules with ``Rule.one_pass`` (multi-output fusions are counted).
 """
 
 from __future__ import annotations
 
 import argparse
 import pathlib
-import re
 import sys
 import warnings
 
@@ -32,32 +33,17 @@ import optax
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import bench_configs  # noqa: E402
+import hlo_count  # noqa: E402
 
 import mxopt_jax  # noqa: E402
-
-_DEF = re.compile(r"^\s*(?:ROOT )?%([\w.\-]+) = ([^ ]+) (\w[\w\-]*)\((.*?)\)")
-_F32 = re.compile(r"f32\[(\d+)\]")
 
 
 def _kernels(hlo: str, n: int) -> list[tuple[str, int]]:
     """Top-level kernels of the entry computation that touch n-element arrays, with the bytes each moves
-    (its n-element float32 result and operands; a value read by three kernels counts three times)."""
-    entry = hlo[hlo.index("\nENTRY") :]
-    body = entry[: entry.index("\n}")]
-    size: dict[str, int] = {}
-    out = []
-    for line in body.splitlines()[1:]:
-        m = _DEF.match(line)
-        if not m:
-            continue
-        name, shape, op, operands = m.groups()
-        size[name] = sum(int(x) for x in _F32.findall(shape) if int(x) == n)
-        if op in ("parameter", "tuple", "get-tuple-element", "bitcast", "constant"):
-            continue
-        moved = size[name] + sum(size.get(o.strip().lstrip("%"), 0) for o in operands.split(","))
-        if moved:
-            out.append((f"{op} {name}", 4 * moved))
-    return out
+    (its n-element results, every element of a multi-output fusion's tuple included, and its operands; a
+    value read by three kernels counts three times). See ``hlo_count.py``."""
+    _, per_param, kernels = hlo_count.count(hlo, n)
+    return kernels
 
 
 def analyse(tx: optax.GradientTransformation, n: int) -> dict:

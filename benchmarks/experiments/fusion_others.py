@@ -35,16 +35,24 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))  # benchmarks/: hlo_count
 import hlo_count  # noqa: E402
-from mxopt_jax._base import one_minus_pow, preprocess  # noqa: E402
-from mxopt_jax._transform import build  # noqa: E402
+
+from mxopt_jax._src.drivers.tree import transform  # noqa: E402
+from mxopt_jax._src.numerics import one_minus_pow, preprocess  # noqa: E402
+from mxopt_jax._src.signature import prepare  # noqa: E402
+
+
+def build(rule, args):
+    """The optax transform of ``rule`` with these constructor arguments."""
+    return transform(prepare(rule, args))
+
 
 import mxopt_jax  # noqa: E402
 
-adam_mod = importlib.import_module("mxopt_jax.adam")
-sgd_mod = importlib.import_module("mxopt_jax.sgd")
-lw = importlib.import_module("mxopt_jax.layerwise")
+adam_mod = importlib.import_module("mxopt_jax._src.optimizers.adam")
+sgd_mod = importlib.import_module("mxopt_jax._src.optimizers.sgd")
+lw = importlib.import_module("mxopt_jax._src.optimizers.layerwise")
 
 
 def _one(dtype):

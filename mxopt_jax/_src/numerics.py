@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +21,27 @@ import numpy as np
 from .validation import is_static_one, is_static_zero
 
 LOW_PRECISION = (jnp.dtype(jnp.float16), jnp.dtype(jnp.bfloat16))
+
+
+#: The XLA:CPU option that lets sibling element-wise loops share one loop with several outputs.
+MULTI_OUTPUT_FUSION = "xla_cpu_use_multi_output_fusion"
+
+
+@functools.cache
+def multi_output_fusion() -> bool:
+    """Whether XLA:CPU merges sibling loops into multi-output fusions in this process.
+
+    True when ``XLA_FLAGS`` holds ``--xla_backend_extra_options=xla_cpu_use_multi_output_fusion`` and the
+    default backend is the CPU. XLA reads ``XLA_FLAGS`` once, when its CPU client starts, so the value is read
+    once too (at the first trace of an update); set the variable before the first JAX computation.
+    ``MXOPT_JAX_ONE_PASS=0`` turns the one-pass form off (``=1`` forces it, for tests).
+    """
+    forced = os.environ.get("MXOPT_JAX_ONE_PASS")
+    if forced in ("0", "1"):
+        return forced == "1"
+    if MULTI_OUTPUT_FUSION not in os.environ.get("XLA_FLAGS", ""):
+        return False
+    return jax.default_backend() == "cpu"
 
 
 def compute_dtype(dtype: Any) -> jnp.dtype:

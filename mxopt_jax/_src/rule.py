@@ -23,7 +23,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .numerics import compute_dtype, is_low_precision
+from .numerics import compute_dtype, is_low_precision, multi_output_fusion
 from .validation import is_static_one, is_static_zero
 
 FP16_WARNING = (
@@ -70,6 +70,10 @@ class Rule:
       pre_step: ``(g, w, hp, opts) -> hp``, run by every driver on the whole parameter before the rule (for
         rules whose step needs whole-tensor quantities: LARS's layer-wise rate from ``|w|`` and ``|g|``). The
         lazy driver passes the summed listed rows as ``g`` (zero padding), whose norm is the dense gradient's.
+      one_pass: the rule's step is element-wise (no reduction, no random numbers) and, measured on XLA:CPU
+        with multi-output fusion, its sibling form (:func:`leaf_update` with ``siblings=True``) compiles the
+        state update and the weight change into one loop. Only a capability: the dense and flat drivers use
+        it when :func:`~mxopt_jax._src.numerics.multi_output_fusion` is on.
       name_key: for rules whose step reads the parameter's name (``hp["name"]``, LARS's exemptions), the part
         of the name that matters; compiled drivers (the facade) key their programs on it, so parameters whose
         names differ only in what the rule ignores share one program. ``None``: the rule ignores names.
@@ -96,6 +100,7 @@ class Rule:
     no_flat: str | None = None
     pre_step: Callable[..., dict] | None = None
     name_key: Callable[[str], str] | None = None
+    one_pass: bool = False
 
     def gives_weight(self, opts: dict) -> bool:
         """Whether ``step`` returns the new weight (else the change) under these options."""
@@ -225,6 +230,11 @@ def hparams(
     return hp
 
 
+def one_pass(rule: Rule) -> bool:
+    """Whether the drivers run ``rule`` in its sibling (one-pass) form in this process."""
+    return rule.one_pass and multi_output_fusion()
+
+
 def pre_step(rule: Rule, opts: dict, g: jax.Array, w: Any, master: Any, hp: dict) -> dict:
     """The rule's whole-tensor hook (``rule.pre_step``) on the whole parameter, in the compute dtype."""
     if rule.pre_step is None:
@@ -242,8 +252,16 @@ def leaf_update(
     s: tuple,
     master: jax.Array | None,
     hp: dict,
+    siblings: bool = False,
 ) -> tuple[jax.Array, tuple, jax.Array | None]:
     """Run ``rule.step`` on one block (a parameter, gathered rows or a flat buffer): ``(update, new_s, new_master)``.
+
+    ``siblings=True`` (rules with ``one_pass``; 32/64-bit parameters, no master) evaluates the same ``rule.step`` twice: the new
+    state from ``(g, w, s)``, the weight change from ``(g * one, w * one, s * one)`` with ``one`` = 1.0 behind
+    ``lax.optimization_barrier``. ``x * 1.0 == x`` exactly, so both are the rule's values; but XLA can no
+    longer merge the two evaluations, so the weight change (and the ``w + update`` of ``optax.apply_updates``
+    after it) is a *sibling* of the state update that reads the old state, instead of a consumer of the new
+    one, and XLA:CPU's multi-output fusion puts all of it in one loop: one pass over memory.
 
     ``w`` is the parameter (may be ``None`` when the rule does not read it), ``master`` its float32 master
     copy under multi-precision. Arithmetic runs in float32 (float64 for float64 weights); states are stored
@@ -259,6 +277,13 @@ def leaf_update(
         None if x is None else (x.astype(cdt) if jnp.issubdtype(x.dtype, jnp.floating) else x) for x in s
     )
     out, new_s = rule.step(gc, wc, sc, hp, opts)
+    if siblings and master is None and pdtype == cdt and not rule.gives_weight(opts):
+        one = jax.lax.optimization_barrier(jnp.ones((), cdt))
+
+        def rep(x):
+            return x * one if x is not None and jnp.issubdtype(x.dtype, jnp.floating) else x
+
+        out, _ = rule.step(rep(gc), rep(wc), tuple(rep(x) for x in sc), hp, opts)
     new_s = tuple(
         None if n is None else (n.astype(o.dtype) if o is not None else n)
         for n, o in zip(new_s, s, strict=True)

@@ -24,9 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from mxopt_jax._base import one_minus_pow
 
 import mxopt_jax
+from mxopt_jax._src.numerics import one_minus_pow
 
 HERE = pathlib.Path(__file__).parent
 

@@ -8,7 +8,17 @@ import jax
 import jax.numpy as jnp
 
 from ..numerics import compute_dtype
-from ..rule import Rule, Slot, StepContext, check_state, hparams, leaf_init, leaf_update, pre_step
+from ..rule import (
+    Rule,
+    Slot,
+    StepContext,
+    check_state,
+    hparams,
+    leaf_init,
+    leaf_update,
+    one_pass,
+    pre_step,
+)
 from ..validation import check_float_leaf, check_range, check_update_leaf, is_python_number
 
 
@@ -50,4 +60,4 @@ def update(ctx: StepContext, slot: Slot) -> tuple[jax.Array, tuple, Any]:
     cdt = compute_dtype(jnp.result_type(g if w is None else w))
     hp = hparams(ctx, cdt, slot.lr_mult, slot.wd_mult, slot.path, slot.key)
     hp = pre_step(ctx.rule, ctx.opts, g, w, master, hp)
-    return leaf_update(ctx.rule, ctx.opts, g, w, slot.state, master, hp)
+    return leaf_update(ctx.rule, ctx.opts, g, w, slot.state, master, hp, one_pass(ctx.rule))

@@ -20,7 +20,7 @@ import optax
 from ..flatparams import FlatParams, Layout, segment_info
 from ..numerics import compute_dtype, expand
 from ..rowsparse import RowSparse
-from ..rule import Rule, Slot, StepContext, hparams, leaf_update, pre_step
+from ..rule import Rule, Slot, StepContext, hparams, leaf_update, one_pass, pre_step
 from . import dense
 
 
@@ -97,7 +97,7 @@ def update(ctx: StepContext, slot: Slot) -> tuple[FlatParams, tuple, Any]:
         opts = {**ctx.opts, "segments": segments}
         hp = hparams(ctx, cdt, lr_m, wd_m, "", keys[b])
         hp = pre_step(rule, opts, gb, wb, mb, hp)
-        u, ns, nm = leaf_update(rule, opts, gb, wb, sb, mb, hp)
+        u, ns, nm = leaf_update(rule, opts, gb, wb, sb, mb, hp, one_pass(rule))
         outs.append(u)
         new_s.append(ns)
         new_m.append(nm)

@@ -43,6 +43,7 @@ ADAGRAD_RULE = Rule(
     fp32_state=True,
     weight_only_for_decay=True,
     sparse="rows",
+    one_pass=True,
 )
 
 

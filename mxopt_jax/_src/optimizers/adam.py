@@ -73,6 +73,7 @@ ADAM_RULE = Rule(
     weight_only_for_decay=True,
     validate=lambda owner, args: check_lazy_update(owner, args, allow_multi_precision=True),
     sparse="lazy_update",
+    one_pass=True,
 )
 
 
@@ -144,6 +145,7 @@ ADAMW_RULE = Rule(
     static=("correct_bias",),
     checks=_ADAM_CHECKS,
     weight_only_for_decay=True,
+    one_pass=True,
 )
 
 
@@ -217,6 +219,7 @@ ADAMAX_RULE = Rule(
     hyper=("beta1", "beta2", "epsilon"),
     checks=_ADAM_CHECKS,
     weight_only_for_decay=True,
+    one_pass=True,
 )
 
 
@@ -295,6 +298,7 @@ NADAM_RULE = Rule(
     hyper=("beta1", "beta2", "epsilon", "schedule_decay"),
     checks={**_ADAM_CHECKS, "schedule_decay": {"low": 0.0}},
     weight_only_for_decay=True,
+    one_pass=True,
 )
 
 

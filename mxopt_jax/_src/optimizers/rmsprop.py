@@ -78,6 +78,7 @@ RMSPROP_RULE = Rule(
     prepare=_prepare,
     returns_weight=lambda opts: opts["clip_weights"],  # then the step returns the clipped new weight
     fp32_state=True,
+    one_pass=True,
 )
 
 

@@ -64,6 +64,7 @@ SGD_RULE = Rule(
     weight_only_for_decay=True,
     validate=_check_lazy,
     sparse="lazy_update",
+    one_pass=True,
 )
 
 
@@ -158,6 +159,7 @@ NAG_RULE = Rule(
     checks={"momentum": _UNIT},
     prepare=_has_momentum,
     weight_only_for_decay=True,
+    one_pass=True,
 )
 
 
@@ -236,6 +238,7 @@ SIGNUM_RULE = Rule(
         "has_mom": not is_static_zero(a["momentum"]),
         "dynamic_momentum": not is_python_number(a["momentum"]),
     },
+    one_pass=True,
 )
 
 
@@ -486,6 +489,7 @@ LBSGD_RULE = Rule(
         "init_updates": a["begin_epoch"] * a["updates_per_epoch"],
         "nwup": a["warmup_epochs"] * a["updates_per_epoch"],
     },
+    one_pass=True,
 )
 
 
