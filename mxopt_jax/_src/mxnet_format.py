@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from . import facade, schedulers
+from . import facade, registry, schedulers
 from .validation import warn
 
 __all__ = ["load_params", "load_updater", "read_states"]
@@ -339,31 +339,9 @@ def _ndarray_from_raw(raw: bytes, where: str) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- whitelist unpickler
-_MX_OPTIMIZERS = {
-    "Optimizer",
-    "SGD",
-    "NAG",
-    "Signum",
-    "SGLD",
-    "DCASGD",
-    "LBSGD",
-    "ccSGD",
-    "AdaGrad",
-    "GroupAdaGrad",
-    "AdaDelta",
-    "RMSProp",
-    "Adam",
-    "AdamW",
-    "Adamax",
-    "Nadam",
-    "AdaBelief",
-    "Ftrl",
-    "FTML",
-    "LARS",
-    "LAMB",
-    "LANS",
-    "Test",
-}
+#: MXNet's optimizer classes a pickle may name: the base class and every class of the optimizer table (their
+#: names are MXNet's). They are mapped onto inert data holders, never looked up.
+_MX_OPTIMIZERS = {"Optimizer", *(e.class_name for e in registry.TABLE)}
 _MX_SCHEDULERS = {
     "LRScheduler",
     "FactorScheduler",
