@@ -42,7 +42,7 @@ FEW = settings(
     suppress_health_check=list(HealthCheck),
     phases=(Phase.explicit, Phase.reuse, Phase.generate),  # a failure prints its example; shrink under slow
 )
-MANY = settings(FEW, max_examples=25, derandomize=False, phases=tuple(Phase))
+MANY = settings(FEW, max_examples=8, phases=tuple(Phase))  # derandomized too: CI must not flake
 
 SHAPES = [(), (1,), (3,), (2, 3), (4, 1), (2, 1, 3)]
 SHAPES_2D = [(1, 3), (2, 3), (4, 1), (3, 2)]

@@ -30,7 +30,7 @@ FEW = settings(
     suppress_health_check=list(HealthCheck),
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
 )
-MANY = settings(FEW, max_examples=30, derandomize=False, phases=tuple(Phase))
+MANY = settings(FEW, max_examples=12, phases=tuple(Phase))  # derandomized too: CI must not flake
 
 # Optimizers with a lazy path and the options that select it (wd must be 0 for MXNet's sparse AdaGrad kernels).
 LAZY = {

@@ -21,7 +21,7 @@ import mxopt_jax.sparse as sp
 
 FAST = settings(max_examples=6, deadline=None, database=None, derandomize=True, phases=[Phase.generate],
                 suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
-SLOW = settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(max_examples=40, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 ROWS, DIM = 16, 3
 
 
