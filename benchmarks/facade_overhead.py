@@ -41,11 +41,21 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--aggregate", type=int, default=4, help="aggregate_num of the list call")
     p.add_argument("--skip-list", action="store_true")
+    p.add_argument(
+        "--sync-cpu",
+        action="store_true",
+        help="jax_cpu_enable_async_dispatch=False: run each small CPU program in the calling thread",
+    )
     a = p.parse_args()
+    if a.sync_cpu:
+        jax.config.update("jax_cpu_enable_async_dispatch", False)
     rng = np.random.default_rng(0)
     w0 = [jax.numpy.asarray(rng.standard_normal(a.size, dtype=np.float32)) for _ in range(a.params)]
     g = [jax.numpy.asarray(rng.standard_normal(a.size, dtype=np.float32)) for _ in range(a.params)]
-    print(f"mxopt_jax {mxopt_jax.__file__}; jax {jax.__version__}; backend {jax.default_backend()}")
+    print(
+        f"mxopt_jax {mxopt_jax.__file__}; jax {jax.__version__}; backend {jax.default_backend()}; "
+        f"cpu async dispatch {jax.config.jax_cpu_enable_async_dispatch}"
+    )
     modes = [("per-index updater(i, g, w)", 1, _sweep_per_index)]
     if not a.skip_list:
         modes.append((f"list updater(idx, gs, ws), aggregate_num={a.aggregate}", a.aggregate, _sweep_list))

@@ -350,3 +350,15 @@ def test_pack_round_trip(x64):
         assert np.asarray(scal_j).tobytes() == scal.tobytes()
         assert np.asarray(t_j).tobytes() == t.tobytes()
         assert np.asarray(h_j).tobytes() == h.tobytes()
+
+
+def test_copies_of_an_optimizer_keep_working():
+    import copy
+
+    ws, gs = _problem()
+    opt = create("adam", learning_rate=0.01)
+    get_updater(opt)(0, gs[0][0], ws[0])
+    twin = copy.deepcopy(opt)
+    a = get_updater(opt)(0, gs[1][0], ws[0])
+    b = get_updater(twin)(0, gs[1][0], ws[0])
+    assert _bits(a) == _bits(b)

@@ -80,15 +80,14 @@ class CallSpec:
         return sum(present for _, present in self.hkeys)
 
 
-def _int_like(fdt: Any) -> Any:
-    return np.int64 if np.dtype(fdt).itemsize == 8 else np.int32
+_INT_LIKE = {np.float32: np.int32, np.float64: np.int64}
 
 
 def pack(lrs: list, wds: list, hvals: list, ts: list, fdt: Any) -> np.ndarray:
     """Every per-call number in ONE host integer array (one transfer per call, whatever the count):
     the bits of ``lr_0, wd_0, lr_1, wd_1, ..., hyperparameters`` as ``fdt``, then the update counts."""
     n = len(lrs)
-    itype = _int_like(fdt)
+    itype = _INT_LIKE[fdt]
     out = np.empty(2 * n + len(hvals) + n, itype)
     floats = out[: 2 * n + len(hvals)].view(fdt)
     floats[0 : 2 * n : 2] = lrs
