@@ -54,7 +54,7 @@ def main() -> None:
     g = [jax.numpy.asarray(rng.standard_normal(a.size, dtype=np.float32)) for _ in range(a.params)]
     print(
         f"mxopt_jax {mxopt_jax.__file__}; jax {jax.__version__}; backend {jax.default_backend()}; "
-        f"cpu async dispatch {jax.config.jax_cpu_enable_async_dispatch}"
+        f"cpu async dispatch {jax.config.values['jax_cpu_enable_async_dispatch']}"
     )
     modes = [("per-index updater(i, g, w)", 1, _sweep_per_index)]
     if not a.skip_list:
