@@ -10,6 +10,7 @@ hyperparameters are passed as traced values (changing them never recompiles).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import secrets
 from collections.abc import Callable
@@ -33,17 +34,94 @@ _BASE_ONLY = ("param_idx2name", "sym", "param_dict")
 _JIT_CACHE: dict[tuple, Callable] = {}
 
 
-def _apply(rule: Rule, opts: dict, names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys):
+def _opts_key(opts: dict) -> tuple:
+    return tuple(sorted(opts.items()))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CallSpec:
+    """The static description of one facade update call: what its compiled program depends on.
+
+    Attributes:
+      rule: the update rule.
+      opts: the rule's structural options.
+      names: each index's name (for ``fused_step``: only the part the rule reads, ``rule.name_key``).
+      mp: per index, whether its state is ``(float32 master, fields)`` (multi-precision).
+      hkeys: the float hyperparameters of the call as ``(name, present)`` pairs, in packing order (absent
+        ones, e.g. ``clip_gradient=None``, are ``None`` in the step and take no slot in the packed array).
+
+    Equality and hash go by ``(id(rule), opts, names, mp, hkeys)``; the hash is computed once, so a cached
+    spec costs ``jax.jit`` one identity check per call.
+    """
+
+    rule: Rule
+    opts: dict
+    names: tuple
+    mp: tuple
+    hkeys: tuple
+    _key: tuple = dataclasses.field(init=False, repr=False)
+    _hash: int = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        key = (id(self.rule), _opts_key(self.opts), self.names, self.mp, self.hkeys)
+        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_hash", hash(key))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            isinstance(other, CallSpec) and self._hash == other._hash and self._key == other._key
+        )
+
+    @property
+    def n_hypers(self) -> int:
+        return sum(present for _, present in self.hkeys)
+
+
+_INT_LIKE = {np.float32: np.int32, np.float64: np.int64}
+
+
+def pack(lrs: list, wds: list, hvals: list, ts: list, fdt: Any) -> np.ndarray:
+    """Every per-call number in ONE host integer array (one transfer per call, whatever the count):
+    the bits of ``lr_0, wd_0, lr_1, wd_1, ..., hyperparameters`` as ``fdt``, then the update counts."""
+    n = len(lrs)
+    itype = _INT_LIKE[fdt]
+    out = np.empty(2 * n + len(hvals) + n, itype)
+    floats = out[: 2 * n + len(hvals)].view(fdt)
+    floats[0 : 2 * n : 2] = lrs
+    floats[1 : 2 * n : 2] = wds
+    floats[2 * n :] = hvals
+    out[2 * n + len(hvals) :] = ts
+    return out
+
+
+def unpack(spec: CallSpec, packed: Any) -> tuple:
+    """``(scal, ts, hvec)`` of :func:`pack`'s array: ``scal[i] = (lr_i, wd_i)`` (host arrays stay on the
+    host: the eager ``step`` sees NumPy scalars, as before packing)."""
+    n, h = len(spec.names), spec.n_hypers
+    fdt = np.float64 if packed.dtype == np.int64 else np.float32
+    if isinstance(packed, np.ndarray):
+        floats = packed[: 2 * n + h].view(fdt)
+        ts = packed[2 * n + h :].astype(np.int32)
+    else:
+        floats = jax.lax.bitcast_convert_type(packed[: 2 * n + h], fdt)
+        ts = packed[2 * n + h :].astype(jnp.int32)
+    return floats[: 2 * n].reshape(n, 2), ts, floats[2 * n :]
+
+
+def _apply(spec: CallSpec, weights: list, grads: list, states: list, packed: Any, keys: list):
     """The rule on a list of parameters (shared by ``step`` (eager) and ``fused_step`` (jitted)).
 
-    Per-call numbers travel packed, so a call moves three small host arrays whatever the parameter count:
-    ``scal[i] = (lr_i, wd_i)``, ``ts[i]`` the update count, ``hvec`` the float hyperparameters named by the
-    static ``hkeys`` (``(name, present)`` pairs; absent ones, e.g. ``clip_gradient=None``, are ``None``).
+    ``spec`` is the static part of the call; the per-call numbers travel in ``packed`` (see :func:`pack`).
     Each index gets its own :class:`StepContext` (its lr, wd and count) and goes to the driver of its
     gradient's kind, as in the functional API.
     """
+    rule, opts, names, mp = spec.rule, spec.opts, spec.names, spec.mp
+    scal, ts, hvec = unpack(spec, packed)
     hypers, j = {}, 0
-    for k, present in hkeys:
+    for k, present in spec.hkeys:
         hypers[k] = hvec[j] if present else None
         j += present
     owner = f"mxopt_jax.{rule.name}"
@@ -76,17 +154,34 @@ def as_grad(g: Any) -> Any:
 
 
 def _jitted(rule: Rule, opts: dict) -> Callable:
-    """One compiled driver per (rule, structural options); jit caches by shapes/dtypes/names only."""
-    key = (id(rule), tuple(sorted(opts.items())))
+    """One compiled driver per (rule, structural options); jit caches by the :class:`CallSpec` (names,
+    multi-precision flags, hyperparameter keys) and the shapes/dtypes of the arrays."""
+    key = (id(rule), _opts_key(opts))
     fn = _JIT_CACHE.get(key)
     if fn is None:
-
-        def run(names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys):
-            return _apply(rule, opts, names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys)
-
-        fn = jax.jit(run, static_argnums=(0, 1, 2))
+        fn = jax.jit(_apply, static_argnums=0)
         _JIT_CACHE[key] = fn
     return fn
+
+
+class _CallCache:
+    """Per-optimizer host bookkeeping that does not change between calls (kept out of ``vars(opt)``, so
+    ``Updater.get_states`` never sees it): where each float hyperparameter is read from, the
+    :class:`CallSpec` objects by ``(names, mp, hkeys, fused)`` and the compiled function of the optimizer's
+    (rule, options). Everything a call's numbers depend on (lr, wd, multipliers, counts, hyperparameter
+    values, names) is still read afresh on every call."""
+
+    __slots__ = ("fn", "hsrc", "specs")
+
+    def __init__(self, opt: _RuleOptimizer) -> None:
+        # (hyperparameter, attribute read every call or None, constant value)
+        self.hsrc = tuple(
+            (k, k if (k in ("rescale_grad", "clip_gradient") or k in opt._own) else None, v)
+            for k, v in opt._prep.hypers.items()
+            if k != "wd"
+        )
+        self.specs: dict = {}
+        self.fn: Callable | None = None
 
 
 class _RuleOptimizer(Optimizer):
@@ -98,6 +193,7 @@ class _RuleOptimizer(Optimizer):
     _aggregate_default: int = 1
     _deprecated: dict[str, str] = {}
     _deprecation: str | None = None
+    __slots__ = ("_call_cache",)  # host caches: not in vars(self), so never in Updater.get_states
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if self._deprecation:
@@ -170,19 +266,24 @@ class _RuleOptimizer(Optimizer):
         return fields
 
     # ------------------------------------------------------------------ updates
-    def _hypers(self) -> dict:
-        """Current float hyperparameters (attributes are read every call, as MXNet reads ``self.wd`` ...)."""
-        out = {}
-        fdt = _float_dtype()
-        for k, v in self._prep.hypers.items():
-            if k in ("rescale_grad", "clip_gradient") or k in self._own:
-                v = getattr(self, k)
-            out[k] = None if v is None else np.asarray(float(v), fdt)
-        out.pop("wd")
-        return out
+    def _calls(self) -> _CallCache:
+        try:
+            return self._call_cache
+        except AttributeError:
+            cache = self._call_cache = _CallCache(self)
+            return cache
 
-    def _prepare_call(self, indices: list, weights: list) -> tuple:
-        rule = self._rule
+    def _hyper_raw(self) -> list:
+        """Current float hyperparameters (attributes are read every call, as MXNet reads ``self.wd`` ...)."""
+        return [v if a is None else getattr(self, a) for _, a, v in self._calls().hsrc]
+
+    def _prepare_call(
+        self, indices: list, weights: list, grads: list, fused: bool = True
+    ) -> tuple[CallSpec, Any, list]:
+        """The host side of one call: counts, learning rates, weight decays and hyperparameters packed in
+        one array (:func:`pack`), and the call's :class:`CallSpec` (cached: one object per distinct static
+        description, so the compiled-program lookup is an identity check)."""
+        rule, calls = self._rule, self._calls()
         if rule.lr_before_count:
             lrs = self._get_lrs(indices)
             self._update_count(indices)
@@ -190,37 +291,53 @@ class _RuleOptimizer(Optimizer):
             self._update_count(indices)
             lrs = self._get_lrs(indices)
         wds = self._get_wds(indices)
-        fdt = _float_dtype()
-        ts = np.asarray([self._index_update_count[i] for i in indices], np.int32)
-        scal = np.asarray([lrs, wds], fdt).T.reshape(len(indices), 2)
-        names = tuple(str(self.idx2name.get(i, str(i))) for i in indices)
-        mp = tuple(bool(self.multi_precision and is_low_precision(jnp.result_type(w))) for w in weights)
+        counts = self._index_update_count
+        ts = [counts[i] for i in indices]
+        idx2name = self.idx2name
+        names = tuple([str(idx2name.get(i, str(i))) for i in indices])
+        if self.multi_precision:
+            mp = tuple([bool(is_low_precision(w.dtype)) for w in weights])
+        else:
+            mp = (False,) * len(indices)
         keys = [None] * len(indices)
         if rule.uses_key:
             self._key, sub = jax.random.split(self._key)
             keys = list(jax.random.split(sub, max(len(indices), 1)))
-        hypers = self._hypers()
-        hkeys = tuple((k, v is not None) for k, v in hypers.items())
-        hvec = np.asarray([v for v in hypers.values() if v is not None], fdt)
-        return names, mp, hkeys, scal, ts, hvec, keys
+        raw = self._hyper_raw()
+        hkeys = tuple([(k, v is not None) for (k, _, _), v in zip(calls.hsrc, raw, strict=True)])
+        hvals = [float(v) for v in raw if v is not None]
+        fdt = _float_dtype()
+        packed = pack(lrs, wds, hvals, ts, fdt)
+        if rule.sparse is not None and rule.is_lazy(self._prep.opts):
+            for g, wd, name in zip(grads, wds, names, strict=True):
+                if isinstance(g, RowSparse):
+                    lazy.check_sparse_wd(self._prep.owner, rule, float(fdt(wd)), name)
+        if fused:
+            # names are static in the compiled program: keep only what the rule reads (one program per
+            # shape signature, not per parameter name)
+            name_key = rule.name_key
+            names = tuple(["" if name_key is None else name_key(n) for n in names])
+        skey = (names, mp, hkeys, fused)
+        spec = calls.specs.get(skey)
+        if spec is None:
+            if len(calls.specs) >= 4096:
+                calls.specs.clear()
+            spec = calls.specs[skey] = CallSpec(rule, self._prep.opts, names, mp, hkeys)
+        return spec, packed, keys
 
     def _run(self, fused: bool, indices, weights, grads, states) -> tuple[list, list]:
         indices = list(indices)
         weights = [as_array(w) for w in weights]
         grads = [as_grad(g) for g in grads]
         states = list(states)
-        names, mp, hkeys, scal, ts, hvec, keys = self._prepare_call(indices, weights)
-        for g, wd, name in zip(grads, scal[:, 1], names, strict=True):
-            if isinstance(g, RowSparse) and self._rule.is_lazy(self._prep.opts):
-                lazy.check_sparse_wd(self._prep.owner, self._rule, float(wd), name)
-        args = (names, mp, hkeys, weights, grads, states, scal, ts, hvec, keys)
+        spec, packed, keys = self._prepare_call(indices, weights, grads, fused)
         if fused:
-            # names are static in the compiled program: keep only what the rule reads (one program per
-            # shape signature, not per parameter name)
-            key = self._rule.name_key
-            names = tuple("" if key is None else key(n) for n in names)
-            return _jitted(self._rule, self._prep.opts)(names, *args[1:])
-        return _apply(self._rule, self._prep.opts, *args)
+            calls = self._call_cache
+            fn = calls.fn
+            if fn is None:
+                fn = calls.fn = _jitted(self._rule, self._prep.opts)
+            return fn(spec, weights, grads, states, packed, keys)
+        return _apply(spec, weights, grads, states, packed, keys)
 
     def step(self, indices: list, weights: list, grads: list, states: list) -> tuple[list, list]:
         """Eager (un-jitted) evaluation of the rule on each parameter; returns new weights and states.

@@ -6,7 +6,6 @@ import math
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from . import states as states_format
 from .optimizer import Optimizer, _device_id
@@ -40,11 +39,9 @@ class Updater:
         self.aggregate_updates = optimizer.aggregate_num > 1
 
     def __call__(self, index: Any, grad: Any, weight: Any) -> Any:
-        scalar = not isinstance(index, (list, tuple))
-        if scalar:
-            indices, grads, weights = [index], [grad], [weight]
-        else:
-            indices, grads, weights = list(index), list(grad), list(weight)
+        if not isinstance(index, (list, tuple)):
+            return self._one(index, grad, weight)
+        indices, grads, weights = list(index), list(grad), list(weight)
         weights = [as_array(w) for w in weights]
         grads = [as_grad(g) for g in grads]
         opt = self.optimizer
@@ -54,12 +51,7 @@ class Updater:
             if isinstance(idx, bytes):
                 idx = idx.decode()
                 indices[i] = idx
-            if idx not in self.states:
-                self.states[idx] = opt.create_state_multi_precision(idx, weights[i])
-                self.states_synced[idx] = True
-            elif not self.states_synced[idx]:
-                self.states[idx] = _sync_state(self.states[idx], weights[i])
-                self.states_synced[idx] = True
+            self._ensure_state(idx, weights[i])
         new_weights = list(weights)
         if self.aggregate_updates:
             agg = opt.aggregate_num
@@ -68,7 +60,7 @@ class Updater:
             else:
                 groups: dict = {}
                 for pos, w in enumerate(weights):
-                    groups.setdefault(jnp.result_type(w), []).append(pos)
+                    groups.setdefault(w.dtype, []).append(pos)
                 chunks = [g[k : k + agg] for g in groups.values() for k in range(0, len(g), agg)]
         else:
             chunks = [[pos] for pos in range(len(indices))]
@@ -80,7 +72,30 @@ class Updater:
             for p, i, w, s in zip(chunk, ci, nw, ns, strict=True):
                 new_weights[p] = w
                 self.states[i] = s
-        return new_weights[0] if scalar else new_weights
+        return new_weights
+
+    def _one(self, index: Any, grad: Any, weight: Any) -> Any:
+        """``updater(index, grad, weight)`` for one index: the list call's bookkeeping without the lists."""
+        weight = as_array(weight)
+        grad = as_grad(grad)
+        opt = self.optimizer
+        opt._set_current_device(_device_id(weight))
+        if isinstance(index, bytes):
+            index = index.decode()
+        self._ensure_state(index, weight)
+        (new_weight,), (new_state,) = opt.update_multi_precision(
+            [index], [weight], [grad], [self.states[index]]
+        )
+        self.states[index] = new_state
+        return new_weight
+
+    def _ensure_state(self, idx: Any, weight: jax.Array) -> None:
+        if idx not in self.states:
+            self.states[idx] = self.optimizer.create_state_multi_precision(idx, weight)
+            self.states_synced[idx] = True
+        elif not self.states_synced[idx]:
+            self.states[idx] = _sync_state(self.states[idx], weight)
+            self.states_synced[idx] = True
 
     # ------------------------------------------------------------------ serialisation (no pickle)
     def get_states(self, dump_optimizer: bool = False) -> bytes:
