@@ -259,7 +259,7 @@ def index_page() -> str:
         "",
         "Every optimizer of MXNet's ``mxnet.optimizer`` module, in two forms that run the same update rule: a "
         "functional constructor returning an ``optax.GradientTransformation``, and a facade class with "
-        "MXNet's name (see {doc}`/facade`). This page and the pages below are generated from the optimizer "
+        "MXNet's name (see {doc}`/facade_guide`). This page and the pages below are generated from the optimizer "
         "table (``mxopt_jax._src.registry.TABLE``) when the documentation is built.",
     ]
     for family, names in FAMILIES.items():
