@@ -65,7 +65,14 @@ def test_page_examples_run(page, monkeypatch):
 
 def test_pages_have_runnable_examples():
     """The guides show code that runs: each has at least one ``pycon`` block."""
-    guides = ["index.md", "getting_started.md", "facade_guide.md", "schedulers.md", "sparse.md", "multi_tensor.md"]
+    guides = [
+        "index.md",
+        "getting_started.md",
+        "facade_guide.md",
+        "schedulers.md",
+        "sparse.md",
+        "multi_tensor.md",
+    ]
     for name in guides:
         assert PYCON.search((DOCS / name).read_text()), f"docs/{name} has no pycon example"
 
