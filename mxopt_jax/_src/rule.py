@@ -253,6 +253,7 @@ def leaf_update(
     master: jax.Array | None,
     hp: dict,
     siblings: bool = False,
+    whole: bool = False,
 ) -> tuple[jax.Array, tuple, jax.Array | None]:
     """Run ``rule.step`` on one block (a parameter, gathered rows or a flat buffer): ``(update, new_s, new_master)``.
 
@@ -262,6 +263,10 @@ def leaf_update(
     longer merge the two evaluations, so the weight change (and the ``w + update`` of ``optax.apply_updates``
     after it) is a *sibling* of the state update that reads the old state, instead of a consumer of the new
     one, and XLA:CPU's multi-output fusion puts all of it in one loop: one pass over memory.
+
+    ``whole=True`` (the dense driver: the block is a whole parameter) multiplies a weight change that is one of
+    the returned state arrays by the same opaque one, so that the caller's ``w + update`` is never an
+    element-wise op alone in its loop fusion (which XLA:CPU emits slowly for small last dimensions).
 
     ``w`` is the parameter (may be ``None`` when the rule does not read it), ``master`` its float32 master
     copy under multi-precision. Arithmetic runs in float32 (float64 for float64 weights); states are stored
@@ -295,12 +300,13 @@ def leaf_update(
         target = new_master.astype(pdtype).astype(jnp.float32)
         return target - w.astype(jnp.float32), new_s, new_master
     update = out - wc if gives_weight else out
-    if any(update is n for n in raw_s if n is not None):
-        # The weight change is a state array the step also returns (SGD with momentum: mom'), so the
-        # ``w + update`` of ``optax.apply_updates`` would be an add on its own. XLA:CPU emits a lone
-        # element-wise op through a row-by-row path, vectorized only along the last dimension: on 3x3 and
-        # 7x7 convolution kernels it runs ~3.5x slower than the same add fused with anything else.
+    if whole and any(update is n for n in raw_s if n is not None):
+        # The weight change of a whole parameter is a state array the step also returns (SGD with momentum:
+        # mom'), so the ``w + update`` of ``optax.apply_updates`` would be an add on its own. XLA:CPU emits a
+        # lone element-wise op through a row-by-row path, vectorized only along the last dimension: on 3x3
+        # and 7x7 convolution kernels it runs ~3.5x slower than the same add fused with anything else.
         # ``update * one`` (exact; ``one`` hidden from the simplifier) makes the add a two-op loop fusion.
+        # (Not for gathered rows: there the shared update feeds two scatters, and splitting it costs more.)
         update = update * jax.lax.optimization_barrier(jnp.ones((), update.dtype))
     return update.astype(pdtype), new_s, None
 

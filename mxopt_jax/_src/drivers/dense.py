@@ -60,4 +60,4 @@ def update(ctx: StepContext, slot: Slot) -> tuple[jax.Array, tuple, Any]:
     cdt = compute_dtype(jnp.result_type(g if w is None else w))
     hp = hparams(ctx, cdt, slot.lr_mult, slot.wd_mult, slot.path, slot.key)
     hp = pre_step(ctx.rule, ctx.opts, g, w, master, hp)
-    return leaf_update(ctx.rule, ctx.opts, g, w, slot.state, master, hp, one_pass(ctx.rule))
+    return leaf_update(ctx.rule, ctx.opts, g, w, slot.state, master, hp, one_pass(ctx.rule), whole=True)
