@@ -362,3 +362,32 @@ def test_copies_of_an_optimizer_keep_working():
     a = get_updater(opt)(0, gs[1][0], ws[0])
     b = get_updater(twin)(0, gs[1][0], ws[0])
     assert _bits(a) == _bits(b)
+
+
+# --------------------------------------------------------------------------- the packed numbers' device copy
+def test_packed_device_copy_is_reused_only_for_identical_bits():
+    """A sweep ``for i: upd(i, g, w)`` sends the same numbers for every index: the device copy of the packed
+    array is reused then, and never once a number changes (here the weight decay, to -0.0: equal as a float
+    to 0.0, different bits)."""
+    opt = create("sgd", learning_rate=0.1, momentum=0.9, wd=0.0)
+    ref = create("sgd", learning_rate=0.1, momentum=0.9, wd=0.0)
+    upd, ref_upd = get_updater(opt), get_updater(ref)
+    rng = np.random.default_rng(0)
+    ws = [jnp.asarray(rng.standard_normal(5), jnp.float32) for _ in range(3)]
+    gs = [jnp.asarray(rng.standard_normal(5), jnp.float32) for _ in range(3)]
+    ref_ws = list(ws)
+    seen = []
+    for sweep in range(3):
+        if sweep == 2:
+            opt.wd = ref.wd = -0.0
+        for i in range(3):
+            ws[i] = upd(i, gs[i], ws[i])
+            seen.append(opt._call_cache.last_packed)
+            # the reference never reuses: a fresh copy of its packed array every call
+            ref._calls().last_bits = None
+            ref_ws[i] = ref_upd(i, gs[i], ref_ws[i])
+            np.testing.assert_array_equal(np.asarray(ws[i]), np.asarray(ref_ws[i]))
+    assert seen[0] is seen[1] is seen[2]  # one sweep: one transfer
+    assert seen[3] is not seen[2]  # the count changed
+    assert seen[6] is not seen[5]  # -0.0 has other bits than 0.0
+    assert np.signbit(np.asarray(seen[6]).view(np.float32)[1])

@@ -24,14 +24,29 @@ from ..validation import warn
 Index = int | str
 
 
+_DEVICE_IDS: dict = {}  # sharding -> lowest device id (per-index facade calls look it up every call)
+
+
 def _device_id(array: Any) -> int:
+    try:
+        sharding = array.sharding
+        return _DEVICE_IDS[sharding]
+    except Exception:  # noqa: BLE001 - not cached yet, no sharding, or unhashable: the slow path below
+        pass
     devices = getattr(array, "devices", None)
     if devices is None:
         return 0
     try:
-        return min(d.id for d in devices())
+        found = min(d.id for d in devices())
     except Exception:  # noqa: BLE001 - tracers / exotic arrays: treat as the default device
         return 0
+    try:
+        if len(_DEVICE_IDS) >= 256:
+            _DEVICE_IDS.clear()
+        _DEVICE_IDS[array.sharding] = found
+    except Exception:  # noqa: BLE001 - an unhashable sharding: just not cached
+        pass
+    return found
 
 
 def _float_dtype() -> Any:
