@@ -258,7 +258,8 @@ def markdown(results: dict) -> str:
             "",
             "`mxopt_flat`: the per-leaf transform on one concatenated vector (what `aggregate_num` should reach)."
             " `facade_loop`: `for i: w[i] = upd(i, g[i], w[i])`; `facade_list`: `upd(list(range(n)), gs, ws)`"
-            " with the class default `aggregate_num`; `facade_list_agg`: the same with `aggregate_num=np.inf`."
+            " with the class default `aggregate_num`; `facade_list_mx`: the same with the `aggregate_num` the MXNet"
+            " side gets (`MXNET_OPTIMIZER_AGGREGATION_SIZE`, 45); `facade_list_agg`: with `aggregate_num=np.inf`."
             " Side libraries run in their own processes, one sample of each of their contenders per round"
             " slot, interleaved with the JAX contenders.",
             "",

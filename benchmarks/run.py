@@ -450,6 +450,10 @@ def jax_contenders(
         loop = FacadeStep("facade_loop", cfg.mx_name, cfg.kwargs, data, "loop", facade_budget_s)
         cs.append(loop)
         cs.append(FacadeStep("facade_list", cfg.mx_name, cfg.kwargs, data, "list", after=loop))
+        # the chunk size the MXNet side is given (mxnet_side.py: MXNET_OPTIMIZER_AGGREGATION_SIZE, default 45)
+        mx_agg = int(os.environ.get("MXNET_OPTIMIZER_AGGREGATION_SIZE", "45"))
+        mx_kw = {**cfg.kwargs, "aggregate_num": mx_agg}
+        cs.append(FacadeStep("facade_list_mx", cfg.mx_name, mx_kw, data, "list"))
         agg_kw = {**cfg.kwargs, "aggregate_num": np.inf}
         cs.append(FacadeStep("facade_list_agg", cfg.mx_name, agg_kw, data, "list"))
     return cs
