@@ -890,6 +890,8 @@ def main(argv: list[str] | None = None) -> dict:
             *(sys.argv[1:] if argv is None else argv),
         ]
     )
+    if os.environ.get("XLA_FLAGS"):  # read once by XLA when the process starts: part of what was measured
+        info["command"] = f"XLA_FLAGS={shlex.quote(os.environ['XLA_FLAGS'])} {info['command']}"
     log(f"== mxopt_jax optimizer benchmark ({'quick' if args.quick else 'full'}) on {info['cpu']}")
     log(f"   jax {info['jax']}, optax {info['optax']}, mxopt_jax {info['mxopt_jax']} (git {info['git']})")
     sample_s = args.sample_ms / 1e3

@@ -27,7 +27,7 @@ ROOT = DOCS.parent
 OPTIMIZER_DIR = "reference/optimizers"  # generated, relative to docs/ (ignored by git)
 NOTEBOOK_DIR = "notebooks"  # copied from the repository's notebooks/ (ignored by git)
 BENCHMARK_DIR = "benchmarks"  # the benchmark's write-ups, copied from benchmarks/ (ignored by git)
-BENCHMARK_PAGES = ("RESULTS.md", "ANALYSIS.md", "FUSION.md", "RESULTS_D.md", "README.md")
+BENCHMARK_PAGES = ("RESULTS.md", "RESULTS_ONEPASS.md", "ANALYSIS.md", "FUSION.md", "README.md")
 PUBLIC_MODULES = ("facade", "lr_scheduler", "multi_tensor", "mxnet_format", "sparse")
 
 GENERIC_FIELDS = {
