@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from golden import GOLDEN, config, expected, inputs, load
+from golden import GOLDEN, TOL, config, expected, inputs, load
 
 import mxopt_jax
 from mxopt_jax import facade
@@ -26,11 +26,6 @@ from mxopt_jax import lr_scheduler as lrs
 from mxopt_jax.facade import Optimizer, Updater, create, get_updater, register
 
 NAMES = sorted(mxopt_jax.OPTIMIZERS)
-
-# Same (rtol, atol) as tests/rules/test_golden.py's TOL (float32 weights / fp32 masters over 12 steps).
-TOL = dict.fromkeys(NAMES, (1e-4, 1e-5))
-TOL.update({"nag": (1e-4, 5e-5), "adam": (1e-4, 2e-5), "ftrl": (1e-4, 2e-5), "lars": (1e-4, 5e-5)})
-TOL.update({"adamw": (1e-4, 5e-5), "adabelief": (1e-4, 5e-5)})
 
 
 # =========================================================================== golden replay (per optimizer)
