@@ -266,7 +266,7 @@ def run_case(out, tag, opt_name, kwargs, opts):
         if dtype == "float16":
             u = trainer2._updaters[0]
             for i, n in enumerate(trainer_names):
-                if by_name[n].grad_req != "null" and by_name[n].dtype == np.float16:
+                if by_name[n].grad_req != "null" and np.dtype(by_name[n].dtype) == np.float16:
                     st = u.states[i]
                     m = st[1] if (not V2 and opt_name in ("sgd", "nag", "lars")) else st[0]
                     data[f"master_{k}/{n}"] = m.asnumpy()
