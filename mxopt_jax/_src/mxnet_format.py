@@ -34,8 +34,8 @@ import os
 import pickle
 import struct
 import warnings
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -502,6 +502,8 @@ class _WhitelistUnpickler(pickle.Unpickler):
             return _holder(module, name)
         if module == "mxnet.lr_scheduler" and name in _MX_SCHEDULERS:
             return _holder(module, name)
+        if self.first_unknown is None:
+            self.first_unknown = f"{module}.{name}"
         return _unknown(module, name)
 
     def persistent_load(self, pid: Any) -> Any:
@@ -569,11 +571,15 @@ def read_states(path_or_bytes: str | os.PathLike | bytes) -> tuple[dict, MXNetOb
 def _read_states(data: bytes, where: str) -> tuple[dict, MXNetObject | None]:
     if data.startswith((struct.pack("<Q", _LIST_MAGIC), _NPY_MAGIC, b"PK")) or not data:
         raise ValueError(f"{where}: not an MXNet .states file (this is a parameter file or empty)")
+    unpickler = _WhitelistUnpickler(io.BytesIO(data))
+    unpickler.first_unknown = None
     try:
-        obj = _WhitelistUnpickler(io.BytesIO(data)).load()
+        obj = unpickler.load()
     except _Refused as exc:
+        # a call was attempted: name the first global outside the whitelist (the one a malicious pickle loads
+        # first), else the called one
         raise ValueError(
-            f"{where}: refused to unpickle {exc}: only MXNet NDArrays, optimizers, learning-rate schedulers, "
+            f"{where}: refused to unpickle {unpickler.first_unknown or exc}: only MXNet NDArrays, optimizers, learning-rate schedulers, "
             "NumPy arrays and plain containers/numbers are allowed in a .states file"
         ) from None
     except ValueError as exc:
@@ -976,7 +982,7 @@ def load_updater(
     updater.states = new_states
     updater.states_synced = dict.fromkeys(new_states, False)
     idx2name = getattr(opt, "idx2name", {}) or {}
-    updater.layout = {i: (idx2name.get(i), _state_shape(st), None) for i, st in new_states.items()}
+    updater.layout = {i: (idx2name.get(i), _weight_shape(opt, i, st), None) for i, st in new_states.items()}
     updater.order_rule = _ORDER_RULE
     for d in diffs:
         _warn(f"{where}: resumed with MXNet 2.0 / mxopt_jax math; {d}.")
@@ -1025,12 +1031,49 @@ _ORDER_RULE = (
 )
 
 
-def _state_shape(state: Any) -> tuple | None:
-    """The shape of the weight an mxopt_jax state was made for (its first array), ``None`` if stateless."""
+def _state_shapes(opt: Any, idx: Any, shape: tuple, dtype: Any) -> list | None:
+    """The shapes of the state ``opt`` creates for a weight of ``shape`` / ``dtype`` (traced, nothing
+    allocated); ``None`` if it cannot tell."""
+    import jax
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            st = jax.eval_shape(
+                lambda w: opt.create_state_multi_precision(idx, w), jax.ShapeDtypeStruct(shape, dtype)
+            )
+    except Exception:  # noqa: BLE001 - a custom create_state that cannot be traced: no check
+        return None
+    return [tuple(x.shape) for x in jax.tree.leaves(st)]
+
+
+def _stored_shapes(state: Any) -> list:
+    import jax
+
+    return [tuple(x.shape) for x in jax.tree.leaves(state)]
+
+
+def _fits(opt: Any, idx: Any, state: Any, shape: tuple, dtype: Any) -> bool:
+    """Whether ``state`` is what ``opt`` keeps for a weight of this shape and dtype."""
+    want = _state_shapes(opt, idx, tuple(shape), dtype)
+    return want is None or want == _stored_shapes(state)
+
+
+def _weight_shape(opt: Any, idx: Any, state: Any) -> tuple | None:
+    """The shape of the weight an mxopt_jax state was made for, where the state determines it (its first
+    array's shape, unless the state would be the same for another weight shape, as GroupAdaGrad's per-row
+    history); ``None`` if it cannot tell (stateless, or such a state)."""
     import jax
 
     leaves = [x for x in jax.tree.leaves(state) if getattr(x, "ndim", 0) > 0]
-    return tuple(leaves[0].shape) if leaves else None
+    if not leaves:
+        return None
+    shape = tuple(leaves[0].shape)
+    dtype = leaves[0].dtype
+    other = (*shape[:-1], shape[-1] + 1)
+    if not _fits(opt, idx, state, shape, dtype) or _fits(opt, idx, state, other, dtype):
+        return None
+    return shape
 
 
 def _summary(o: MXNetObject, limit: int = 12) -> str:
@@ -1238,7 +1281,9 @@ class TrainerCheckpoint:
                 f"no parameter {name!r} in the checkpoint (its names: {list(self.names)})"
             ) from None
 
-    def to_optax(self, params: Any = None, *, paths: Mapping[str, str] | Any = None) -> tuple[Any, Any]:
+    def to_optax(
+        self, params: Any = None, *, paths: Mapping[str, str] | Callable[[str], str] | None = None
+    ) -> tuple[Any, Any]:
         """``(tx, opt_state)``: the functional (jittable) form of the resumed run for a parameter pytree.
 
         ``tx`` is an ``optax.GradientTransformation`` over the whole tree: the optimizer of the file (its
@@ -1384,8 +1429,8 @@ def load_trainer(
     params: str | os.PathLike | bytes,
     states: str | os.PathLike | bytes,
     *,
-    loss: str,
-    names: Any = None,
+    loss: Literal["sum", "mean"],
+    names: Sequence[str] | Mapping[str, str] | None = None,
     batch_size: int | None = None,
     lr_mult: Mapping[str, float] | None = None,
     wd_mult: Mapping[str, float] | None = None,
@@ -1560,8 +1605,9 @@ def load_trainer(
     for i, n in enumerate(order):
         a = arrays[n]
         if i in updater.states:
-            shape = updater.layout[i][1]
-            if shape is not None and tuple(shape) != tuple(a.shape):
+            st = updater.states[i]
+            if not _fits(opt, i, st, tuple(a.shape), a.dtype):
+                shape = updater.layout[i][1] or _stored_shapes(st)[0]
                 raise ValueError(
                     f"load_trainer: index {i} (parameter {n!r}) has a state of shape {tuple(shape)} in {swhere}, "
                     f"but the parameter has shape {tuple(a.shape)}: the wrong order or the wrong names? "
