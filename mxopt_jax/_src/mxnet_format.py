@@ -1514,6 +1514,11 @@ def load_trainer(
     else:
         version = "1" if str(mxnet_version).startswith("1") else "2"
     file_names = list(arrays)
+    if isinstance(names, (str, bytes)) or not (names is None or isinstance(names, (Mapping, Sequence))):
+        raise TypeError(
+            "load_trainer: `names` must be the model's collect_params() keys, a list in collect_params() order "
+            f"or a dict {{params_name: collect_params_key}}, got {type(names).__name__}"
+        )
     # --- the Trainer's order: sorted collect_params() keys
     if names is None:
         if version == "1":
@@ -1558,6 +1563,10 @@ def load_trainer(
     alias = {**{v: k for k, v in key_of.items()}, **{n: n for n in file_names}}
 
     def by_name(arg: str, table: Mapping | None) -> dict:
+        if table is not None and not isinstance(table, Mapping):
+            raise TypeError(
+                f"load_trainer: `{arg}` must be a dict {{parameter name: multiplier}}, got {type(table).__name__}"
+            )
         out = {}
         for k, v in (table or {}).items():
             if k not in alias:

@@ -354,6 +354,12 @@ def test_multipliers_by_name(version):
         )
         new = ckpt.updater({n: jnp.asarray(data[f"grad_0/{n}"]) for n in ckpt.trainable}, ckpt.params)
         _check_step(case, meta, data, 0, "3.bias", new["3.bias"])
+    with pytest.raises(TypeError, match=r"`wd_mult` must be a dict \{parameter name: multiplier\}, got list"):
+        _load(case, meta, wd_mult=[0.0])
+    with pytest.raises(ValueError, match=r"`lr_mult\['3\.bias'\]` must be a finite number"):
+        _load(case, meta, lr_mult={"3.bias": float("nan")})
+    with pytest.raises(TypeError, match=r"`names` must be the model's collect_params\(\) keys"):
+        _load(case, meta, names="conv0_weight")
     with pytest.raises(ValueError, match=r"`lr_mult` names 'nope', not a parameter"):
         _load(case, meta, lr_mult={"nope": 2.0})
     with warnings.catch_warnings():  # lr_mult={} says there are none: no warning
