@@ -131,14 +131,14 @@ class CompiledGroup:
 
     def run(self, index: int, lrs: Sequence[float], seeds: Sequence[int]) -> Records:
         """Run contender ``index`` on every ``(lr, seed)`` pair; returns its :class:`Records`."""
-        lrs = np.asarray(lrs, dtype=np.float32)
+        lrs = np.asarray(lrs, dtype=np.float64)
         seeds = np.asarray(seeds, dtype=np.int64)
         if lrs.shape != (self.grid_size,) or seeds.shape != (self.n_seeds,):
             raise ValueError(
                 f"program {self.name!r} was compiled for {self.grid_size} rates x {self.n_seeds} seeds, got "
                 f"{lrs.shape[0] if lrs.ndim else lrs} rates x {seeds.shape[0] if seeds.ndim else seeds} seeds"
             )
-        flat_lr, flat_key = _flatten(lrs, seeds, self.n_devices)
+        flat_lr, flat_key = _flatten(lrs.astype(np.float32), seeds, self.n_devices)
         sharded = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec("runs"))
         flat_lr = jax.device_put(flat_lr, sharded)
         flat_key = jax.device_put(flat_key, sharded)
@@ -152,7 +152,7 @@ class CompiledGroup:
         return Records(
             contender=self.contenders[index].name,
             problem=self.problem.name,
-            lrs=lrs.astype(np.float64),
+            lrs=lrs,
             seeds=seeds,
             eval_steps=eval_steps,
             train_loss=train_loss.astype(np.float64),
