@@ -23,12 +23,14 @@ import concurrent.futures
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
 from . import protocol
+from . import report as _report
 from .contenders import Contender, resolve
 from .engine import CompiledGroup, compile_group
 from .problems.base import Problem
@@ -73,6 +75,86 @@ class Study:
     @property
     def families(self) -> dict[str, str]:
         return {c.name: c.family for c in self.contenders}
+
+    def identical_map(self, problem: str) -> dict[str, list[str]]:
+        """``{representative: [the contenders identical to it]}`` on ``problem``."""
+        return {g[0]: g[1:] for g in self.identical.get(problem, [])}
+
+    def selections(self, mode: str = "tuned") -> list[protocol.Selection]:
+        """Every selection of ``mode`` (``"tuned"`` or ``"one-shot"``), problem by problem."""
+        table = self.tuned if mode == "tuned" else self.one_shot
+        return [sel for p in self.problems for sel in table[p.name].values()]
+
+    def all_records(self) -> list[Records]:
+        return [r for p in self.problems for r in self.records[p.name].values()]
+
+    def report(self) -> str:
+        """The text report: the protocol, a table per problem (tuned and one-shot), overall, modes."""
+        identical = {rep: others for p in self.problems for rep, others in self.identical_map(p.name).items()}
+        text = _report.format_report(
+            self.problems, self.selections("tuned"), self.selections("one-shot"), self.protocol, identical
+        )
+        return text + "\n\n" + self.batching_note() + "\n\n" + self.timing_note()
+
+    def batching_note(self) -> str:
+        """Whether any result depends on the other rates batched with it (the batching check)."""
+        worst = [(d, p, c) for p, per in self.batching.items() for c, d in per.items()]
+        if not worst:
+            return "Batching check: not run."
+        d, p, c = max(worst)
+        if d == 0.0:
+            return (
+                "Batching check: every chosen rate, run in every slot of its program, gave bit-identical final "
+                "validation metrics: no result depends on which other rates shared the program."
+            )
+        moved = sorted((p, c, d) for d, p, c in worst if d > 0)
+        listing = ", ".join(f"{c} on {p} ({d:.2g})" for p, c, d in moved[:12])
+        return (
+            f"Batching check: {len(moved)} of {len(worst)} chosen rates gave a different final validation metric "
+            f"when run with copies of themselves instead of the grid (largest relative difference {d:.2g}: {c} on "
+            f"{p}); batched arithmetic rounds differently, and at unstable rates the difference grows. Compare "
+            f"such gaps with the seed spread (the confidence intervals): {listing}."
+        )
+
+    def timing_note(self) -> str:
+        compile_s = sum(p["compile_s"] for p in self.programs)
+        return (
+            f"Time: {self.wall_s:.0f} s wall clock, {len(self.programs)} compiled programs ({compile_s:.0f} s of "
+            f"compilation, overlapped with running), {self.programs[0]['devices'] if self.programs else 1} device(s)."
+        )
+
+    def write(self, out_dir: str | Path, plots: bool = True) -> list[Path]:
+        """Write ``report.txt``, ``runs.csv`` (every run's record), ``summary.csv``, ``study.json`` and, with
+        matplotlib and ``plots``, ``sensitivity.png``, ``curves.png`` and ``profile.png``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        records = self.all_records()
+        written = [out / "report.txt"]
+        (out / "report.txt").write_text(self.report() + "\n")
+        written.append(_report.write_csv(out / "runs.csv", records))
+        written.append(
+            _report.write_summary_csv(out / "summary.csv", self.selections() + self.selections("one-shot"))
+        )
+        doc = {
+            "records": records,
+            "selections": self.selections() + self.selections("one-shot"),
+            "protocol": self.protocol,
+            "preset": self.preset,
+            "timings": {"wall_s": self.wall_s, "programs": self.programs},
+            "meta": {
+                "identical": self.identical,
+                "batching": self.batching,
+                "problems": {p.name: p.description for p in self.problems},
+                "contenders": {c.name: c.description for c in self.contenders},
+            },
+        }
+        written.append(_report.write_json(out / "study.json", doc))
+        if plots:
+            identical = {rep: o for p in self.problems for rep, o in self.identical_map(p.name).items()}
+            written += _report.save_all(
+                out, self.problems, records, self.selections(), self.families, identical
+            )
+        return written
 
     def reported(self, problem: str) -> list[str]:
         """The contenders reported as entries of ``problem`` (one per group of identical ones)."""
@@ -244,9 +326,8 @@ def study(
     identical = {name: identical_groups(records[name]) for name in records}
     for name, groups in identical.items():
         for group in groups:
-            for member in group:
-                others = ", ".join(n for n in group if n != member)
-                records[name][member].note = f"identical to {others}"
+            for member in group[1:]:
+                records[name][member].note = f"identical to {group[0]} (same records at every shared rate)"
     grids = {c.name: records[problems[0].name][c.name].lrs for c in cs}
     text = protocol.describe(preset, problems, [c.name for c in cs], grids=grids)
     return Study(
