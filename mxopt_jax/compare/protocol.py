@@ -90,12 +90,13 @@ class Preset:
     def grid(self, center: float) -> np.ndarray:
         """``grid_points`` rates ``spacing`` decades apart, centred (geometrically) on ``center``.
 
-        With an even number of points the extra point goes above the centre. The quick grid (7 points) is
-        the middle of the full one (11 points): both share the spacing, so their rates coincide.
+        The centre is at index ``grid_points // 2`` (with an even number of points the extra point goes
+        below it). The quick grid (7 points) is the middle of the full one (11 points): both share the
+        spacing, so their rates coincide.
         """
         if not (center > 0 and math.isfinite(center)):
             raise ValueError(f"grid centre must be a positive number, got {center!r}")
-        below = (self.grid_points - 1) // 2
+        below = self.grid_points // 2
         offsets = (np.arange(self.grid_points) - below) * self.spacing
         return float(center) * 10.0**offsets
 
@@ -637,7 +638,9 @@ def describe(
         "chaotically. The spread over seeds is the study's measure of noise; differences within it are not "
         "results."
     )
-    text = "\n".join(textwrap.fill(p, width=width, subsequent_indent="  ", break_on_hyphens=False) for p in paras)
+    text = "\n".join(
+        textwrap.fill(p, width=width, subsequent_indent="  ", break_on_hyphens=False) for p in paras
+    )
     lines = [text, "", "Problems:"]
     for p in problems:
         steps = preset.steps(p) if preset is not None else p.steps

@@ -63,6 +63,8 @@ def test_presets():
     np.testing.assert_allclose(np.diff(np.log10(g)), 0.5)
     assert g[5] == pytest.approx(1e-3)
     np.testing.assert_allclose(quick.grid(1e-3), g[2:9])  # the quick grid is the middle of the full one
+    even = P.Preset("even", grid_points=6, seeds=2).grid(1.0)
+    assert even[3] == pytest.approx(1.0) and len(even) == 6  # the centre at index G // 2
     with pytest.raises(dataclasses.FrozenInstanceError):
         quick.seeds = 3
 

@@ -169,7 +169,14 @@ def _set_y(ax: Any, lo: float, hi: float, log: bool) -> None:
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(_plain_formatter())
         ax.yaxis.set_minor_formatter(NullFormatter())
+        _no_minor(ax.yaxis)
     ax.set_ylim(lo, hi)
+
+
+def _no_minor(axis: Any) -> None:
+    from matplotlib.ticker import NullLocator
+
+    axis.set_minor_locator(NullLocator())
 
 
 def _legend(fig: Figure, ax: Any, n: int) -> None:
@@ -279,6 +286,7 @@ def plot_sensitivity(
                     artist.set_clip_path(clip)
             _target_line(ax, p.target)
             ax.set_xscale("log")
+            _no_minor(ax.xaxis)  # minor ticks on 25 log axes cost seconds to lay out, and add nothing
             ax.grid(True, **_base._GRID)
             ax.tick_params(labelsize=8)
             if row == 0 and family:
@@ -464,16 +472,19 @@ def save_all(
 ) -> list[Path]:
     """Write ``sensitivity.png``, ``curves.png`` and ``profile.png`` (tuned selections) into ``out_dir``.
 
-    ``selections`` are the tuned ones (computed from ``records`` when None); one-shot records (one rate)
-    are left out of the sensitivity plot.
+    Only records and selections of ``problems`` are drawn. ``selections`` are the tuned ones (computed
+    from ``records`` when None; one-shot selections are used only when there are no tuned ones); one-shot
+    records (one rate) are left out of the sensitivity plot. Returns the paths written.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     probs = _as_list(problems)
+    known = {p.name: p for p in probs}
+    records = [r for r in records if r.problem in known]
     if selections is None:
-        known = {p.name: p for p in probs}
-        selections = [select(r, known.get(r.problem)) for r in records if len(r.lrs) > 1]
-    tuned = [s for s in selections if s.mode == "tuned"] or list(selections)
+        selections = [select(r, known[r.problem]) for r in records if len(r.lrs) > 1]
+    selections = [s for s in selections if s.problem in known]
+    tuned = [s for s in selections if s.mode == "tuned"] or selections
     written = []
     fig = plot_sensitivity(probs, records, tuned, families, identical)
     written.append(_base.save(fig, out / "sensitivity.png"))
