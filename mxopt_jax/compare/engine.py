@@ -44,7 +44,7 @@ from .contenders import Contender
 from .problems.base import Problem
 from .records import Records
 
-__all__ = ["CompiledGroup", "compile_group", "run_one", "steps_to_target", "train_run"]
+__all__ = ["CompiledGroup", "compile_group", "run_one", "single_run", "steps_to_target", "train_run"]
 
 
 def _grad_fn(problem: Problem, contender: Contender) -> Callable[..., Any]:
@@ -246,12 +246,25 @@ def compile_group(
     )
 
 
+def single_run(problem: Problem, contender: Contender, steps: int | None = None) -> Callable[..., Any]:
+    """A jitted single run ``(lr, seed) -> (train_loss, val, test)`` as NumPy: the reference for the engine.
+
+    Compiled once per call of this function; the rate and the seed are traced, so call the result for as many
+    as you like.
+    """
+    steps = problem.steps if steps is None else steps
+    data = jax.tree.map(jnp.asarray, tuple(problem.data()))
+    fn = jax.jit(lambda lr, key: train_run(problem, contender, lr, key, data, steps))
+
+    def run(lr: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        out = fn(jnp.float32(lr), jax.random.PRNGKey(seed))
+        return tuple(np.asarray(a, dtype=np.float64) for a in out)  # type: ignore[return-value]
+
+    return run
+
+
 def run_one(
     problem: Problem, contender: Contender, lr: float, seed: int, steps: int | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One run made alone (jitted, unbatched): ``(train_loss, val, test)``; the reference for the engine."""
-    steps = problem.steps if steps is None else steps
-    data = jax.tree.map(jnp.asarray, tuple(problem.data()))
-    fn = jax.jit(lambda lr, key, data: train_run(problem, contender, lr, key, data, steps))
-    out = fn(jnp.float32(lr), jax.random.PRNGKey(seed), data)
-    return tuple(np.asarray(a, dtype=np.float64) for a in out)  # type: ignore[return-value]
+    """One run made alone (jitted, unbatched): ``(train_loss, val, test)``; see :func:`single_run`."""
+    return single_run(problem, contender, steps)(lr, seed)
