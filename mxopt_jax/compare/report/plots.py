@@ -98,9 +98,9 @@ def _ylim(
 ) -> tuple[float, float, bool]:
     """A readable y range ``(bottom, top, log)``.
 
-    Linear by default: from the lowest value (or the target) to ``factor`` times the distance to the upper
-    quartile of the ``chosen`` values (the tuned results), so the differences between good results stay
-    visible. When the values span more than a decade (an error rate from 2 % to chance level), a log axis
+    Linear by default: from the lowest value (or the target) up by ``factor`` times the distance to the
+    upper quartile of the ``chosen`` values (the tuned results), and at least a quarter of that quartile,
+    so the differences between good results stay visible and the slopes around them show. When the values span more than a decade (an error rate from 2 % to chance level), a log axis
     up to the largest value shows the good results and the slow rates at once. Always capped at 100 for a
     percentage and at 30 times the upper quartile; values above (blow-ups) leave the panel at the top.
     """
@@ -119,7 +119,7 @@ def _ylim(
         top = min(float(v.max()), 30 * sane, cap)
         if top / low >= 10:
             return low / 1.15, top * 1.15, True
-    top = low + factor * max(sane - low, 0.0)
+    top = low + max(factor * (sane - low), 0.25 * abs(sane))
     if math.isfinite(target):
         top = max(top, target + 0.5 * (target - low))
     if v.size:
@@ -134,10 +134,15 @@ def _ylim(
     return bottom, top + pad, False
 
 
-def _strip(ax: Any, lo: float, hi: float, log: bool) -> Any:
+def _strip(ax: Any, lo: float, hi: float, log: bool, show: bool = True) -> Any:
     """Set the y axis so that ``[lo, hi]`` fills the lower ``1 - _STRIP`` of ``ax``, shade the strip above
-    it (where diverged rates are marked) and return the data area, to clip lines to."""
+    it (where diverged rates are marked) and return the data area, to clip lines to. Without ``show`` (no
+    run diverged in the row), no strip: ``[lo, hi]`` fills the panel."""
     from matplotlib.patches import Rectangle
+
+    if not show:
+        _set_y(ax, lo, hi, log)
+        return Rectangle((0, 0), 1, 1, transform=ax.transAxes)
 
     if log:
         top = 10 ** (math.log10(lo) + (math.log10(hi) - math.log10(lo)) / (1 - _STRIP))
@@ -228,7 +233,7 @@ def plot_sensitivity(
 
     Per contender: the mean over seeds (line and dots), a min-max band over seeds, its chosen rate circled.
     A rate where a seed diverged is marked ``x`` at the top of the panel (the protocol scores it ``+inf``);
-    values above the y range (a readable range around the good results, see :func:`_sane_top`) are clipped.
+    values above the y range (a readable range around the good results, see :func:`_ylim`) are clipped.
     The dashed line is the problem's target. Only records with more than one rate are drawn.
     """
     probs = _as_list(problems)
@@ -240,13 +245,13 @@ def plot_sensitivity(
     fig, axes, groups = _panels(probs, names, families, 2.7)
     for row, p in enumerate(probs):
         recs = per[p.name]
-        means = {n: _final_stats(recs[n]) for n in recs}
+        means = {n: _final_stats(recs[n]) for n in recs if n in names}  # the range: drawn lines only
         allv = np.concatenate([m[0] for m in means.values()]) if means else np.array([])
         picked = np.array([means[n][0][s.index] for n, s in sels[p.name].items() if n in means])
         lo, hi, logy = _ylim(allv, picked, p.metric_name, p.target)
         for col, (family, members) in enumerate(groups):
             ax = axes[row][col]
-            clip = _strip(ax, lo, hi, logy)
+            clip = _strip(ax, lo, hi, logy, any(m[3].any() for m in means.values()))
             diverging = [n for n in members if n in recs and means[n][3].any()]
             gap = min(0.03, (_STRIP - 0.05) / max(len(diverging) - 1, 1))
             for i, n in enumerate(members):

@@ -108,7 +108,7 @@ def fmt_mean_ci(mean: float, ci: float) -> str:
 
 
 def _fmt_num(v: float) -> str:
-    return f"{v:.4g}" if math.isfinite(v) else "diverged"
+    return f"{v:#.4g}".rstrip(".") if math.isfinite(v) else "diverged"
 
 
 def _fmt_target(s: Selection) -> str:
