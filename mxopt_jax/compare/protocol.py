@@ -155,12 +155,18 @@ def shift_grid(lrs: Sequence[float] | np.ndarray, direction: Edge | str | int) -
         raise ValueError(f"direction must be 'high'/'up'/+1 or 'low'/'down'/-1, got {direction!r}")
     logs = np.log10(lrs)
     step = (logs[-1] - logs[0]) / (len(lrs) - 1)
-    return 10.0 ** (logs + sign * step * (len(lrs) - 1))
+    out = 10.0 ** (logs + sign * step * (len(lrs) - 1))
+    if sign > 0:  # the shared rate exactly (so the runs of both grids line up in combine())
+        out[0] = lrs[-1]
+    else:
+        out[-1] = lrs[0]
+    return out
 
 
 def combine(a: Records, b: Records) -> Records:
     """One :class:`Records` from two grids of the same contender, problem, seeds and steps (e.g. a grid and
-    its :func:`shift_grid`), sorted by rate. A rate present in both is kept once, from ``a``.
+    its :func:`shift_grid`), sorted by rate. A rate present in both (equal within a relative 1e-9) is kept
+    once, from ``a``.
 
     ``run_s`` is the sum, scaled to the runs kept, so :attr:`Records.ms_per_step` stays the per-run average;
     ``compile_s`` is ``a``'s (the shifted grid reuses the compiled program).
@@ -169,7 +175,8 @@ def combine(a: Records, b: Records) -> Records:
         raise ValueError(f"cannot combine {a.contender}/{a.problem} with {b.contender}/{b.problem}")
     if not (np.array_equal(a.seeds, b.seeds) and np.array_equal(a.eval_steps, b.eval_steps)):
         raise ValueError("cannot combine records with different seeds or evaluation steps")
-    keep_b = ~np.isin(np.asarray(b.lrs), np.asarray(a.lrs))
+    a_lrs, b_lrs = np.asarray(a.lrs, np.float64), np.asarray(b.lrs, np.float64)
+    keep_b = ~np.isclose(b_lrs[:, None], a_lrs[None, :], rtol=1e-9, atol=0).any(axis=1)
     lrs = np.concatenate([a.lrs, np.asarray(b.lrs)[keep_b]])
     order = np.argsort(lrs, kind="stable")
 

@@ -79,6 +79,9 @@ def test_log_grid_and_shift():
     down = P.shift_grid(g, "low")
     assert down[-1] == pytest.approx(g[0]) and down[0] == pytest.approx(1e-7)
     np.testing.assert_allclose(P.shift_grid(g, +1), up)
+    for center in np.geomspace(1e-6, 10.0, 50):  # the shared rate is exactly the old edge
+        q = P.PRESETS["quick"].grid(center)
+        assert P.shift_grid(q, "up")[0] == q[-1] and P.shift_grid(q, "down")[-1] == q[0]
     with pytest.raises(ValueError):
         P.shift_grid(g, "sideways")
     with pytest.raises(ValueError):
@@ -93,6 +96,8 @@ def test_combine_shifted_grids():
     np.testing.assert_array_equal(c.val[:, 0, -1], [3.0, 2.0, 1.0, 0.5, 8.0])  # the shared rate from `a`
     assert c.ms_per_step == pytest.approx(a.ms_per_step)
     assert P.select(c, PROBLEM).lr == pytest.approx(1.0)
+    nearly = dataclasses.replace(b, lrs=b.lrs * np.array([1 + 1e-12, 1, 1]))  # the shared rate, 1 ulp off
+    assert len(P.combine(a, nearly).lrs) == 5
 
 
 # --------------------------------------------------------------------------- t quantiles and intervals
