@@ -355,4 +355,5 @@ def _column(rec: Records, index: int) -> Records:
         val=rec.val[sl],
         test=rec.test[sl],
         steps_to_target=rec.steps_to_target[sl],
+        run_s=rec.run_s / len(rec.lrs),  # the time of one rate's runs: ms/step stays per run
     )
