@@ -1,0 +1,95 @@
+"""A minimal stand-in for the study engine, to check and size the workloads (tests and ``python -m``).
+
+:func:`train_grid` trains every ``(learning rate, seed)`` pair of one optimizer in one compiled program, the
+way the engine does: ``jax.jit(jax.vmap(run))`` over the flattened grid, ``lax.scan`` over the steps, per
+step ``batch_size`` row indices drawn with ``jax.random.randint`` and every leaf of the training split
+indexed with them, the metric on the whole validation and test splits every ``eval_every`` steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from .base import Problem
+
+__all__ = ["GridResult", "train_grid"]
+
+
+class GridResult(dict):
+    """``train_loss``, ``val``, ``test``: ``(G, S, E)`` arrays; ``compile_s``, ``run_s`` (wall) and
+    ``compile_cpu_s``, ``run_cpu_s`` (CPU time of the process): floats."""
+
+
+def train_grid(
+    problem: Problem,
+    make_opt: Callable[[jax.Array], optax.GradientTransformation],
+    lrs: Sequence[float],
+    seeds: Sequence[int],
+    steps: int | None = None,
+    *,
+    sparse: bool = False,
+    eval_every: int | None = None,
+) -> GridResult:
+    """Train ``len(lrs) * len(seeds)`` runs of ``make_opt(lr)`` on ``problem`` at once; times compile and run.
+
+    ``sparse=True`` takes gradients with :func:`mxopt_jax.sparse.value_and_grad` over ``problem.tables``
+    (row-sparse gradients; only mxopt_jax's optimizers accept them).
+    """
+    import mxopt_jax.sparse as mxs
+
+    steps = (problem.quick_steps or problem.steps) if steps is None else steps
+    every = problem.eval_every if eval_every is None else eval_every
+    if steps % every:
+        raise ValueError(f"steps {steps} must be a multiple of eval_every {every}")
+    splits = problem.data()
+    train, val, test = (jax.tree.map(jnp.asarray, s) for s in splits)
+    n_train = jax.tree.leaves(train)[0].shape[0]
+    if sparse and problem.tables:
+        vg = mxs.value_and_grad(problem.loss, tables=problem.tables)
+    else:
+        vg = jax.value_and_grad(problem.loss)
+
+    def run(lr: jax.Array, seed: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        k_init, k_data = jax.random.split(jax.random.PRNGKey(seed))
+        params = problem.init(k_init)
+        opt = make_opt(lr)
+        state = opt.init(params)
+
+        def step(carry: Any, k: jax.Array) -> tuple[Any, jax.Array]:
+            params, state = carry
+            idx = jax.random.randint(k, (problem.batch_size,), 0, n_train)
+            batch = jax.tree.map(lambda a: a[idx], train)
+            loss, grads = vg(params, batch)
+            updates, state = opt.update(grads, state, params)
+            return (optax.apply_updates(params, updates), state), loss
+
+        def chunk(carry: Any, keys: jax.Array) -> tuple[Any, tuple[jax.Array, ...]]:
+            carry, losses = jax.lax.scan(step, carry, keys)
+            p = carry[0]
+            return carry, (losses.mean(), problem.metric(p, val), problem.metric(p, test))
+
+        keys = jax.random.split(k_data, steps).reshape(steps // every, every, -1)
+        _, (tl, v, t) = jax.lax.scan(chunk, (params, state), keys)
+        return tl, v, t
+
+    lr_grid, seed_grid = np.meshgrid(np.asarray(lrs, np.float32), np.asarray(seeds, np.uint32), indexing="ij")
+    args = (jnp.asarray(lr_grid.ravel()), jnp.asarray(seed_grid.ravel()))
+    t0, c0 = time.perf_counter(), time.process_time()
+    compiled = jax.jit(jax.vmap(run)).lower(*args).compile()
+    t1, c1 = time.perf_counter(), time.process_time()
+    out = jax.block_until_ready(compiled(*args))
+    t2, c2 = time.perf_counter(), time.process_time()
+    shape = (len(lrs), len(seeds), steps // every)
+    res = GridResult(
+        {k: np.asarray(a).reshape(shape) for k, a in zip(("train_loss", "val", "test"), out, strict=True)}
+    )
+    res["compile_s"], res["run_s"] = t1 - t0, t2 - t1
+    res["compile_cpu_s"], res["run_cpu_s"] = c1 - c0, c2 - c1  # CPU time of all threads
+    return res
