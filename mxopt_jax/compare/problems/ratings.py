@@ -101,7 +101,7 @@ def recommender() -> Problem:
     steps, quick, batch, every, target = 600, 200, 512, 20, 0.85
     return Problem(
         name="recommender",
-        title=f"ratings, matrix factorization {USERS // 1000}k x {ITEMS // 1000}k",
+        title=f"ratings, matrix factorization {USERS:,} users x {ITEMS:,} items",
         description=(
             f"Data: {sum(RATINGS_SPLIT):,} ratings of {ITEMS:,} items by {USERS:,} users, drawn with a fixed "
             f"NumPy seed from a rank-{_RANK} model (user and item factors, user and item biases, offset {_MU}) "
