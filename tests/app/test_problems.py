@@ -169,3 +169,12 @@ def test_recommender_sparse_gradient_and_lazy_adam_under_vmap() -> None:
         p, lambda r: mxopt_jax.adam(learning_rate=r, lazy_update=True), [0.03, 0.01], [0, 1], 20, sparse=True
     )
     assert np.all(np.isfinite(after)) and np.all(after < before), (before, after)
+
+
+def test_missing_sklearn_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)  # makes `import sklearn.datasets` fail
+    with pytest.raises(ImportError, match=r"mxopt_jax\[study\]"):
+        PROBLEMS["digits_mlp"]().data()
+    charlm.corpus(100)  # the generated workloads need no scikit-learn
