@@ -57,7 +57,7 @@ def autoencoder() -> Problem:
             "reconstruction error per pixel of a mini-batch. Metric: that MSE on the validation and test splits. "
             f"Budget: {steps} steps (quick: {quick}), batch {batch}, evaluated every {every} steps. "
             f"Target: validation MSE <= {target:g}. Why: "
-            "measured with optax.adam over rates 1e-4..0.1 (half-decade steps) x 5 seeds on the quick budget, the best rates (3e-3 and 0.01) pass 0.04 after about 200 steps (0.033 at step 300), while 1e-3 ends at 0.046 and 3e-4 at 0.069 (the mean image scores about 0.07); SGD with momentum 0.9 (optax.sgd, rates 0.01..1) stays near that plateau longer: it reaches the target only at rate 1, the largest tried, in 3 of 5 seeds after 210-270 steps, and ends at 0.055 at rate 0.3."
+            "measured with optax.adam over rates 1e-4..0.1 (half-decade steps) x 5 seeds on the quick budget, the best rates (3e-3 and 0.01) pass 0.04 after 120-270 steps (0.033 at step 300), while 1e-3 ends at 0.046 and 3e-4 at 0.069 (the mean image scores about 0.07); SGD with momentum 0.9 (optax.sgd, rates 0.01..1) stays near that plateau longer: it reaches the target only at rate 1, the largest tried, in 3 of 5 seeds after 210-270 steps, and ends at 0.055 at rate 0.3."
         ),
         data=_data,
         init=_init,
