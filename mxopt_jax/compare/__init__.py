@@ -26,7 +26,7 @@ the contours: :mod:`~mxopt_jax.compare.runner`, :mod:`~mxopt_jax.compare.testfns
 from . import engine, plotting, protocol, report, testfns
 from .cli import Progress, build_parser, configure_jax, main
 from .contenders import OPTAX_BASELINES, Contender, contender, default_contenders
-
+from .problems import PROBLEMS
 from .problems.base import Problem, Splits
 from .protocol import PRESETS, Preset, Selection
 from .records import Records
@@ -67,6 +67,7 @@ __all__ = [
     "LEARNING_RATES",
     "OPTAX_BASELINES",
     "PRESETS",
+    "PROBLEMS",
     "TASKS",
     "TASK_DESCRIPTIONS",
     "TUNED_LR",
