@@ -205,9 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="times a grid may be extended past the edge where its chosen rate sits (default: %(default)s)",
     )
     cmp.add_argument(
-        "--no-batching-check",
-        action="store_true",
-        help="skip re-running each chosen rate alone (the check that no result depends on the other rates)",
+        "--batching-check",
+        choices=("best", "all", "none"),
+        default="best",
+        help="re-run chosen rates in every slot of their program, the check that no result depends on the other "
+        "rates batched with it: the best optimizer of each family, all of them, or none (default: %(default)s)",
     )
     cmp.add_argument(
         "--out",
@@ -363,7 +365,7 @@ def _compare(args: argparse.Namespace) -> int:
         args.preset,
         seeds=args.seeds,
         extend=args.extend,
-        check_batching=not args.no_batching_check,
+        check_batching=args.batching_check,
         progress=StudyProgress(),
     )
     print()

@@ -222,7 +222,7 @@ def study(
     *,
     seeds: int | Sequence[int] | None = None,
     extend: int = 2,
-    check_batching: bool = True,
+    check_batching: str = "best",
     group_by: str = "family",
     devices: Sequence[jax.Device] | None = None,
     progress: Progress | None = None,
@@ -236,7 +236,9 @@ def study(
       preset: ``"quick"``, ``"full"`` or a :class:`protocol.Preset`.
       seeds: how many seeds (``0, 1, ...``) or which; defaults to the preset's.
       extend: how many times a grid may be extended past an edge where the chosen rate sits.
-      check_batching: run the chosen rate alone in the program (every slot) and record the difference.
+      check_batching: ``"all"``, ``"best"`` (default: the best contender of each compiled program, i.e. of
+        each family) or ``"none"``: run the chosen rate in every slot of the program and record the largest
+        relative difference of the final validation metric from the grid run.
       group_by: ``"family"`` (one compiled program per problem and family) or ``"none"`` (one per contender).
       devices: the devices to shard the runs over (default: all).
       progress: ``(label, fraction_done)`` callback (the command line draws a bar with an ETA).
@@ -261,12 +263,16 @@ def study(
         raise ValueError(f"study: need at least 2 seeds for confidence intervals, got {seed_list}")
     if not isinstance(extend, int) or extend < 0:
         raise ValueError(f"extend must be an int >= 0, got {extend!r}")
+    check = check_batching
+    if check not in ("all", "best", "none"):
+        raise ValueError(f"check_batching must be 'all', 'best' or 'none', got {check_batching!r}")
     cs = resolve(contenders)
     G, S = preset.grid_points, len(seed_list)
 
     jobs = [(p, g) for p in problems for g in _groups(cs, group_by)]
     # work units for the progress bar: a compile ~ 4 units, a contender's runs ~ 1 unit (measured on CPU)
-    total = sum(4 + len(g) * (1 + int(check_batching)) for _, g in jobs)
+    checks = {"all": lambda g: len(g), "best": lambda g: 1, "none": lambda g: 0}[check]
+    total = sum(4 + len(g) + checks(g) for _, g in jobs)
     done = 0.0
 
     def tick(label: str, units: float) -> None:
@@ -318,9 +324,14 @@ def study(
                 records[p.name][c.name] = rec
                 tuned[p.name][c.name] = sel
                 tick(f"{p.name}: {c.name}", 1)
-                if check_batching:
+            if check != "none":
+                chosen = group if check == "all" else [_best(group, tuned[p.name])]
+                for c in chosen:
+                    i, sel = group.index(c), tuned[p.name][c.name]
                     alone = prog.run(i, np.full(G, sel.lr), seed_list)
-                    batching[p.name][c.name] = _rel_diff(alone.val[0, :, -1], rec.val[sel.index, :, -1])
+                    batching[p.name][c.name] = _rel_diff(
+                        alone.val[0, :, -1], records[p.name][c.name].val[sel.index, :, -1]
+                    )
                     tick(f"{p.name}: {c.name} (batching check)", 1)
             del prog
     identical = {name: identical_groups(records[name]) for name in records}
@@ -343,6 +354,11 @@ def study(
         wall_s=time.perf_counter() - t_start,
         protocol=text,
     )
+
+
+def _best(group: Sequence[Contender], sels: Mapping[str, protocol.Selection]) -> Contender:
+    """The contender of ``group`` with the lowest mean selection score (final validation metric)."""
+    return min(group, key=lambda c: float(np.min(sels[c.name].scores)))
 
 
 def _column(rec: Records, index: int) -> Records:

@@ -174,7 +174,7 @@ def small_study(tiny):
     slow = C.contender(
         "slowpoke", lambda lr: optax.sgd(lr), 1e-6, family="user"
     )  # optimum far above its grid
-    return study(tiny, ["sgd", "ccsgd", "test", "adam", slow], preset, extend=1)
+    return study(tiny, ["sgd", "ccsgd", "test", "adam", slow], preset, extend=1, check_batching="all")
 
 
 def test_identical_updates_are_one_entry(small_study):
@@ -211,13 +211,13 @@ def test_selection_never_reads_test(tiny):
         return jnp.nan * jnp.sum(b[0]) + jnp.mean(b[1])
 
     preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2)
-    clean = study(tiny, ["adam"], preset, extend=0, check_batching=False)
+    clean = study(tiny, ["adam"], preset, extend=0, check_batching="none")
 
     def metric(p, b):  # NaN on the test split only (it has 50 rows, validation has 50 too: tell by content)
         is_test = jnp.allclose(b[0][0], tiny.data().test[0][0])
         return jnp.where(is_test, jnp.nan, tiny.metric(p, b))
 
-    other = study(dataclasses.replace(tiny, metric=metric), ["adam"], preset, extend=0, check_batching=False)
+    other = study(dataclasses.replace(tiny, metric=metric), ["adam"], preset, extend=0, check_batching="none")
     a, b = clean.tuned["tiny"]["adam"], other.tuned["tiny"]["adam"]
     assert a.lr == b.lr and a.index == b.index
     np.testing.assert_array_equal(a.scores, b.scores)
@@ -240,6 +240,8 @@ def test_bad_arguments(tiny):
         study(tiny, ["adam"], seeds=1)
     with pytest.raises(ValueError, match="unknown optimizer 'adamm'"):
         study(tiny, ["adamm"])
+    with pytest.raises(ValueError, match="check_batching must be"):
+        study(tiny, ["adam"], check_batching=True)
     with pytest.raises(ValueError, match="preset must be one of"):
         study(tiny, ["adam"], "medium")
     with pytest.raises(TypeError, match="factory"):
