@@ -36,11 +36,13 @@ def train_grid(
     *,
     sparse: bool = False,
     eval_every: int | None = None,
+    compiler_options: dict[str, Any] | None = None,
 ) -> GridResult:
     """Train ``len(lrs) * len(seeds)`` runs of ``make_opt(lr)`` on ``problem`` at once; times compile and run.
 
     ``sparse=True`` takes gradients with :func:`mxopt_jax.sparse.value_and_grad` over ``problem.tables``
-    (row-sparse gradients; only mxopt_jax's optimizers accept them).
+    (row-sparse gradients; only mxopt_jax's optimizers accept them). ``compiler_options`` go to XLA's
+    compiler (e.g. ``{"xla_backend_optimization_level": 0}``).
     """
     import mxopt_jax.sparse as mxs
 
@@ -82,7 +84,7 @@ def train_grid(
     lr_grid, seed_grid = np.meshgrid(np.asarray(lrs, np.float32), np.asarray(seeds, np.uint32), indexing="ij")
     args = (jnp.asarray(lr_grid.ravel()), jnp.asarray(seed_grid.ravel()))
     t0, c0 = time.perf_counter(), time.process_time()
-    compiled = jax.jit(jax.vmap(run)).lower(*args).compile()
+    compiled = jax.jit(jax.vmap(run)).lower(*args).compile(compiler_options=compiler_options)
     t1, c1 = time.perf_counter(), time.process_time()
     out = jax.block_until_ready(compiled(*args))
     t2, c2 = time.perf_counter(), time.process_time()
@@ -96,7 +98,7 @@ def train_grid(
 
 
 def _main(argv: Sequence[str] | None = None) -> None:
-    """``python -m mxopt_jax.compare.problems._harness [NAME ...] [--sgd]``: cost and target check per problem.
+    """``python -m mxopt_jax.compare.problems._harness [NAME ...] [--sgd] [--opt-level N]``: cost and target check per problem.
 
     Trains 7 rates (1e-4 .. 0.1, half a decade apart) x 5 seeds of ``optax.adam`` (``--sgd``: ``optax.sgd``
     with momentum 0.9, rates 1e-3 .. 1) for the quick budget of each problem; prints the compile and run
@@ -110,14 +112,16 @@ def _main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mxopt_jax.compare.problems._harness")
     parser.add_argument("names", nargs="*", default=list(PROBLEMS))
     parser.add_argument("--sgd", action="store_true")
+    parser.add_argument("--opt-level", type=int, default=None, help="XLA's xla_backend_optimization_level")
     args = parser.parse_args(argv)
+    options = None if args.opt_level is None else {"xla_backend_optimization_level": args.opt_level}
     if args.sgd:
         lrs, make, label = np.logspace(-3, 0, 7), lambda lr: optax.sgd(lr, momentum=0.9), "optax.sgd(m=0.9)"
     else:
         lrs, make, label = np.logspace(-4, -1, 7), optax.adam, "optax.adam"
     for name in args.names:
         p = PROBLEMS[name]()
-        r = train_grid(p, make, lrs, range(5))
+        r = train_grid(p, make, lrs, range(5), compiler_options=options)
         print(
             f"{name}: {label}, {len(lrs)} rates x 5 seeds x {p.quick_steps} steps: compile {r['compile_s']:.1f} s "
             f"(CPU {r['compile_cpu_s']:.1f} s), run {r['run_s']:.2f} s (CPU {r['run_cpu_s']:.2f} s)"
