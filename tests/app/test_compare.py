@@ -622,29 +622,69 @@ def _imports(path: Path, package: str) -> set[str]:
     return found
 
 
+def _app_nodes() -> dict[str, list[tuple[Path, str]]]:
+    """The app's modules and sub-packages (``problems``, ``report``) as nodes: name -> [(file, its package)]."""
+    nodes: dict[str, list[tuple[Path, str]]] = {}
+    for p in sorted(PKG.glob("*.py")):
+        if p.stem != "__init__":
+            nodes[p.stem] = [(p, "mxopt_jax.compare")]
+    for sub in sorted(d for d in PKG.iterdir() if (d / "__init__.py").exists()):
+        nodes[sub.name] = [(f, f"mxopt_jax.compare.{sub.name}") for f in sorted(sub.glob("*.py"))]
+    return nodes
+
+
 def test_every_app_module_imports_and_the_graph_has_no_cycles():
     import importlib
 
-    modules = {p.stem: p for p in sorted(PKG.glob("*.py")) if p.stem != "__init__"}
-    assert set(modules) == {"cli", "runner", "results", "plotting", "tasks", "testfns"}
-    for name in modules:
-        importlib.import_module(f"mxopt_jax.compare.{name}")
-    pkg = "mxopt_jax.compare"
-    graph = {
-        name: {m.rsplit(".", 1)[1] for m in _imports(path, pkg) if m.startswith(pkg + ".")} & set(modules)
-        for name, path in modules.items()
+    nodes = _app_nodes()
+    assert set(nodes) == {
+        "cli",
+        "runner",
+        "results",
+        "plotting",
+        "tasks",
+        "testfns",  # the tour
+        "study",
+        "engine",
+        "protocol",
+        "report",
+        "contenders",
+        "problems",
+        "records",  # the study
     }
-    for name, path in modules.items():  # the package's __init__ imports every module: none may import it back
-        assert pkg not in _imports(path, pkg), f"{name} imports the package __init__"
-    # the intended layering: cli -> runner, results, plotting -> tasks -> testfns
+    pkg = "mxopt_jax.compare"
+    for name, files in nodes.items():
+        for path, package in files:
+            mod = package if path.stem == "__init__" else f"{package}.{path.stem}"
+            importlib.import_module(mod)
+            assert pkg not in _imports(path, package), f"{mod} imports the app's __init__"
+    graph = {
+        name: {
+            m[len(pkg) + 1 :].split(".")[0]
+            for path, package in files
+            for m in _imports(path, package)
+            if m.startswith(pkg + ".")
+        }
+        - {name}
+        for name, files in nodes.items()
+    }
+    # the intended layering: the command line -> the study -> its engine, protocol and reports -> the records,
+    # contenders and problems; the tour: cli -> runner, results, plotting -> tasks -> testfns
     assert graph == {
-        "cli": {"plotting", "results", "runner", "tasks"},
+        "cli": {"plotting", "problems", "results", "runner", "study", "tasks", "contenders"},
+        "study": {"contenders", "engine", "problems", "protocol", "records", "report"},
+        "engine": {"contenders", "problems", "records"},
+        "report": {"plotting", "problems", "protocol", "records"},
+        "protocol": {"problems", "records"},
+        "contenders": set(),
+        "problems": set(),
+        "records": set(),
         "runner": {"results", "tasks"},
         "plotting": {"results", "tasks"},
         "results": set(),
         "tasks": {"testfns"},
         "testfns": set(),
-    }
+    }, graph
     state: dict[str, int] = {}
 
     def visit(node: str, path: tuple[str, ...]) -> None:
