@@ -584,7 +584,11 @@ def describe(
     paras = []
     head = "Protocol"
     if preset is not None:
-        head += f" (preset '{preset.name}': {preset.description or f'{preset.grid_points} rates, {preset.seeds} seeds'})"
+        budget = "each problem's quick step budget" if preset.quick else "each problem's full step budget"
+        head += (
+            f" (preset '{preset.name}': {preset.grid_points} rates {preset.spacing:g} decade apart, "
+            f"{preset.seeds} seeds, {budget})"
+        )
     paras.append(head + ".")
     if preset is not None:
         grid = (
