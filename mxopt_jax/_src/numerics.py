@@ -81,6 +81,27 @@ def preprocess(
     return G
 
 
+def div_or_zero(num: jax.Array, den: jax.Array) -> jax.Array:
+    """``num / den``, and 0 where ``den == 0``: for the quotients whose denominator is 0 only when the numerator
+    is too (a traced ``epsilon`` of 0 with an all-zero gradient history, FTRL's ``beta`` of 0 before the first
+    non-zero gradient). No ``0 / 0`` is ever evaluated (the division sees 1 there), so neither the value nor
+    its gradient under ``jax.grad`` can be NaN.
+    """
+    zero = den == 0
+    return jnp.where(zero, jnp.zeros_like(num), num / jnp.where(zero, jnp.ones_like(den), den))
+
+
+def rate_or_one(lr: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(lr == 0, lr with 0 replaced by 1)`` for the rules that divide by the learning rate (FTML, Ftrl).
+
+    Such a rule computes its step with the safe rate and then keeps the weight and its rate-scaled state where
+    the rate is 0 (docs/differences.md #20): no ``x / 0`` is ever evaluated, so a schedule that starts at 0
+    (optax counts from 0) gives neither a NaN nor a NaN gradient.
+    """
+    zero = lr == 0
+    return zero, jnp.where(zero, jnp.ones_like(lr), lr)
+
+
 def one_minus_pow(beta: jax.Array, t: jax.Array) -> jax.Array:
     """``1 - beta**t`` for bias corrections, accurate for beta near 1 (``-expm1(t * log(beta))``)."""
     beta = jnp.asarray(beta)

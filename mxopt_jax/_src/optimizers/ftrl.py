@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..numerics import one_minus_pow, preprocess
+from ..numerics import div_or_zero, one_minus_pow, preprocess, rate_or_one
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import is_static_zero
@@ -24,18 +24,24 @@ class FtrlState(NamedTuple):
 
 
 def ftrl_step(g, w, s, hp, opts):
-    """FTRL-Proximal: the new weight is a closed form of ``(z, n)``."""
+    """FTRL-Proximal: the new weight is a closed form of ``(z, n)``.
+
+    At a learning rate of 0 the step is skipped: ``w``, ``z`` and ``n`` are kept (``z`` and the denominator are
+    in units of ``1 / lr``; docs/differences.md #20). With ``beta == 0``, ``wd == 0`` and no non-zero gradient
+    yet, the denominator is 0 and so is ``z``: the weight is 0 (MXNet: NaN).
+    """
     z, n = s
-    lr, l1 = hp["lr"], hp["lamda1"]
+    l1 = hp["lamda1"]
+    skip, lr = rate_or_one(hp["lr"])
     G = preprocess(g, w, hp, decay=False)
     n_new = n + G * G
     sigma = (jnp.sqrt(n_new) - jnp.sqrt(n)) / lr
-    z = z + G - sigma * w
+    z_new = z + G - sigma * w
     denom = (hp["beta"] + jnp.sqrt(n_new)) / lr
     if not is_static_zero(hp["wd"]):
         denom = denom + hp["wd"]
-    new_w = -jnp.sign(z) * jnp.maximum(jnp.abs(z) - l1, 0) / denom
-    return new_w, (z, n_new)
+    new_w = -jnp.sign(z_new) * div_or_zero(jnp.maximum(jnp.abs(z_new) - l1, 0), denom)
+    return jnp.where(skip, w, new_w), (jnp.where(skip, z, z_new), jnp.where(skip, n, n_new))
 
 
 FTRL_RULE = Rule(
@@ -106,15 +112,42 @@ class FTMLState(NamedTuple):
     master: optax.Params | None
 
 
+def _drift(w, z, d):
+    """``z + d * w``: 0 in exact arithmetic when ``w`` is the weight the last step returned (``w = -z / d``).
+
+    Computed as ``d * (w - (-z / d))``, and 0 where ``w`` differs from ``-z / d`` by no more than the rounding
+    of the stored state (a few ulps of the weight); 0 too on a fresh state (``d = z = 0``). A weight changed
+    by more than that between two steps keeps MXNet's pull back towards ``-z / d``.
+    """
+    w_state = -z / jnp.where(d == 0, jnp.ones_like(d), d)
+    r = w - w_state
+    tol = 8 * jnp.finfo(w.dtype).eps * jnp.maximum(jnp.abs(w), jnp.abs(w_state))
+    return d * jnp.where(jnp.abs(r) <= tol, jnp.zeros_like(r), r)
+
+
 def ftml_step(g, w, s, hp, opts):
-    """FTML: ``w = -z / d_t``."""
+    """FTML: ``w = -z / d_t``, computed as ``w - ((1 - beta1) G + beta1 (z + d_{t-1} w)) / d_t``.
+
+    The two are equal in exact arithmetic (expand ``z_t``). MXNet's form divides a ``z_t`` of the size of
+    ``d_t * w`` by ``d_t``: when the rate grows by orders of magnitude between steps (a warmup from near 0),
+    ``b1 * d_{t-1}`` is far larger than ``d_t`` and the float32 rounding of ``z`` and ``d_{t-1} w`` (~1e-7 of
+    ``d_{t-1} w``) comes out multiplied by ``d_{t-1} / d_t``, as a step of either sign. Here the gradient term
+    is divided directly and the drift ``z + d_{t-1} w`` (0 up to rounding on every trajectory, see
+    :func:`_drift`) is taken as exactly 0 when it is rounding, so a step never goes along the gradient; ``z``
+    is stored as ``-d_t * w_t``, its exact-arithmetic value.
+
+    At a learning rate of 0 the weight, ``d`` and ``z`` are kept (they are in units of ``1 / lr``: the limit is
+    an infinite ``d_t``) and ``v`` is updated as at any rate (docs/differences.md #20).
+    """
     d, v, z = s
     b1, b2, t = hp["beta1"], hp["beta2"], hp["t"]
+    skip, lr = rate_or_one(hp["lr"])
     G = preprocess(g, w, hp)
     v = b2 * v + (1 - b2) * G * G
-    d_t = one_minus_pow(b1, t) / hp["lr"] * (jnp.sqrt(v / one_minus_pow(b2, t)) + hp["epsilon"])
-    z = b1 * z + (1 - b1) * G - (d_t - b1 * d) * w
-    return -z / d_t, (d_t, v, z)
+    d_t = one_minus_pow(b1, t) / lr * (jnp.sqrt(v / one_minus_pow(b2, t)) + hp["epsilon"])
+    new_w = w - div_or_zero((1 - b1) * G + b1 * _drift(w, z, d), d_t)
+    z_t = -d_t * new_w
+    return jnp.where(skip, w, new_w), (jnp.where(skip, d, d_t), v, jnp.where(skip, z, z_t))
 
 
 FTML_RULE = Rule(
