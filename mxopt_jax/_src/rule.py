@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from .numerics import compute_dtype, is_low_precision, multi_output_fusion
-from .validation import is_static_one, is_static_zero
+from .validation import is_python_number, is_static_one, is_static_zero
 
 FP16_WARNING = (
     "Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
@@ -225,6 +225,8 @@ def hparams(
     lr_val = jnp.asarray(ctx.lr, dtype)
     hp["lr"] = lr_val if is_static_one(lr_mult) else lr_val * jnp.asarray(lr_mult, dtype)
     hp["t"] = ctx.t
+    # Hyperparameters given as Python numbers > 0: quotients by them need no 0 / 0 guard (numerics.div0).
+    hp["positive"] = frozenset(k for k, v in ctx.hypers.items() if is_python_number(v) and float(v) > 0)
     hp["name"] = name
     hp["key"] = key
     return hp

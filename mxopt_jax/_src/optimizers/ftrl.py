@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..numerics import div_or_zero, one_minus_pow, preprocess, rate_or_one
+from ..numerics import div0, one_minus_pow, preprocess, rate_or_one, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import is_static_zero
@@ -40,7 +40,7 @@ def ftrl_step(g, w, s, hp, opts):
     denom = (hp["beta"] + jnp.sqrt(n_new)) / lr
     if not is_static_zero(hp["wd"]):
         denom = denom + hp["wd"]
-    new_w = -jnp.sign(z_new) * div_or_zero(jnp.maximum(jnp.abs(z_new) - l1, 0), denom)
+    new_w = -jnp.sign(z_new) * div0(jnp.maximum(jnp.abs(z_new) - l1, 0), denom)
     return jnp.where(skip, w, new_w), (jnp.where(skip, z, z_new), jnp.where(skip, n, n_new))
 
 
@@ -145,7 +145,7 @@ def ftml_step(g, w, s, hp, opts):
     G = preprocess(g, w, hp)
     v = b2 * v + (1 - b2) * G * G
     d_t = one_minus_pow(b1, t) / lr * (jnp.sqrt(v / one_minus_pow(b2, t)) + hp["epsilon"])
-    new_w = w - div_or_zero((1 - b1) * G + b1 * _drift(w, z, d), d_t)
+    new_w = w - div0((1 - b1) * G + b1 * _drift(w, z, d), d_t, static_positive(hp, "epsilon"))
     z_t = -d_t * new_w
     return jnp.where(skip, w, new_w), (jnp.where(skip, d, d_t), v, jnp.where(skip, z, z_t))
 

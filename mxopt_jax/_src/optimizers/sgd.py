@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..numerics import preprocess
+from ..numerics import preprocess, rate_or_one
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import check_choice, check_int, check_lazy_update, is_python_number, is_static_zero
@@ -289,9 +289,15 @@ class SGLDState(NamedTuple):
 
 
 def sgld_step(g, w, s, hp, opts):
-    """``w = w - lr/2 * G + N(0, sqrt(lr))``."""
+    """``w = w - lr/2 * G + N(0, sqrt(lr))``.
+
+    ``sqrt`` has an infinite slope at 0: at a rate of 0 the noise's scale is the constant 0, so that a
+    meta-gradient through a step at rate 0 (a warmup from 0) is 0 there, not ``inf * 0`` (differences #20).
+    """
     G = preprocess(g, w, hp)
-    noise = jnp.sqrt(hp["lr"]) * jax.random.normal(hp["key"], g.shape, g.dtype)
+    zero, lr = rate_or_one(hp["lr"])
+    sd = jnp.where(zero, jnp.zeros_like(lr), jnp.sqrt(lr))
+    noise = sd * jax.random.normal(hp["key"], g.shape, g.dtype)
     return -(hp["lr"] / 2) * G + noise, ()
 
 

@@ -1,0 +1,153 @@
+"""Learning rates of 0 and near 0 in the rules that divide by the rate (FTML, Ftrl): docs/differences.md #20.
+
+Found by trying the usual optax warmup, ``optax.warmup_cosine_decay_schedule(0.0, 0.01, 10, 100)``: its rate is
+exactly 0 on the first update (optax counts from 0), and FTML and Ftrl turned every weight into NaN; from 1e-8,
+FTML stepped *along* the gradient by up to 3.5e-3. The float64 references below are MXNet's formulas.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import mxopt_jax
+
+W0 = np.array([1.0, -2.0, 3.0], np.float32)
+G = np.array([0.5, -0.5, 1.0], np.float32)
+STEPS = 12
+
+
+def _rates(init: float) -> list[float]:
+    sched = optax.warmup_cosine_decay_schedule(init, 0.01, 10, 100)
+    return [float(sched(k)) for k in range(STEPS)]
+
+
+def _run(tx, steps: int = STEPS, w0=W0, perturb: dict | None = None, jit: bool = True):
+    """Weights after every update of a constant gradient ``G`` (``perturb``: step -> added to the weight)."""
+    step = jax.jit(tx.update) if jit else tx.update
+    w, state, out = jnp.asarray(w0), tx.init(jnp.asarray(w0)), []
+    for k in range(steps):
+        if perturb and k in perturb:
+            w = w + perturb[k]
+        u, state = step(jnp.asarray(G), state, w)
+        w = optax.apply_updates(w, u)
+        out.append(np.asarray(w))
+    return np.stack(out), state
+
+
+def ftml64(rates, w0=W0, perturb=None, b1=0.6, b2=0.999, eps=1e-8):
+    """MXNet's FTML in float64; a step at rate 0 keeps the weight, ``d`` and ``z`` (``v`` is updated)."""
+    w, d, v, z = (np.asarray(w0, np.float64), 0.0, 0.0, 0.0)
+    g, out = G.astype(np.float64), []
+    for t, lr in enumerate(rates, start=1):
+        if perturb and t - 1 in perturb:
+            w = w + perturb[t - 1]
+        v = b2 * v + (1 - b2) * g * g
+        if lr > 0:
+            d_t = (1 - b1**t) / lr * (np.sqrt(v / (1 - b2**t)) + eps)
+            z = b1 * z + (1 - b1) * g - (d_t - b1 * d) * w
+            d, w = d_t, -z / d_t
+        out.append(w)
+    return np.stack(out)
+
+
+def ftrl64(rates, w0=W0, lamda1=0.01, beta=1.0):
+    """MXNet's Ftrl in float64; a step at rate 0 keeps the weight, ``z`` and ``n``."""
+    w, z, n = np.asarray(w0, np.float64), 0.0, 0.0
+    g, out = G.astype(np.float64), []
+    for lr in rates:
+        if lr > 0:
+            n_new = n + g * g
+            z = z + g - (np.sqrt(n_new) - np.sqrt(n)) / lr * w
+            n = n_new
+            w = -np.sign(z) * np.maximum(np.abs(z) - lamda1, 0) / ((beta + np.sqrt(n)) / lr)
+        out.append(w)
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("init", [0.0, 1e-8])
+@pytest.mark.parametrize("jit", [True, False])
+def test_ftml_warmup_never_steps_uphill(init, jit):
+    rates = _rates(init)
+    ws, _ = _run(
+        mxopt_jax.ftml(learning_rate=optax.warmup_cosine_decay_schedule(init, 0.01, 10, 100)), jit=jit
+    )
+    assert np.all(np.isfinite(ws))
+    prev = np.concatenate([W0[None], ws[:-1]])
+    assert np.all((ws - prev) * G <= 0), (ws - prev) * G  # never along the gradient, in float32
+    assert np.all((ws[-1] - W0) * G < 0)  # and it trains
+    # MXNet's formula in float64 (its float32 evaluation stepped uphill by up to 3.5e-3 from 1e-8)
+    np.testing.assert_allclose(ws, ftml64(rates), rtol=1e-5, atol=1e-6)
+    if init == 0.0:
+        np.testing.assert_array_equal(ws[0], W0)  # a step at rate 0 is no step
+
+
+def test_ftml_rate_zero_keeps_weight_d_and_z_updates_v():
+    tx = mxopt_jax.ftml(learning_rate=0.01)
+    w = jnp.asarray(W0)
+    _, s1 = tx.update(jnp.asarray(G), tx.init(w), w)  # a state with d, z != 0
+    tx0 = optax.inject_hyperparams(mxopt_jax.ftml)(learning_rate=0.0)
+    st = tx0.init(w)
+    st = st._replace(inner_state=s1)
+    u, s2 = jax.jit(tx0.update)(jnp.asarray(G), st, w)
+    np.testing.assert_array_equal(np.asarray(u), 0.0)
+    np.testing.assert_array_equal(s2.inner_state.d, s1.d)
+    np.testing.assert_array_equal(s2.inner_state.z, s1.z)
+    np.testing.assert_allclose(s2.inner_state.v, 0.999 * s1.v + 0.001 * G * G, rtol=2e-5)
+    assert int(s2.inner_state.count) == 2
+
+
+def test_ftml_keeps_mxnets_pull_back_on_a_changed_weight():
+    """The reformulation is MXNet's formula, also when the weight was changed between two steps."""
+    rates = [0.01] * 6
+    perturb = {3: np.float32(0.25)}
+    ws, _ = _run(mxopt_jax.ftml(learning_rate=0.01), steps=6, perturb=perturb)
+    np.testing.assert_allclose(ws, ftml64(rates, perturb=perturb), rtol=1e-5, atol=1e-6)
+    # MXNet's FTML pulls a changed weight part of the way back (it is not an ordinary step from it)
+    plain, _ = _run(mxopt_jax.ftml(learning_rate=0.01), steps=6)
+    assert np.all(np.abs(ws[3] - (plain[3] + 0.25)) > 0.05)
+
+
+@pytest.mark.parametrize("init", [0.0, 1e-8])
+def test_ftrl_warmup_is_finite_and_mxnets_formula(init):
+    """Ftrl's closed form uses the current rate for all of ``z``: its weights scale with the ratio of the current
+    rate to the earlier ones, so a warmup grows them (from 1e-8: ~1e5 times). MXNet's formula (its scheduled
+    golden trajectories pin it); no NaN, and a step at rate 0 is no step."""
+    rates = _rates(init)
+    ws, state = _run(mxopt_jax.ftrl(learning_rate=optax.warmup_cosine_decay_schedule(init, 0.01, 10, 100)))
+    assert np.all(np.isfinite(ws))
+    np.testing.assert_allclose(ws, ftrl64(rates), rtol=1e-4, atol=1e-5)
+    if init == 0.0:
+        np.testing.assert_array_equal(ws[0], W0)
+        assert np.max(np.abs(ws[-1] / W0)) < 5
+    else:
+        assert np.max(np.abs(ws[-1] / W0)) > 1e4
+
+
+def test_ftrl_rate_zero_keeps_weight_z_and_n():
+    tx = mxopt_jax.ftrl(learning_rate=0.1)
+    w = jnp.asarray(W0)
+    _, s1 = tx.update(jnp.asarray(G), tx.init(w), w)
+    u, s2 = jax.jit(mxopt_jax.ftrl(learning_rate=0.0).update)(jnp.asarray(G), s1, w)
+    np.testing.assert_array_equal(np.asarray(u), 0.0)
+    np.testing.assert_array_equal(s2.z, s1.z)
+    np.testing.assert_array_equal(s2.n, s1.n)
+
+
+def test_ftrl_beta_zero_before_any_gradient_gives_zero_not_nan():
+    """``beta = 0``, ``wd = 0`` and no non-zero gradient yet: ``0 / 0`` in MXNet; the weight is 0 (``z = 0``)."""
+    tx = mxopt_jax.ftrl(learning_rate=0.1, beta=0.0, lamda1=0.0)
+    w = jnp.array([1.0, -2.0, 3.0])
+    g = jnp.array([0.5, 0.0, 1.0])
+    u, _ = tx.update(g, tx.init(w), w)
+    new = np.asarray(optax.apply_updates(w, u))
+    assert np.all(np.isfinite(new)) and new[1] == 0.0
+
+    def moved(lr):
+        t = mxopt_jax.ftrl(learning_rate=lr, beta=0.0, lamda1=0.0)
+        return jnp.sum(t.update(g, t.init(w), w)[0])
+
+    assert np.isfinite(jax.grad(moved)(0.1))
