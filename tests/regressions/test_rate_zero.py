@@ -151,3 +151,39 @@ def test_ftrl_beta_zero_before_any_gradient_gives_zero_not_nan():
         return jnp.sum(t.update(g, t.init(w), w)[0])
 
     assert np.isfinite(jax.grad(moved)(0.1))
+
+
+EPSILON_RULES = [
+    ("adam", {}),
+    ("adamw", {}),
+    ("adamax", {}),
+    ("nadam", {}),
+    ("adabelief", {"beta1": 0.5}),
+    ("adagrad", {}),
+    ("groupadagrad", {}),
+    ("adadelta", {}),
+    ("rmsprop", {}),
+    ("rmsprop", {"centered": True}),
+    ("lamb", {}),
+    ("lans", {}),
+    ("ftml", {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "kw"), EPSILON_RULES, ids=[f"{n}{'-' + '-'.join(k) if k else ''}" for n, k in EPSILON_RULES]
+)
+def test_traced_epsilon_zero_with_a_zero_gradient_is_no_step_not_nan(name, kw):
+    """A concrete ``epsilon=0`` is refused; a schedule's 0 cannot be (nor a 0 set into an inject_hyperparams
+    state under jit). Where the gradient has been 0 so far, the quotient is ``0 / 0``: taken as 0, no step
+    (MXNet: NaN)."""
+    tx = mxopt_jax.OPTIMIZERS[name](epsilon=optax.constant_schedule(0.0), **kw)
+    w = jnp.array([[1.0, -2.0], [3.0, 0.5]])
+    g = jnp.array([[0.5, 0.0], [1.0, 0.0]]) if name != "groupadagrad" else jnp.array([[0.5, 1.0], [0.0, 0.0]])
+    state = tx.init(w)
+    step = jax.jit(tx.update)
+    for _ in range(2):
+        u, state = step(g, state, w)
+        assert np.all(np.isfinite(np.asarray(u))), (name, u)
+        np.testing.assert_array_equal(np.asarray(u)[g == 0], 0.0)
+        w = optax.apply_updates(w, u)

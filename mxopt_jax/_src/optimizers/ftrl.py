@@ -80,7 +80,9 @@ def ftrl(
     from ``(z, n)`` (as MXNet's dense path: weights that never received a gradient become 0).
 
     Args:
-      learning_rate: ``alpha`` of the paper (default 0.1).
+      learning_rate: ``alpha`` of the paper (default 0.1). The closed form assumes it constant (as MXNet's):
+        under a varying rate the weights scale with the current rate over the earlier ones, so a warmup grows
+        them. A step at rate 0 keeps the weight, ``z`` and ``n`` (docs/differences.md #20).
       lamda1: L1 regularization strength, ``>= 0`` (default 0.01).
       beta: ``>= 0`` (default 1.0).
       lazy_update: for a :class:`~mxopt_jax.sparse.RowSparse` gradient, update only the listed rows of
@@ -185,7 +187,8 @@ def ftml(
     Zheng & Kwok, "Follow the Moving Leader in Deep Learning" (ICML 2017).
 
     Args:
-      learning_rate: step size (MXNet 2.0 default 0.0025).
+      learning_rate: step size (MXNet 2.0 default 0.0025). A step at rate 0 keeps the weight, ``d`` and ``z``
+        and updates ``v`` (docs/differences.md #20).
       beta1: in ``[0, 1)``, generally close to 0.5 (default 0.6).
       beta2: in ``[0, 1)``, generally close to 1 (default 0.999).
       epsilon: ``> 0`` (default 1e-8).
