@@ -155,7 +155,8 @@ def check_zero_rate(name: str, data) -> None:
             learning_rate=0.0, **kw
         )
     for what, go in (("jit", jax.jit), ("eager", lambda f: f)):
-        with jax.disable_jit(what == "eager"):
+        with jax.disable_jit(what == "eager"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ccsgd's deprecation, on every call of the inner constructor
             got, _ = go(lambda p: run(itx, p, targets, steps=2))(params)
         unchanged(params, got[-1], f"{name}: traced learning_rate 0 ({what})")
 
