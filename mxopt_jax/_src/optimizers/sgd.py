@@ -450,10 +450,13 @@ def lbsgd_step(g, w, s, hp, opts):
         mult = jnp.clip(jnp.sqrt(w2 / (g2 + wd * w2 + 1e-18)), 0.01, 100.0)
     else:
         nup, nw, maxmult = n.astype(g.dtype), hp["nwup"], B
+        # The ramp is used only where nw > 1: it divides by max(nw, 1), so no x / 0 (nwup = 0 when
+        # warmup_epochs = 0) sits in the branch the where below leaves out (differences #20).
+        nws = jnp.maximum(nw, 1.0)
         ramp = {
-            "linear": lambda: 1.0 + (maxmult - 1) * nup / nw,
-            "power2": lambda: 1.0 + (maxmult - 1) * (nup * nup) / (nw * nw),
-            "sqrt": lambda: 1.0 + (maxmult - 1) * jnp.sqrt(nup / nw),
+            "linear": lambda: 1.0 + (maxmult - 1) * nup / nws,
+            "power2": lambda: 1.0 + (maxmult - 1) * (nup * nup) / (nws * nws),
+            "sqrt": lambda: 1.0 + (maxmult - 1) * jnp.sqrt(nup / nws),
         }[opts["warmup_strategy"]]()
         mult = jnp.where(nup >= nw, maxmult, jnp.where(nw <= 1, 1.0, ramp))
     lr = hp["lr"] * mult
