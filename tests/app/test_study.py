@@ -75,11 +75,16 @@ def _sparse_problem(steps: int = 10) -> Problem:
 
     def init(key):
         k1, k2 = jax.random.split(key)
-        return {"emb": 0.1 * jax.random.normal(k1, (500, 4)), "w": 0.1 * jax.random.normal(k2, (4,))}
+        return {
+            "emb": 0.1 * jax.random.normal(k1, (500, 4)),
+            "bias": jnp.zeros((500,)),
+            "w": 0.1 * jax.random.normal(k2, (4,)),
+        }
 
     def loss(p, b):
         e = mxopt_jax.sparse.lookup(p["emb"], b[0]).sum(axis=1)
-        return jnp.mean((e @ p["w"] - b[1]) ** 2)
+        bias = mxopt_jax.sparse.lookup(p["bias"], b[0]).sum(axis=1)
+        return jnp.mean((e @ p["w"] + bias - b[1]) ** 2)
 
     return Problem(
         "tiny_sparse",
@@ -94,7 +99,7 @@ def _sparse_problem(steps: int = 10) -> Problem:
         steps,
         8,
         5,
-        tables=("emb",),
+        tables=("emb", "bias"),
     )
 
 
@@ -125,7 +130,14 @@ def test_vmapped_runs_equal_runs_made_alone(tiny, names):
 
 def test_row_sparse_problem_runs_lazily_and_equals_runs_alone():
     prob = _sparse_problem()
-    cs = [C.mxopt_contender("adam"), C.mxopt_contender("adagrad"), C.OPTAX_BASELINES["optax.adam"]]
+    cs = [
+        C.mxopt_contender("adam"),
+        C.mxopt_contender("adagrad"),
+        C.mxopt_contender(
+            "groupadagrad"
+        ),  # 2-D table rows, the 1-D bias to AdaGrad: RowSparse through optax's masks
+        C.OPTAX_BASELINES["optax.adam"],
+    ]
     # mxopt_jax's Adam gets lazy_update=True on a problem with tables, and a RowSparse gradient
     tx = cs[0].factory(True)(0.1, jax.random.PRNGKey(0))
     params = prob.init(jax.random.PRNGKey(0))
