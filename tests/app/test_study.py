@@ -303,3 +303,29 @@ def test_identical_groups_needs_three_shared_rates():
     assert identical_groups({"a": a, "c": c}) == [["a", "c"]]
     d = rec("d", [1, 2, 3], [[[1.0]], [[1.0]], [[1.0 + 1e-7]]])
     assert identical_groups({"a": a, "d": d}) == []
+
+
+def _renamed(selections, problem):
+    return {n: dataclasses.replace(sel, problem=problem) for n, sel in selections.items()}
+
+
+def test_identical_on_one_problem_is_folded_only_there(small_study, tiny):
+    """Contenders identical on one problem keep their own rows on another (and in the cross-problem tables)."""
+    other = dataclasses.replace(tiny, name="other")
+    s = dataclasses.replace(
+        small_study,
+        problems=[tiny, other],
+        identical={"tiny": [["sgd", "ccsgd", "test"]], "other": [["sgd", "test"]]},
+        tuned={"tiny": small_study.tuned["tiny"], "other": _renamed(small_study.tuned["tiny"], "other")},
+        one_shot={
+            "tiny": small_study.one_shot["tiny"],
+            "other": _renamed(small_study.one_shot["tiny"], "other"),
+        },
+    )
+    assert s.identical_everywhere() == {"sgd": ["test"]}
+    report = s.report()
+    tiny_part, other_part = report.split("== other", 1)
+    assert "sgd (= ccsgd, test)" in tiny_part
+    assert (
+        "sgd (= test)" in other_part.split("== Overall")[0] and "ccsgd" in other_part.split("== Overall")[0]
+    )
