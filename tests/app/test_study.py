@@ -133,9 +133,8 @@ def test_row_sparse_problem_runs_lazily_and_equals_runs_alone():
     cs = [
         C.mxopt_contender("adam"),
         C.mxopt_contender("adagrad"),
-        C.mxopt_contender(
-            "groupadagrad"
-        ),  # 2-D table rows, the 1-D bias to AdaGrad: RowSparse through optax's masks
+        # GroupAdaGrad: the 2-D table by rows, the 1-D bias to AdaGrad (RowSparse gradients through optax's masks)
+        C.mxopt_contender("groupadagrad"),
         C.OPTAX_BASELINES["optax.adam"],
     ]
     # mxopt_jax's Adam gets lazy_update=True on a problem with tables, and a RowSparse gradient
