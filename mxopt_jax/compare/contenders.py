@@ -20,6 +20,7 @@ import optax
 
 from .. import FAMILIES as _FAMILIES
 from .. import OPTIMIZERS
+from .. import sparse as _sparse
 
 __all__ = [
     "OPTAX_BASELINES",
@@ -108,7 +109,10 @@ def mxopt_contender(name: str) -> Contender:
             other = _quiet(OPTIMIZERS["adagrad"], learning_rate=lr)
             tx = optax.multi_transform(
                 {"rows": rows, "other": other},
-                lambda p: jax.tree.map(lambda w: "rows" if w.ndim == 2 else "other", p),
+                # labels of params and of updates alike: a RowSparse gradient is one leaf (its shape is the table's)
+                lambda tree: jax.tree.map(
+                    lambda w: "rows" if len(w.shape) == 2 else "other", tree, is_leaf=_sparse.is_row_sparse
+                ),
             )
         return tx
 

@@ -88,11 +88,25 @@ class Study:
     def all_records(self) -> list[Records]:
         return [r for p in self.problems for r in self.records[p.name].values()]
 
+    def identical_everywhere(self) -> dict[str, list[str]]:
+        """``{representative: [others]}`` for contenders identical on every problem (folded across problems)."""
+        maps = [self.identical_map(p.name) for p in self.problems]
+        out: dict[str, list[str]] = {}
+        for rep, others in maps[0].items() if maps else ():
+            common = [o for o in others if all(o in m.get(rep, []) for m in maps[1:])]
+            if common:
+                out[rep] = common
+        return out
+
     def report(self) -> str:
         """The text report: the protocol, a table per problem (tuned and one-shot), overall, modes."""
-        identical = {rep: others for p in self.problems for rep, others in self.identical_map(p.name).items()}
         text = _report.format_report(
-            self.problems, self.selections("tuned"), self.selections("one-shot"), self.protocol, identical
+            self.problems,
+            self.selections("tuned"),
+            self.selections("one-shot"),
+            self.protocol,
+            self.identical_everywhere(),
+            identical_by_problem={p.name: self.identical_map(p.name) for p in self.problems},
         )
         return text + "\n\n" + self.batching_note() + "\n\n" + self.timing_note()
 

@@ -75,11 +75,16 @@ def _sparse_problem(steps: int = 10) -> Problem:
 
     def init(key):
         k1, k2 = jax.random.split(key)
-        return {"emb": 0.1 * jax.random.normal(k1, (500, 4)), "w": 0.1 * jax.random.normal(k2, (4,))}
+        return {
+            "emb": 0.1 * jax.random.normal(k1, (500, 4)),
+            "bias": jnp.zeros((500,)),
+            "w": 0.1 * jax.random.normal(k2, (4,)),
+        }
 
     def loss(p, b):
         e = mxopt_jax.sparse.lookup(p["emb"], b[0]).sum(axis=1)
-        return jnp.mean((e @ p["w"] - b[1]) ** 2)
+        bias = mxopt_jax.sparse.lookup(p["bias"], b[0]).sum(axis=1)
+        return jnp.mean((e @ p["w"] + bias - b[1]) ** 2)
 
     return Problem(
         "tiny_sparse",
@@ -94,7 +99,7 @@ def _sparse_problem(steps: int = 10) -> Problem:
         steps,
         8,
         5,
-        tables=("emb",),
+        tables=("emb", "bias"),
     )
 
 
@@ -125,7 +130,13 @@ def test_vmapped_runs_equal_runs_made_alone(tiny, names):
 
 def test_row_sparse_problem_runs_lazily_and_equals_runs_alone():
     prob = _sparse_problem()
-    cs = [C.mxopt_contender("adam"), C.mxopt_contender("adagrad"), C.OPTAX_BASELINES["optax.adam"]]
+    cs = [
+        C.mxopt_contender("adam"),
+        C.mxopt_contender("adagrad"),
+        # GroupAdaGrad: the 2-D table by rows, the 1-D bias to AdaGrad (RowSparse gradients through optax's masks)
+        C.mxopt_contender("groupadagrad"),
+        C.OPTAX_BASELINES["optax.adam"],
+    ]
     # mxopt_jax's Adam gets lazy_update=True on a problem with tables, and a RowSparse gradient
     tx = cs[0].factory(True)(0.1, jax.random.PRNGKey(0))
     params = prob.init(jax.random.PRNGKey(0))
@@ -291,3 +302,29 @@ def test_identical_groups_needs_three_shared_rates():
     assert identical_groups({"a": a, "c": c}) == [["a", "c"]]
     d = rec("d", [1, 2, 3], [[[1.0]], [[1.0]], [[1.0 + 1e-7]]])
     assert identical_groups({"a": a, "d": d}) == []
+
+
+def _renamed(selections, problem):
+    return {n: dataclasses.replace(sel, problem=problem) for n, sel in selections.items()}
+
+
+def test_identical_on_one_problem_is_folded_only_there(small_study, tiny):
+    """Contenders identical on one problem keep their own rows on another (and in the cross-problem tables)."""
+    other = dataclasses.replace(tiny, name="other")
+    s = dataclasses.replace(
+        small_study,
+        problems=[tiny, other],
+        identical={"tiny": [["sgd", "ccsgd", "test"]], "other": [["sgd", "test"]]},
+        tuned={"tiny": small_study.tuned["tiny"], "other": _renamed(small_study.tuned["tiny"], "other")},
+        one_shot={
+            "tiny": small_study.one_shot["tiny"],
+            "other": _renamed(small_study.one_shot["tiny"], "other"),
+        },
+    )
+    assert s.identical_everywhere() == {"sgd": ["test"]}
+    report = s.report()
+    tiny_part, other_part = report.split("== other", 1)
+    assert "sgd (= ccsgd, test)" in tiny_part
+    assert (
+        "sgd (= test)" in other_part.split("== Overall")[0] and "ccsgd" in other_part.split("== Overall")[0]
+    )

@@ -332,16 +332,23 @@ def format_report(
     protocol: str = "",
     identical: Mapping[str, Sequence[str]] | None = None,
     tau_max: float = TAU_MAX,
+    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> str:
     """The whole text report: the protocol, one table per problem (tuned, then one-shot), the overall table
-    and the one-shot-against-tuned table."""
+    and the one-shot-against-tuned table.
+
+    ``identical`` folds contenders in every table; ``identical_by_problem`` (``{problem: {representative:
+    [others]}}``), when given, replaces it in each problem's own tables (contenders identical on one problem
+    need not be on another: the cross-problem tables should fold only those identical everywhere).
+    """
     parts = [protocol] if protocol else []
     tb, ob = group_by_problem(tuned), group_by_problem(one_shot)
     known = {p.name: p for p in problems}
     for name in dict.fromkeys([*known, *tb, *ob]):
         for sels in (tb.get(name), ob.get(name)):
             if sels:
-                parts.append(format_problem(sels, known.get(name), identical))
+                here = identical if identical_by_problem is None else identical_by_problem.get(name, {})
+                parts.append(format_problem(sels, known.get(name), here))
     if tb:
         parts.append(format_overall(tb, identical, tau_max))
     if ob:
