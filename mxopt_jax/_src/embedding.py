@@ -48,6 +48,7 @@ _OWNER = "mxopt_jax.sparse.value_and_grad"
 # The trace state tells a lookup at the top level of `fun` from one inside a vmap/scan/jit/checkpoint body
 # within it: JAX's public hook for libraries that must know whether the trace changed (haiku and flax use it).
 # It moved from jax.core to jax.extend.core (jax.core's name is deprecated in newer JAX).
+_opaque_trace_state: Callable[..., Any] | None
 try:
     from jax.extend.core import get_opaque_trace_state as _opaque_trace_state
 except ImportError:  # JAX before jax.extend.core had it (the supported floor, 0.4.35)
@@ -57,6 +58,9 @@ _probe_ok: bool | None = None  # whether _opaque_trace_state tells a vmap body f
 
 
 def _current_trace() -> Any:
+    if _opaque_trace_state is None:
+        _check_trace_state()  # raises, naming the JAX version
+    assert _opaque_trace_state is not None
     return _opaque_trace_state(convention="haiku")
 
 
@@ -298,7 +302,7 @@ def value_and_grad(fun: Callable, tables: str | Sequence[str], *, has_aux: bool 
                 full[i] = x
             for p, t in zip(pos, tabs, strict=True):
                 full[p] = _Table(p, paths[p], t, session)
-            return fun(treedef.unflatten(full), *args, **kwargs)
+            return fun(jax.tree_util.tree_unflatten(treedef, full), *args, **kwargs)
 
         found: dict = {}
 
@@ -344,7 +348,7 @@ def value_and_grad(fun: Callable, tables: str | Sequence[str], *, has_aux: bool 
                 idx, val = [jnp.zeros((0,), jnp.int32)], [jnp.zeros((0, *rows), t.dtype)]
             indices = jnp.concatenate([i.astype(jnp.int32) for i in idx])
             out[p] = RowSparse.tree_unflatten((tuple(t.shape), False), (jnp.concatenate(val), indices))
-        grads = treedef.unflatten(out)
+        grads = jax.tree_util.tree_unflatten(treedef, out)
         return ((value, aux) if has_aux else value), grads
 
     return grad_fn

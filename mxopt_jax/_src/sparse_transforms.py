@@ -8,7 +8,7 @@ row-sparse gradients on as ``RowSparse``.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -112,7 +112,8 @@ class MultiSteps:
         return self._opt
 
     def gradient_transformation(self) -> optax.GradientTransformation:
-        return optax.GradientTransformation(self.init, self.update)
+        # the update takes this transform's own state type, which optax's protocol spells OptState
+        return optax.GradientTransformation(self.init, cast(optax.TransformUpdateFn, self.update))
 
     def _paths(self, tree: Any) -> tuple[list[str], list, Any]:
         lwp, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_row_sparse)

@@ -13,6 +13,7 @@ import math
 import numbers
 import os
 import sys
+import types
 import warnings
 from typing import Any
 
@@ -35,7 +36,7 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     ``__init__``, a jitted step function), the warning's filename and line are the caller's, so
     ``python -W error`` and warning filters by module point at the user's code.
     """
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     level = 2  # stacklevel 2 is warn()'s caller
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
