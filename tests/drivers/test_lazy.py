@@ -243,7 +243,8 @@ def test_lazy_cost_scales_with_rows(name, kw):
 
     walk(jaxpr.jaxpr)
     if name == "lars":  # the layer-wise rate needs |w| of the whole weight (as MXNet): one fused read
-        assert big == ["square"], big
+        # x**2 is traced as `square` by newer JAX and as `integer_pow` by JAX 0.4.35: one element-wise op either way
+        assert big in (["square"], ["integer_pow"]), big
     else:
         assert not big, f"table-sized intermediates in the lazy path: {big}"
 

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from compat import partition
 
 import mxopt_jax
 import mxopt_jax.sparse as sp
@@ -317,7 +318,7 @@ def test_wrappers_pass_lazy_updates_through(wrap):
     elif wrap == "masked":
         tx = optax.masked(mxopt_jax.adam(learning_rate=0.1, lazy_update=True), {"t": True})
     else:
-        tx = optax.partition({"a": mxopt_jax.adam(learning_rate=0.1, lazy_update=True)}, {"t": "a"})
+        tx = partition({"a": mxopt_jax.adam(learning_rate=0.1, lazy_update=True)}, {"t": "a"})
     np.testing.assert_array_equal(_run(tx, G, n=2), want)
 
 

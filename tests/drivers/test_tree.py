@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from compat import enable_x64
 
 import mxopt_jax
 
@@ -241,7 +242,7 @@ def test_multi_precision_master_follows_the_float32_math(name):
 
 
 def test_float64_under_x64():
-    with jax.enable_x64(True):
+    with enable_x64():
         for name in NAMES:
             params = params_for(name, jnp.float64)
             new, state = run(make(name), params, steps=2)

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import optax
 import pytest
+from compat import partition
 from flax import nnx
 from flax.training import train_state
 from interop_common import NAMES
@@ -115,7 +116,7 @@ LR_ALL = {
 def test_flax_train_state_every_optimizer(name):
     if name == "groupadagrad":  # 2-D parameters only: route the others elsewhere (docs/interop.md)
         labels = lambda p: jax.tree.map(lambda x: "g" if x.ndim == 2 else "other", p)  # noqa: E731
-        tx = optax.partition({"g": make(name, learning_rate=0.05), "other": make("adam")}, labels)
+        tx = partition({"g": make(name, learning_rate=0.05), "other": make("adam")}, labels)
     else:
         tx = make(name, **({"learning_rate": LR_ALL[name]} if name in LR_ALL else {}))
     loss_fn, params, state = _linen_train(tx)
