@@ -15,7 +15,10 @@ differentiated with every lookup returning ``table[ids] + delta`` for a zero ``d
 and the gradient with respect to each ``delta`` is that lookup's row gradient, paired with the very ``ids``
 the same lookup used (recorded in that pass). The table itself is never differentiated densely, so no
 table-sized gradient is formed. A lookup made inside a transformation within ``fun`` (``jax.vmap``,
-``lax.scan``, ``jax.checkpoint``, an inner ``jax.jit``) cannot hand its rows out of that transformation; its
+``lax.scan``, ``jax.checkpoint``, an inner ``jax.jit``; told from a top-level one by JAX's public trace-state
+hook, ``jax.extend.core.get_opaque_trace_state``, which changes inside every transformation's body, checked
+once per process, an error naming the JAX version where it is missing) cannot hand its rows out of that
+transformation; its
 contribution is the ordinary dense gradient of the table, added as every row (correct, but table-sized):
 look the rows up at the top level of ``fun`` (any ``ids`` shape, e.g. all time steps at once) and pass them
 into the transformation to keep it row-sparse.
@@ -90,8 +93,9 @@ def _check_trace_state() -> None:
             _probe_ok = seen == {"top": True, "vmap": False}
     if not _probe_ok:
         raise RuntimeError(
-            f"{_OWNER} needs jax.extend.core.get_opaque_trace_state (jax.core.get_opaque_trace_state in older JAX) to tell "
-            f"apart a lookup at the top level of `fun` from one inside a transformation; JAX {jax.__version__} "
+            f"{_OWNER} needs jax.extend.core.get_opaque_trace_state (jax.core.get_opaque_trace_state in older "
+            "JAX) to tell apart a lookup at the top level of `fun` from one inside a transformation; JAX "
+            f"{jax.__version__} "
             "does not provide it as JAX 0.4.35 to 0.10.2 do (the versions mxopt_jax supports)"
         )
 
