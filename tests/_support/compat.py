@@ -32,3 +32,32 @@ def shard_map(f: Any, *, mesh: Any, in_specs: Any, out_specs: Any, check_vma: bo
     from jax.experimental.shard_map import shard_map as experimental_shard_map
 
     return experimental_shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_rep=check_vma)
+
+
+def nnx_optimizer(model: Any, tx: optax.GradientTransformation) -> Any:
+    """``nnx.Optimizer(model, tx, wrt=nnx.Param)`` (flax >= 0.11); flax 0.10 (the floor) takes no ``wrt``."""
+    from flax import nnx
+
+    try:
+        return nnx.Optimizer(model, tx, wrt=nnx.Param)
+    except TypeError:
+        return nnx.Optimizer(model, tx)
+
+
+def nnx_update(optimizer: Any, model: Any, grads: Any) -> None:
+    """``optimizer.update(model, grads)`` (flax >= 0.11); ``optimizer.update(grads)`` in flax 0.10."""
+    import inspect
+
+    params = [p for p in inspect.signature(optimizer.update).parameters.values() if p.kind != p.VAR_KEYWORD]
+    if len(params) >= 2:
+        optimizer.update(model, grads)
+    else:
+        optimizer.update(grads)
+
+
+def nnx_leaves(state: Any) -> list:
+    """The arrays of an ``nnx.State``: through ``nnx.to_pure_dict`` in newer flax, its own leaves in flax 0.10.0."""
+    from flax import nnx
+
+    to_pure_dict = getattr(nnx, "to_pure_dict", None)
+    return jax.tree.leaves(to_pure_dict(state) if to_pure_dict is not None else state)

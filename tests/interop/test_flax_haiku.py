@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import optax
 import pytest
-from compat import partition
+from compat import nnx_leaves, nnx_optimizer, nnx_update, partition
 from flax import nnx
 from flax.training import train_state
 from interop_common import NAMES
@@ -149,7 +149,7 @@ def test_flax_nnx_optimizer(name, compare_all):
     x, y = data(image=False)
     model = MLP(nnx.Rngs(0))
     graphdef, params0 = nnx.split(nnx.clone(model), nnx.Param)  # an untouched copy for the reference
-    optimizer = nnx.Optimizer(model, make(name), wrt=nnx.Param)
+    optimizer = nnx_optimizer(model, make(name))
 
     def model_loss(m):
         return jnp.mean((m(x) - y) ** 2)
@@ -157,7 +157,7 @@ def test_flax_nnx_optimizer(name, compare_all):
     @nnx.jit
     def step(m, opt):
         grads = nnx.grad(model_loss)(m)
-        opt.update(m, grads)
+        nnx_update(opt, m, grads)
 
     for _ in range(STEPS):
         step(model, optimizer)
@@ -171,8 +171,8 @@ def test_flax_nnx_optimizer(name, compare_all):
     if name == "ftml" or compare_all:
         ref_params, _ = plain_loop(make(name), loss_fn, params0)
         chex.assert_trees_all_close(
-            jax.tree.leaves(nnx.to_pure_dict(trained)),
-            jax.tree.leaves(nnx.to_pure_dict(ref_params)),
+            nnx_leaves(trained),
+            nnx_leaves(ref_params),
             rtol=1e-5,
             atol=1e-6,
         )
