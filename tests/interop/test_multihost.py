@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 
-import jax
 import multihost_script as mh
 import numpy as np
 import pytest
@@ -57,10 +56,7 @@ def _launch(out: pathlib.Path) -> None:
         assert p.returncode == 0, f"process {i} failed:\n{log[-4000:]}"
 
 
-@pytest.mark.skipif(
-    not hasattr(jax.config, "jax_cpu_collectives_implementation"),
-    reason="needs jax_cpu_collectives_implementation (gloo CPU collectives; JAX >= 0.4.35 has it)",
-)
+# gloo CPU collectives exist from the floor (JAX 0.4.35) on: no skip.
 def test_two_processes_match_one_process(tmp_path):
     out = tmp_path / "multihost.npz"
     _launch(out)
