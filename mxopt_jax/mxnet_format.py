@@ -5,6 +5,9 @@
 * :func:`load_updater` reads the ``.states`` file of ``Updater.get_states(dump_optimizer=True)`` or a Gluon
   ``Trainer.save_states`` (MXNet 1.9.1 and 2.0) and returns an :class:`mxopt_jax.Updater` whose next calls
   continue the MXNet run.
+* :func:`load_trainer` resumes a Gluon ``Trainer`` run by parameter name (``.params`` + ``.states``): every
+  index paired with its name by MXNet's order rule, parameters without optimizer state (BatchNorm's running
+  statistics) never updated, the gradient scale explicit, gradients by name, and ``to_optax`` for ``jax.jit``.
 * :func:`read_states` shows what a ``.states`` file holds, as plain data.
 
 A ``.states`` file is a pickle; it is read through a whitelist (MXNet NDArray payloads, NumPy arrays and
@@ -12,6 +15,13 @@ dtypes, plain containers and numbers, MXNet's optimizer and scheduler classes ma
 Anything else is refused with a ``ValueError`` naming it before it could run. No MXNet is needed.
 """
 
-from ._src.mxnet_format import MXNetObject, load_params, load_updater, read_states
+from ._src.mxnet_format import (
+    MXNetObject,
+    TrainerCheckpoint,
+    load_params,
+    load_trainer,
+    load_updater,
+    read_states,
+)
 
-__all__ = ["MXNetObject", "load_params", "load_updater", "read_states"]
+__all__ = ["MXNetObject", "TrainerCheckpoint", "load_params", "load_trainer", "load_updater", "read_states"]

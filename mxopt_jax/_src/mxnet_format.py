@@ -34,15 +34,15 @@ import os
 import pickle
 import struct
 import warnings
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from . import facade, registry, schedulers
 from .validation import warn
 
-__all__ = ["load_params", "load_updater", "read_states"]
+__all__ = ["TrainerCheckpoint", "load_params", "load_trainer", "load_updater", "read_states"]
 
 # --------------------------------------------------------------------------- NDArray binary format
 _LIST_MAGIC = 0x112  # kMXAPINDArrayListMagic
@@ -461,8 +461,38 @@ for _m in _NUMPY_MODULES:
     _SAFE_GLOBALS[(_m, "scalar")] = _safe_scalar
 
 
+class _NotCallable(type):
+    """Metaclass of the stand-ins for classes outside the whitelist: calling one (pickle's REDUCE, the way
+    a pickle runs code) is refused; only an inert instance can be made (NEWOBJ + its attribute dict)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        raise _Refused(f"{cls.mx_module}.{cls.mx_class}")
+
+
+_UNKNOWN: dict[tuple[str, str], type] = {}
+
+
+def _unknown(module: str, name: str) -> type:
+    """An inert stand-in for a class outside the whitelist (the real one is never looked up). Its instances
+    are accepted only where a user's own optimizer or scheduler subclass is pickled (the file's optimizer and
+    its ``lr_scheduler``), so that they can be substituted; anywhere else the file is refused."""
+    key = (module, name)
+    if key not in _UNKNOWN:
+        _UNKNOWN[key] = _NotCallable(
+            name, (MXNetObject,), {"mx_module": module, "mx_class": name, "mx_unknown": True}
+        )
+    return _UNKNOWN[key]
+
+
+def is_unknown(obj: Any) -> bool:
+    """Whether ``obj`` stands for a pickled object of a class outside the whitelist (a user's own class)."""
+    return isinstance(obj, MXNetObject) and getattr(obj, "mx_unknown", False)
+
+
 class _WhitelistUnpickler(pickle.Unpickler):
-    """``pickle.Unpickler`` that resolves only whitelisted globals (cf. ``torch.load(weights_only=True)``)."""
+    """``pickle.Unpickler`` that resolves only whitelisted globals (cf. ``torch.load(weights_only=True)``).
+
+    Any other global becomes an inert stand-in that cannot be called (see :func:`_unknown`)."""
 
     def find_class(self, module: str, name: str) -> Any:
         fn = _SAFE_GLOBALS.get((module, name))
@@ -472,7 +502,9 @@ class _WhitelistUnpickler(pickle.Unpickler):
             return _holder(module, name)
         if module == "mxnet.lr_scheduler" and name in _MX_SCHEDULERS:
             return _holder(module, name)
-        raise _Refused(f"{module}.{name}")
+        if self.first_unknown is None:
+            self.first_unknown = f"{module}.{name}"
+        return _unknown(module, name)
 
     def persistent_load(self, pid: Any) -> Any:
         raise _Refused("persistent id")
@@ -539,11 +571,15 @@ def read_states(path_or_bytes: str | os.PathLike | bytes) -> tuple[dict, MXNetOb
 def _read_states(data: bytes, where: str) -> tuple[dict, MXNetObject | None]:
     if data.startswith((struct.pack("<Q", _LIST_MAGIC), _NPY_MAGIC, b"PK")) or not data:
         raise ValueError(f"{where}: not an MXNet .states file (this is a parameter file or empty)")
+    unpickler = _WhitelistUnpickler(io.BytesIO(data))
+    unpickler.first_unknown = None
     try:
-        obj = _WhitelistUnpickler(io.BytesIO(data)).load()
+        obj = unpickler.load()
     except _Refused as exc:
+        # a call was attempted: name the first global outside the whitelist (the one a malicious pickle loads
+        # first), else the called one
         raise ValueError(
-            f"{where}: refused to unpickle {exc}: only MXNet NDArrays, optimizers, learning-rate schedulers, "
+            f"{where}: refused to unpickle {unpickler.first_unknown or exc}: only MXNet NDArrays, optimizers, learning-rate schedulers, "
             "NumPy arrays and plain containers/numbers are allowed in a .states file"
         ) from None
     except ValueError as exc:
@@ -560,11 +596,48 @@ def _read_states(data: bytes, where: str) -> tuple[dict, MXNetObject | None]:
         states, opt = obj
     else:
         states, opt = obj, None
+    allowed = set()
+    if opt is not None and (is_unknown(opt) or opt.mx_module.startswith("mxnet.optimizer")):
+        allowed.add(id(opt))
+        if is_unknown(getattr(opt, "lr_scheduler", None)):
+            allowed.add(id(opt.lr_scheduler))
+    bad = _find_unknown(obj, allowed)
+    if bad is not None:
+        raise ValueError(
+            f"{where}: refused to unpickle {bad}: only MXNet NDArrays, optimizers, learning-rate schedulers, "
+            "NumPy arrays and plain containers/numbers are allowed in a .states file (a class of your own is "
+            "accepted only as the optimizer or its lr_scheduler, to be substituted: see load_updater)"
+        )
     if not isinstance(states, dict):
         raise ValueError(f"{where}: the pickle does not hold an Updater's states dict")
     if opt is not None and opt.mx_module.startswith("mxnet.lr_scheduler"):
         raise ValueError(f"{where}: the pickled object is a scheduler, not an optimizer")
     return states, opt
+
+
+def _find_unknown(x: Any, allowed: set, depth: int = 0, seen: set | None = None) -> str | None:
+    """The first stand-in for a non-whitelisted class in ``x`` that is not one of ``allowed`` (ids)."""
+    seen = set() if seen is None else seen
+    if depth > 64 or id(x) in seen:
+        return None
+    seen.add(id(x))
+    if isinstance(x, type) and issubclass(x, MXNetObject):
+        return f"{x.mx_module}.{x.mx_class}" if getattr(x, "mx_unknown", False) else None
+    if isinstance(x, MXNetObject):
+        if is_unknown(x) and id(x) not in allowed:
+            return f"{x.mx_module}.{x.mx_class}"
+        items: Any = list(vars(x).values())
+    elif isinstance(x, dict):
+        items = [*x.keys(), *x.values()]
+    elif isinstance(x, (list, tuple, set, frozenset)):
+        items = list(x)
+    else:
+        return None
+    for v in items:
+        found = _find_unknown(v, allowed, depth + 1, seen)
+        if found is not None:
+            return found
+    return None
 
 
 # --------------------------------------------------------------------------- states -> mxopt_jax
@@ -751,6 +824,7 @@ def load_updater(
     *,
     param_dict: Mapping[Any, Any] | None = None,
     mxnet_version: str | None = None,
+    lr_scheduler: Any = None,
 ) -> Any:
     """Resume an MXNet ``.states`` file as an :class:`mxopt_jax.Updater`.
 
@@ -774,12 +848,25 @@ def load_updater(
     ``Trainer.step(batch_size)``, set ``updater.optimizer.rescale_grad = 1 / batch_size`` if it changes.
     The weights: ``load_params`` of the matching ``.params`` file, ordered by those indices.
 
+    The file's indices are kept in ``updater.layout`` (with the shape of each index's state): a call with
+    an index the file has no state for, or a weight / gradient whose shape disagrees with the stored state,
+    raises ``ValueError`` before anything changes (a Trainer's parameters without gradient, such as
+    BatchNorm's running statistics, have no state: MXNet never updates them). :func:`load_trainer` pairs
+    the indices with the parameter names and takes gradients by name.
+
     Args:
       path_or_bytes: the ``.states`` file or its bytes.
       optimizer: for a ``dump_optimizer=False`` file (states only), the :class:`mxopt_jax.Optimizer` to use,
         configured as the MXNet one was. As MXNet's ``set_states``, its own counts and scheduler are kept
-        (they are not in such a file). Ignored, with a warning, when the file holds the optimizer (MXNet
-        replaces the optimizer by the file's).
+        (they are not in such a file). For a file whose optimizer is a class of your own (a subclass of an
+        MXNet optimizer, which is never constructed), the optimizer to continue with, configured as your
+        class computes: the states, update counts, ``num_update``, multipliers, ``idx2name`` and
+        ``rescale_grad`` load from the file (and its scheduler, when it is one of MXNet's). Ignored, with a
+        warning, when the file holds one of MXNet's optimizers (MXNet replaces the optimizer by the file's).
+      lr_scheduler: the learning-rate scheduler to continue with instead of the file's (required when the
+        file's is a class of your own, which is never constructed): an :mod:`mxopt_jax.lr_scheduler` object
+        or any callable ``num_update -> learning rate``, at the file's position (it is called with the
+        restored ``num_update``).
       param_dict: index -> object with ``lr_mult`` / ``wd_mult`` (Gluon Parameters), as MXNet's
         ``Trainer.load_states`` re-attaches it.
       mxnet_version: ``"1"`` or ``"2"`` to choose the state layout of a ``dump_optimizer=False`` file (1.9.1
@@ -816,7 +903,27 @@ def load_updater(
 
     data, where = _source(path_or_bytes, "states")
     states, mxo = _read_states(data, where)
-    if mxo is None:
+    if mxo is not None and is_unknown(mxo):
+        if optimizer is None:
+            raise ValueError(
+                f"{where}: the file's optimizer is {mxo.mx_module}.{mxo.mx_class}, a class of your own (not one of "
+                "MXNet's); it is never constructed. Pass the optimizer to continue with, configured as your "
+                "class computes, e.g. load_updater(path, optimizer=mxopt_jax.create('sgd', learning_rate=..., "
+                "momentum=...)): the states, update counts, multipliers and rescale_grad still load from the "
+                f"file (its attributes: {_summary(mxo)})"
+            )
+        if not isinstance(optimizer, facade.Optimizer):
+            raise TypeError(f"optimizer must be an mxopt_jax Optimizer, got {type(optimizer).__name__}")
+        opt = optimizer
+        name = _rule_name(opt)
+        v1 = not hasattr(mxo, "use_fused_step")
+        if mxnet_version is not None:
+            v1 = str(mxnet_version).startswith("1")
+        _restore_bookkeeping(opt, mxo, where, lr_scheduler)
+        holder = mxo
+        mp = bool(getattr(mxo, "multi_precision", opt.multi_precision))
+        diffs = []
+    elif mxo is None:
         if optimizer is None:
             raise ValueError(
                 f"{where} holds only the states (saved with dump_optimizer=False): pass the optimizer, "
@@ -825,8 +932,10 @@ def load_updater(
         if not isinstance(optimizer, facade.Optimizer):
             raise TypeError(f"optimizer must be an mxopt_jax Optimizer, got {type(optimizer).__name__}")
         opt = optimizer
-        name = type(opt).__name__.lower()
+        name = _rule_name(opt)
         v1 = mxnet_version is not None and str(mxnet_version).startswith("1")
+        if lr_scheduler is not None:
+            opt.lr_scheduler = lr_scheduler
         holder = MXNetObject()
         for k in ("m_schedule", "cumgrads"):
             if hasattr(opt, k):
@@ -850,7 +959,7 @@ def load_updater(
         v1 = not hasattr(mxo, "use_fused_step")  # MXNet 2.0's base class sets it, 1.x has no such attribute
         if mxnet_version is not None:
             v1 = str(mxnet_version).startswith("1")
-        opt = _build_optimizer(name, v1, mxo, where)
+        opt = _build_optimizer(name, v1, mxo, where, lr_scheduler)
         holder = mxo
         mp = bool(getattr(mxo, "multi_precision", False))
         diffs = _differences(name, v1, mxo, len(states))
@@ -872,6 +981,9 @@ def load_updater(
     updater = facade.Updater(opt)
     updater.states = new_states
     updater.states_synced = dict.fromkeys(new_states, False)
+    idx2name = getattr(opt, "idx2name", {}) or {}
+    updater.layout = {i: (idx2name.get(i), _weight_shape(opt, i, st), None) for i, st in new_states.items()}
+    updater.order_rule = _ORDER_RULE
     for d in diffs:
         _warn(f"{where}: resumed with MXNet 2.0 / mxopt_jax math; {d}.")
     return updater
@@ -912,7 +1024,128 @@ def _to_facade(opt: Any, idx: Any, conv: Any, where: str) -> Any:
     return (jnp.asarray(master, jnp.float32), fields) if is_mp else fields
 
 
-def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str) -> Any:
+_ORDER_RULE = (
+    "a Gluon Trainer's index i is the i-th parameter of sorted(net.collect_params().keys()) (MXNet 2.0: the "
+    ".params names, e.g. '0.weight'; MXNet 1.x: the prefixed names, e.g. 'dense0_weight', which "
+    "save_parameters does not store); mxopt_jax.mxnet_format.load_trainer pairs them by name."
+)
+
+
+def _state_shapes(opt: Any, idx: Any, shape: tuple, dtype: Any) -> list | None:
+    """The shapes of the state ``opt`` creates for a weight of ``shape`` / ``dtype`` (traced, nothing
+    allocated); ``None`` if it cannot tell."""
+    import jax
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            st = jax.eval_shape(
+                lambda w: opt.create_state_multi_precision(idx, w), jax.ShapeDtypeStruct(shape, dtype)
+            )
+    except Exception:  # noqa: BLE001 - a custom create_state that cannot be traced: no check
+        return None
+    return [tuple(x.shape) for x in jax.tree.leaves(st)]
+
+
+def _stored_shapes(state: Any) -> list:
+    import jax
+
+    return [tuple(x.shape) for x in jax.tree.leaves(state)]
+
+
+def _fits(opt: Any, idx: Any, state: Any, shape: tuple, dtype: Any) -> bool:
+    """Whether ``state`` is what ``opt`` keeps for a weight of this shape and dtype."""
+    want = _state_shapes(opt, idx, tuple(shape), dtype)
+    return want is None or want == _stored_shapes(state)
+
+
+def _weight_shape(opt: Any, idx: Any, state: Any) -> tuple | None:
+    """The shape of the weight an mxopt_jax state was made for, where the state determines it (its first
+    array's shape, unless the state would be the same for another weight shape, as GroupAdaGrad's per-row
+    history); ``None`` if it cannot tell (stateless, or such a state)."""
+    import jax
+
+    leaves = [x for x in jax.tree.leaves(state) if getattr(x, "ndim", 0) > 0]
+    if not leaves:
+        return None
+    shape = tuple(leaves[0].shape)
+    dtype = leaves[0].dtype
+    other = (*shape[:-1], shape[-1] + 1)
+    if not _fits(opt, idx, state, shape, dtype) or _fits(opt, idx, state, other, dtype):
+        return None
+    return shape
+
+
+def _summary(o: MXNetObject, limit: int = 12) -> str:
+    """A short listing of a pickled object's plain attributes (for messages)."""
+    out = []
+    for k, v in vars(o).items():
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            out.append(f"{k}={v!r}")
+        elif isinstance(v, MXNetObject):
+            out.append(f"{k}=<{v.mx_module}.{v.mx_class}>")
+    return ", ".join(out[:limit]) + (", ..." if len(out) > limit else "")
+
+
+def _rule_name(opt: Any) -> str:
+    """The optimizer-table name whose state layout ``opt`` keeps (a subclass of a built-in: the built-in's)."""
+    from .facade.rule_backed import CLASSES
+
+    builtins = set(CLASSES.values())
+    for klass in type(opt).__mro__:
+        if klass in builtins:
+            return klass.__name__.lower()
+    return type(opt).__name__.lower()
+
+
+def _file_scheduler(a: Mapping, where: str, lr_scheduler: Any) -> Any:
+    """The scheduler to continue with: the one passed, else the file's (an MXNet class, at its position)."""
+    if lr_scheduler is not None:
+        return lr_scheduler
+    obj = a.get("lr_scheduler")
+    if is_unknown(obj):
+        raise ValueError(
+            f"{where}: the file's learning-rate scheduler is {obj.mx_module}.{obj.mx_class}, a class of your own "
+            "(not one of MXNet's); it is never constructed. Pass the scheduler to continue with: "
+            "load_updater(path, lr_scheduler=...) (an mxopt_jax.lr_scheduler object, or any callable "
+            f"num_update -> learning rate, called with the restored num_update {a.get('num_update')}); "
+            f"the optimizer, states and counts still load from the file (the scheduler's attributes: "
+            f"{_summary(obj)})"
+        )
+    return _scheduler(obj, where)
+
+
+def _restore_bookkeeping(opt: Any, o: MXNetObject, where: str, lr_scheduler: Any) -> None:
+    """Into a substitute optimizer: the file's counts, multipliers, names, rescale_grad and scheduler."""
+    a = vars(o)
+    sched = _file_scheduler(a, where, lr_scheduler)
+    if sched is not None:
+        opt.lr_scheduler = sched
+    rescale = a.get("rescale_grad", opt.rescale_grad)
+    if isinstance(rescale, np.ndarray):
+        rescale = float(rescale.reshape(-1)[0])
+    opt.rescale_grad = float(rescale)
+    opt.begin_num_update = int(a.get("begin_num_update", opt.begin_num_update))
+    opt.idx2name = dict(a.get("idx2name") or {})
+    opt.lr_mult = dict(a.get("lr_mult") or {})
+    opt.wd_mult = dict(a.get("wd_mult") or {})
+    _restore_counts(opt, a)
+
+
+def _restore_counts(opt: Any, a: Mapping) -> None:
+    counts = a.get("_all_index_update_counts")
+    current = a.get("_index_update_count", {})
+    if not isinstance(counts, dict):
+        counts = {0: current}
+    dev = next((d for d, c in counts.items() if c is current), None)
+    if dev is None:
+        dev = next(iter(counts), 0)
+    opt.set_update_counts(
+        counts, current_device=int(dev), num_update=int(a.get("num_update", opt.begin_num_update))
+    )
+
+
+def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_scheduler: Any = None) -> Any:
     """A fresh mxopt_jax optimizer with the pickled optimizer's hyperparameters and bookkeeping."""
 
     cls = facade.Optimizer.opt_registry.get(name)
@@ -950,7 +1183,7 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str) -> Any:
     agg = 1 if agg is None or (isinstance(agg, (int, float)) and agg < 1) else agg
     if name in ("lamb", "lans"):
         agg = min(agg, 45)
-    sched = _scheduler(a.get("lr_scheduler"), where)
+    sched = _file_scheduler(a, where, lr_scheduler)
     lr = a.get("lr")
     if name == "adadelta" and v1:
         lr, sched = 1.0, None
@@ -976,16 +1209,7 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str) -> Any:
     opt.idx2name = dict(a.get("idx2name") or {})
     opt.lr_mult = dict(a.get("lr_mult") or {}) if not (name == "adadelta" and v1) else {}
     opt.wd_mult = dict(a.get("wd_mult") or {})
-    counts = a.get("_all_index_update_counts")
-    current = a.get("_index_update_count", {})
-    if not isinstance(counts, dict):
-        counts = {0: current}
-    dev = next((d for d, c in counts.items() if c is current), None)
-    if dev is None:
-        dev = next(iter(counts), 0)
-    opt.set_update_counts(
-        counts, current_device=int(dev), num_update=int(a.get("num_update", opt.begin_num_update))
-    )
+    _restore_counts(opt, a)
     return opt
 
 
@@ -994,3 +1218,448 @@ def _own_names(cls: type) -> list[str]:
 
     base = set(inspect.signature(facade.Optimizer.__init__).parameters)
     return [p for p in inspect.signature(cls).parameters if p not in base]
+
+
+# --------------------------------------------------------------------------- a Gluon Trainer resumed by name
+class _Mults:
+    """What MXNet's ``Trainer`` re-attaches as ``param_dict``: a Parameter's ``lr_mult`` / ``wd_mult``."""
+
+    __slots__ = ("lr_mult", "wd_mult")
+
+    def __init__(self, lr_mult: float, wd_mult: float) -> None:
+        self.lr_mult, self.wd_mult = lr_mult, wd_mult
+
+    def __repr__(self) -> str:
+        return f"(lr_mult={self.lr_mult}, wd_mult={self.wd_mult})"
+
+
+class TrainerCheckpoint:
+    """A Gluon ``Trainer`` run resumed by parameter name (made by :func:`load_trainer`).
+
+    Attributes:
+      names: the ``.params`` name of each Trainer index (``names[i]`` is index ``i``).
+      trainable: the names the file holds optimizer states for, in index order (the parameters MXNet updates).
+      frozen: the names without optimizer state, in index order: parameters with grad_req ``'null'``
+        (BatchNorm's ``running_mean`` / ``running_var``), which MXNet never updates and neither does anything
+        here (:attr:`updater` refuses them by index and leaves them bit-unchanged by name).
+      params: every parameter of the ``.params`` file, ``{name: jax.Array}``, in index order.
+      updater: the :class:`mxopt_jax.Updater` continuing the run; ``updater(grads, params)`` with two dicts
+        keyed by name returns the new ``{name: weight}`` (frozen entries unchanged, the same objects).
+      mxnet_version: ``"1"`` or ``"2"``.
+      rescale_grad_in_file: the ``rescale_grad`` of the Trainer's last ``step(batch_size)``:
+        ``1 / batch_size``, because Gluon's ``backward()`` differentiates the loss summed over the batch.
+      batch_size_in_file: ``1 / rescale_grad_in_file`` when that is a whole number, else ``None``.
+      loss: ``"sum"`` or ``"mean"``: the convention of the gradients you feed.
+      gradient_scale: a sentence saying what the file holds, why, and what the resumed run applies.
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        self.__dict__.update(kw)
+
+    names: tuple[str, ...]
+    trainable: tuple[str, ...]
+    frozen: tuple[str, ...]
+    params: dict
+    updater: Any
+    mxnet_version: str
+    rescale_grad_in_file: float
+    batch_size_in_file: int | None
+    loss: str
+    gradient_scale: str
+
+    @property
+    def optimizer(self) -> Any:
+        """The facade optimizer (``updater.optimizer``)."""
+        return self.updater.optimizer
+
+    def index(self, name: str) -> int:
+        """The Trainer index of parameter ``name``."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise ValueError(
+                f"no parameter {name!r} in the checkpoint (its names: {list(self.names)})"
+            ) from None
+
+    def to_optax(
+        self, params: Any = None, *, paths: Mapping[str, str] | Callable[[str], str] | None = None
+    ) -> tuple[Any, Any]:
+        """``(tx, opt_state)``: the functional (jittable) form of the resumed run for a parameter pytree.
+
+        ``tx`` is an ``optax.GradientTransformation`` over the whole tree: the optimizer of the file (its
+        functional constructor, same hyperparameters, scheduler at the file's position, the Parameter
+        multipliers per leaf, ``rescale_grad`` for :attr:`loss`) on the trainable leaves, and an update of
+        ``-0.0`` on the frozen ones, so ``optax.apply_updates`` leaves them bit-unchanged; ``opt_state`` holds
+        the file's states and count. ``tx.update(grads, opt_state, params)`` under ``jax.jit`` continues
+        MXNet's run. The state is the :class:`updater`'s current one (call it before or after facade steps).
+
+        Args:
+          params: the parameter pytree (default: :attr:`params`, a dict keyed by ``.params`` name).
+          paths: ``.params`` name -> the leaf's path in ``params`` (keys joined by ``'/'``, e.g.
+            ``'conv/kernel'``), as a dict or a callable ``name -> path``; default: the name itself. Every
+            leaf of ``params`` must be one of the checkpoint's parameters, with its shape.
+
+        Raises:
+          ValueError: a name without a leaf, a leaf without a name, a shape that differs, per-index update
+            counts that differ (the functional state has one count), or an optimizer with no functional form.
+        """
+        import jax
+        import jax.numpy as jnp
+        import optax
+
+        from .facade.rule_backed import CLASSES
+        from .validation import path_name
+
+        opt = self.updater.optimizer
+        cls = next((k for k in type(opt).__mro__ if k in set(CLASSES.values())), None)
+        if cls is None or type(opt).step is not cls.step or type(opt).update is not facade.Optimizer.update:
+            raise ValueError(
+                f"to_optax: {type(opt).__name__} has no functional form (only mxopt_jax's own optimizers, "
+                "unmodified, have one); continue with the facade updater"
+            )
+        params = self.params if params is None else params
+        if paths is None:
+            path_of = {n: n for n in self.names}
+        elif callable(paths):
+            path_of = {n: str(paths(n)) for n in self.names}
+        elif isinstance(paths, Mapping):
+            missing = [n for n in self.names if n not in paths]
+            if missing:
+                raise ValueError(f"to_optax: `paths` has no entry for {missing}")
+            path_of = {n: str(paths[n]) for n in self.names}
+        else:
+            raise TypeError(f"to_optax: `paths` must be a dict or a callable, got {type(paths).__name__}")
+        flat, _ = jax.tree_util.tree_flatten_with_path(params)
+        leaf_of = {path_name(p): leaf for p, leaf in flat}
+        name_of = {v: k for k, v in path_of.items()}
+        stray = sorted(set(leaf_of) - set(name_of))
+        if stray:
+            raise ValueError(f"to_optax: leaves {stray} of `params` are not parameters of the checkpoint")
+        for n in self.names:
+            p = path_of[n]
+            if p not in leaf_of:
+                raise ValueError(f"to_optax: no leaf at path {p!r} for parameter {n!r} in `params`")
+            if tuple(jnp.shape(leaf_of[p])) != tuple(self.params[n].shape):
+                raise ValueError(
+                    f"to_optax: the leaf at {p!r} has shape {tuple(jnp.shape(leaf_of[p]))}, parameter {n!r} "
+                    f"{tuple(self.params[n].shape)} in the checkpoint"
+                )
+        trainable = list(self.trainable)
+        idx = {n: self.index(n) for n in trainable}
+        counts = {opt.index_update_counts.get(idx[n], opt.begin_num_update) for n in trainable}
+        if len(counts) > 1:
+            raise ValueError(
+                f"to_optax: the parameters' update counts differ ({sorted(counts)}); the functional state keeps "
+                "one count: continue with the facade updater"
+            )
+        count = counts.pop() if counts else opt.begin_num_update
+        kw = {p: getattr(opt, p) for p in opt._own}
+        kw.update(
+            learning_rate=None if opt.lr_scheduler is not None else opt.lr,
+            lr_scheduler=opt.lr_scheduler,
+            wd=opt.wd,
+            rescale_grad=opt.rescale_grad,
+            clip_gradient=opt.clip_gradient,
+            multi_precision=opt.multi_precision,
+            begin_num_update=int(count),
+            lr_mult={n: float(opt._mult(idx[n], opt.lr_mult, "lr_mult")) for n in trainable},
+            wd_mult={n: float(opt._mult(idx[n], opt.wd_mult, "wd_mult")) for n in trainable},
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            inner = cls._ctor(**kw)
+        frozen_paths = {path_of[n] for n in self.frozen}
+        train_paths = {path_of[n]: n for n in trainable}
+
+        def pick(tree: Any) -> dict:
+            leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
+            by_path = {path_name(p): x for p, x in leaves}
+            return {n: by_path[p] for p, n in train_paths.items()}
+
+        def init_fn(tree: Any) -> Any:
+            return inner.init(pick(tree))
+
+        def update_fn(updates: Any, state: Any, tree: Any = None) -> tuple[Any, Any]:
+            new, state = inner.update(pick(updates), state, None if tree is None else pick(tree))
+            leaves, treedef = jax.tree_util.tree_flatten_with_path(updates if tree is None else tree)
+            out = []
+            for p, x in leaves:
+                key = path_name(p)
+                out.append(jnp.full_like(x, -0.0) if key in frozen_paths else new[train_paths[key]])
+            return jax.tree_util.tree_unflatten(treedef, out), state
+
+        tx = optax.GradientTransformation(init_fn, update_fn)
+        sub = {n: jnp.asarray(leaf_of[path_of[n]]) for n in trainable}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            template = inner.init(sub)
+        rule = cls._rule
+        fields: dict[str, dict] = {f: {} for f in rule.fields}
+        masters: dict = {}
+        for n in trainable:
+            st = self.updater.states[idx[n]]
+            mp = opt.multi_precision and jnp.dtype(self.params[n].dtype).itemsize < 4
+            master, f = (st[0], st[1]) if mp else (None, st)
+            for j, fname in enumerate(rule.fields):
+                fields[fname][n] = f[j]
+            masters[n] = master
+        repl: dict[str, Any] = {"count": jnp.zeros([], jnp.int32)}
+        for fname in rule.fields:
+            tmpl = getattr(template, fname)
+            if tmpl is None:
+                continue
+            repl[fname] = {
+                n: (None if tmpl[n] is None else jnp.asarray(fields[fname][n], tmpl[n].dtype))
+                for n in trainable
+            }
+        if getattr(template, "master", None) is not None:
+            repl["master"] = {
+                n: (None if template.master[n] is None else jnp.asarray(masters[n], jnp.float32))
+                for n in trainable
+            }
+        if rule.uses_key:
+            repl["key"] = opt._key
+        return tx, template._replace(**repl)
+
+
+_LOSS = ("sum", "mean")
+
+
+def load_trainer(
+    params: str | os.PathLike | bytes,
+    states: str | os.PathLike | bytes,
+    *,
+    loss: Literal["sum", "mean"],
+    names: Sequence[str] | Mapping[str, str] | None = None,
+    batch_size: int | None = None,
+    lr_mult: Mapping[str, float] | None = None,
+    wd_mult: Mapping[str, float] | None = None,
+    optimizer: Any = None,
+    lr_scheduler: Any = None,
+    mxnet_version: str | None = None,
+) -> TrainerCheckpoint:
+    """Resume a Gluon ``Trainer`` run by parameter name: ``net.save_parameters`` + ``trainer.save_states``.
+
+    The order rule, one for both MXNet versions: MXNet's ``Trainer`` numbers the parameters in the order of
+    ``sorted(net.collect_params().keys())``. In MXNet 2.0 those keys are the ``.params`` names
+    (``'0.weight'``, string-sorted: ``'10.weight'`` before ``'2.weight'``), so the files tell everything. In
+    MXNet 1.x they carry the block prefixes (``'conv0_weight'``, ``'batchnorm0_gamma'``), which
+    ``save_parameters`` drops: pass ``names=list(net.collect_params().keys())`` (1.x's ``collect_params()``
+    order is the order of the ``.params`` file, so the keys pair with the file's names by position; or a dict
+    ``{params_name: collect_params_key}``).
+
+    Parameters the file holds no optimizer state for (grad_req ``'null'``: BatchNorm's running statistics)
+    are :attr:`~TrainerCheckpoint.frozen`: never updated (refused by index, left bit-unchanged by name).
+
+    Args:
+      params: the ``.params`` file (or bytes) of ``net.save_parameters``.
+      states: the ``.states`` file (or bytes) of ``trainer.save_states``.
+      loss: the convention of the gradients you will feed: ``"sum"`` (the gradient of the loss summed over
+        the batch, Gluon's habit: the file's ``rescale_grad = 1 / batch_size`` is kept, as
+        ``trainer.step(batch_size)`` applies it) or ``"mean"`` (the gradient of the batch-mean loss,
+        ``jax.grad``'s usual habit: already divided by the batch size, so ``rescale_grad = 1``). Required, so
+        gradients are scaled exactly once.
+      names: the model's ``collect_params()`` keys: required for MXNet 1.x files (see above); optional for
+        2.0 (checked against the file).
+      batch_size: with ``loss="sum"``, the batch size of the coming steps (``rescale_grad = 1 / batch_size``,
+        as ``trainer.step(batch_size)``); default: the file's.
+      lr_mult, wd_mult: the Gluon Parameters' multipliers by name (``.params`` or ``collect_params()``
+        name), as MXNet's ``Trainer`` re-attaches them; they are not in MXNet's files. Without either, a
+        ``UserWarning`` says so (pass ``lr_mult={}`` when no Parameter has a multiplier).
+      optimizer, lr_scheduler: substitutes for an optimizer / scheduler class of your own in the file (see
+        :func:`load_updater`).
+      mxnet_version: ``"1"`` or ``"2"``; default: read from the ``.states`` file.
+
+    Returns:
+      a :class:`TrainerCheckpoint`.
+
+    Raises:
+      ValueError: a 1.x file without ``names``; names that do not pair with the file's; an optimizer state
+        whose shape differs from its parameter (the message names the index, the parameter, both shapes and
+        the order rule); a bad ``loss``; unknown names in ``lr_mult`` / ``wd_mult``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from mxopt_jax.mxnet_format import load_trainer
+      >>> d = "tests/golden/mxnet_resume/"
+      >>> ckpt = load_trainer(d + "mx20_cnn_adam.params", d + "mx20_cnn_adam.states", loss="sum",
+      ...                     lr_mult={"3.bias": 2.0, "0.weight": 0.5}, wd_mult={"1.gamma": 0.0, "1.beta": 0.0})
+      >>> ckpt.frozen
+      ('1.running_mean', '1.running_var')
+      >>> ckpt.names[:4]
+      ('0.bias', '0.weight', '1.beta', '1.gamma')
+      >>> print(ckpt.gradient_scale)  # doctest: +ELLIPSIS
+      The file holds rescale_grad = 0.25 = 1/4: trainer.step(4) sets it, because Gluon's backward() ...
+      >>> grads = {n: jnp.zeros_like(ckpt.params[n]) for n in ckpt.trainable}
+      >>> new = ckpt.updater(grads, ckpt.params)
+      >>> new["1.running_mean"] is ckpt.params["1.running_mean"]
+      True
+    """
+    import jax.numpy as jnp
+
+    if loss not in _LOSS:
+        raise ValueError(
+            f"load_trainer: `loss` must be 'sum' (gradients of the loss summed over the batch, as Gluon's "
+            f"backward()) or 'mean' (gradients of the batch-mean loss), got {loss!r}"
+        )
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        raise ValueError(f"load_trainer: `batch_size` must be a positive int, got {batch_size!r}")
+    arrays = load_params(params)
+    sdata, swhere = _source(states, "states")
+    raw_states, mxo = _read_states(sdata, swhere)
+    if mxnet_version is None:
+        version = "1" if (mxo is not None and not hasattr(mxo, "use_fused_step")) else "2"
+    else:
+        version = "1" if str(mxnet_version).startswith("1") else "2"
+    file_names = list(arrays)
+    if isinstance(names, (str, bytes)) or not (names is None or isinstance(names, (Mapping, Sequence))):
+        raise TypeError(
+            "load_trainer: `names` must be the model's collect_params() keys, a list in collect_params() order "
+            f"or a dict {{params_name: collect_params_key}}, got {type(names).__name__}"
+        )
+    # --- the Trainer's order: sorted collect_params() keys
+    if names is None:
+        if version == "1":
+            raise ValueError(
+                f"load_trainer: {swhere} was written by MXNet 1.x, whose Trainer numbers the parameters by "
+                "sorted(net.collect_params().keys()): prefixed names ('batchnorm0_gamma', 'conv0_weight') that "
+                "save_parameters does not store. Pass names=list(net.collect_params().keys()) (in "
+                "collect_params() order, which is the .params file's order) or names={params_name: "
+                "collect_params_key}."
+            )
+        key_of = {n: n for n in file_names}
+    elif isinstance(names, Mapping):
+        key_of = {str(k): str(v) for k, v in names.items()}
+        if set(key_of) != set(file_names):
+            raise ValueError(
+                f"load_trainer: `names` must map every .params name {file_names} to its collect_params() key; "
+                f"missing {sorted(set(file_names) - set(key_of))}, unknown {sorted(set(key_of) - set(file_names))}"
+            )
+    else:
+        keys = [str(k) for k in names]
+        if len(keys) != len(file_names):
+            raise ValueError(
+                f"load_trainer: `names` has {len(keys)} keys, the .params file {len(file_names)} parameters"
+            )
+        if version == "2" and set(keys) == set(file_names):
+            key_of = {n: n for n in file_names}
+        else:
+            for pos, (f, k) in enumerate(zip(file_names, keys, strict=True)):
+                leaf = f.rsplit(".", 1)[-1]
+                if not (k == leaf or k.endswith("_" + leaf) or k.endswith("." + leaf)):
+                    raise ValueError(
+                        f"load_trainer: names[{pos}] = {k!r} does not pair with the .params file's parameter "
+                        f"{pos}, {f!r} (it should end with {leaf!r}): pass list(net.collect_params().keys()) in "
+                        "collect_params() order (the order save_parameters writes)"
+                    )
+            key_of = dict(zip(file_names, keys, strict=True))
+    if len(set(key_of.values())) != len(key_of):
+        raise ValueError("load_trainer: `names` holds a key twice")
+    order = sorted(file_names, key=lambda n: key_of[n])
+    index_of = {n: i for i, n in enumerate(order)}
+    # --- multipliers by name (.params or collect_params() names)
+    alias = {**{v: k for k, v in key_of.items()}, **{n: n for n in file_names}}
+
+    def by_name(arg: str, table: Mapping | None) -> dict:
+        if table is not None and not isinstance(table, Mapping):
+            raise TypeError(
+                f"load_trainer: `{arg}` must be a dict {{parameter name: multiplier}}, got {type(table).__name__}"
+            )
+        out = {}
+        for k, v in (table or {}).items():
+            if k not in alias:
+                raise ValueError(
+                    f"load_trainer: `{arg}` names {k!r}, not a parameter of the file {file_names}"
+                )
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float, np.floating, np.integer))
+                or not math.isfinite(v)
+            ):
+                raise ValueError(f"load_trainer: `{arg}[{k!r}]` must be a finite number, got {v!r}")
+            out[alias[k]] = float(v)
+        return out
+
+    lrm, wdm = by_name("lr_mult", lr_mult), by_name("wd_mult", wd_mult)
+    if lr_mult is None and wd_mult is None:
+        _warn(
+            f"load_trainer: {swhere}: multipliers set on Gluon Parameters (lr_mult / wd_mult) are not in MXNet's "
+            "files; pass them by name, load_trainer(..., lr_mult={'dense0_bias': 2.0}, wd_mult={...}), or "
+            "lr_mult={} if no Parameter has one"
+        )
+    param_dict = {index_of[n]: _Mults(lrm.get(n, 1.0), wdm.get(n, 1.0)) for n in order}
+    updater = load_updater(
+        sdata if not isinstance(states, (str, os.PathLike)) else states,
+        optimizer,
+        param_dict=param_dict,
+        mxnet_version=mxnet_version,
+        lr_scheduler=lr_scheduler,
+    )
+    opt = updater.optimizer
+    rule = (
+        "a Gluon Trainer's index i is the i-th parameter of sorted(net.collect_params().keys())"
+        + (" (MXNet 2.0: the .params names)" if names is None else " (the names passed to load_trainer)")
+        + f": {', '.join(f'{i}={key_of[n]!r}' for i, n in enumerate(order))}"
+    )
+    # --- pair the states with the parameters; no state: frozen
+    stray = sorted((i for i in updater.states if not (isinstance(i, int) and 0 <= i < len(order))), key=str)
+    if stray:
+        raise ValueError(
+            f"load_trainer: {swhere} holds states for indices {stray}, but the .params file has {len(order)} "
+            f"parameters (indices 0..{len(order) - 1}): not the files of one run? Index order: {rule}"
+        )
+    layout, frozen = {}, {}
+    for i, n in enumerate(order):
+        a = arrays[n]
+        if i in updater.states:
+            st = updater.states[i]
+            if not _fits(opt, i, st, tuple(a.shape), a.dtype):
+                shape = updater.layout[i][1] or _stored_shapes(st)[0]
+                raise ValueError(
+                    f"load_trainer: index {i} (parameter {n!r}) has a state of shape {tuple(shape)} in {swhere}, "
+                    f"but the parameter has shape {tuple(a.shape)}: the wrong order or the wrong names? "
+                    f"Index order: {rule}"
+                )
+            layout[i] = (n, tuple(a.shape), a.dtype)
+        else:
+            frozen[i] = (n, tuple(a.shape), a.dtype)
+    updater.layout, updater.frozen, updater.order_rule = layout, frozen, rule
+    # --- the gradient scale
+    r_file = float(opt.rescale_grad)
+    b_file = round(1.0 / r_file) if r_file > 0 and abs(1.0 / r_file - round(1.0 / r_file)) < 1e-6 else None
+    why = f"The file holds rescale_grad = {r_file:.6g}" + (
+        f" = 1/{b_file}: trainer.step({b_file}) sets it, because Gluon's backward() differentiates the loss "
+        "summed over the batch."
+        if b_file
+        else " (the last trainer.step's scale / batch_size)."
+    )
+    if loss == "sum":
+        if batch_size is not None:
+            opt.rescale_grad = 1.0 / batch_size
+        why += (
+            f" loss='sum': your gradients are of the summed loss; the resumed run applies rescale_grad = "
+            f"{opt.rescale_grad:.6g}"
+            + (f" (1/{batch_size})" if batch_size is not None else " (the file's)")
+            + "."
+        )
+    else:
+        opt.rescale_grad = 1.0
+        why += (
+            " loss='mean': your gradients are of the batch-mean loss, already divided by the batch size; the "
+            "resumed run applies rescale_grad = 1."
+        )
+    return TrainerCheckpoint(
+        names=tuple(order),
+        trainable=tuple(n for i, n in enumerate(order) if i in layout),
+        frozen=tuple(n for i, n in enumerate(order) if i in frozen),
+        params={n: jnp.asarray(arrays[n]) for n in order},
+        updater=updater,
+        mxnet_version=version,
+        rescale_grad_in_file=r_file,
+        batch_size_in_file=b_file,
+        loss=loss,
+        gradient_scale=why,
+        key_of=key_of,
+    )

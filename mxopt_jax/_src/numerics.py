@@ -81,6 +81,37 @@ def preprocess(
     return G
 
 
+def div0(num: jax.Array, den: jax.Array, positive: bool = False) -> jax.Array:
+    """``num / den`` with ``0 / 0`` taken as 0, for quotients whose denominator can be 0 only with a
+    hyperparameter that may be 0 when traced (an ``epsilon`` given as a schedule or under
+    ``optax.inject_hyperparams``; a concrete 0 is refused at construction) and a numerator that is then 0
+    too (an all-zero gradient history). Where both are 0 the division sees a denominator of 1, so neither
+    the value nor its gradient under ``jax.grad`` is NaN; a non-zero numerator over 0 is still ``±inf``, as
+    the formula says (docs/differences.md #20). ``positive=True`` (the denominator's hyperparameter is a
+    Python number, checked ``> 0`` at construction) divides plainly.
+    """
+    if positive:
+        return num / den
+    return num / jnp.where((den == 0) & (num == 0), jnp.ones_like(den), den)
+
+
+def static_positive(hp: dict, name: str) -> bool:
+    """Whether hyperparameter ``name`` was a Python number ``> 0`` (``hp["positive"]``, set by the drivers)."""
+    return name in hp.get("positive", ())
+
+
+def rate_or_one(lr: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(lr == 0, lr with 0 replaced by 1)`` for the rules that divide by the learning rate (FTML, Ftrl) or
+    take its square root (SGLD's noise).
+
+    Such a rule computes its step with the safe rate and then selects, where the rate is 0, what a step at
+    rate 0 does (docs/differences.md #20): no ``x / 0`` and no ``sqrt`` slope at 0 is ever evaluated, so a
+    schedule that starts at 0 (optax counts from 0) gives neither a NaN nor a NaN gradient.
+    """
+    zero = lr == 0
+    return zero, jnp.where(zero, jnp.ones_like(lr), lr)
+
+
 def one_minus_pow(beta: jax.Array, t: jax.Array) -> jax.Array:
     """``1 - beta**t`` for bias corrections, accurate for beta near 1 (``-expm1(t * log(beta))``)."""
     beta = jnp.asarray(beta)

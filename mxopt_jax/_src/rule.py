@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from .numerics import compute_dtype, is_low_precision, multi_output_fusion
-from .validation import is_static_one, is_static_zero
+from .validation import is_python_number, is_static_one, is_static_zero
 
 FP16_WARNING = (
     "Accumulating with float16 in optimizer can lead to poor accuracy or slow convergence. "
@@ -77,6 +77,10 @@ class Rule:
       name_key: for rules whose step reads the parameter's name (``hp["name"]``, LARS's exemptions), the part
         of the name that matters; compiled drivers (the facade) key their programs on it, so parameters whose
         names differ only in what the rule ignores share one program. ``None``: the rule ignores names.
+      reads_lr_prev: the rule's step reads ``hp["lr_prev"]``, the previous update's learning rate, when
+        ``learning_rate`` is a schedule (the tree driver evaluates it at the previous count); ``None`` in every
+        other case (a constant or traced rate, MXNet's ``lr_scheduler``, the facade), whose previous value
+        is unknown (Ftrl: FTRL-Proximal's per-step rate, docs/differences.md #20).
     """
 
     name: str
@@ -101,6 +105,7 @@ class Rule:
     pre_step: Callable[..., dict] | None = None
     name_key: Callable[[str], str] | None = None
     one_pass: bool = False
+    reads_lr_prev: bool = False
 
     def gives_weight(self, opts: dict) -> bool:
         """Whether ``step`` returns the new weight (else the change) under these options."""
@@ -124,6 +129,8 @@ class StepContext:
         and the rule's own), each a Python number, a JAX scalar or ``None``.
       lr: the learning rate for this step.
       t: the update count the rule sees (1 on the first update).
+      lr_prev: the previous update's learning rate, for rules with ``reads_lr_prev`` when ``learning_rate``
+        is a schedule (at the first update: the current rate); ``None`` otherwise.
       check_state: check each parameter's state entries against ``rule.init`` (the functional API, whose
         state comes from the user; the facade makes its own states).
       wd_checked: row-sparse weight-decay limits were checked on concrete values already (the facade).
@@ -139,6 +146,7 @@ class StepContext:
     check_state: bool = True
     wd_checked: bool = False
     checked: set = dataclasses.field(default_factory=set, compare=False)
+    lr_prev: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +232,14 @@ def hparams(
         hp["wd"] = jnp.asarray(wd, dtype) * (1.0 if is_static_one(wd_mult) else jnp.asarray(wd_mult, dtype))
     lr_val = jnp.asarray(ctx.lr, dtype)
     hp["lr"] = lr_val if is_static_one(lr_mult) else lr_val * jnp.asarray(lr_mult, dtype)
+    if ctx.lr_prev is not None:
+        prev = jnp.asarray(ctx.lr_prev, dtype)
+        hp["lr_prev"] = prev if is_static_one(lr_mult) else prev * jnp.asarray(lr_mult, dtype)
+    else:
+        hp["lr_prev"] = None
     hp["t"] = ctx.t
+    # Hyperparameters given as Python numbers > 0: quotients by them need no 0 / 0 guard (numerics.div0).
+    hp["positive"] = frozenset(k for k, v in ctx.hypers.items() if is_python_number(v) and float(v) > 0)
     hp["name"] = name
     hp["key"] = key
     return hp

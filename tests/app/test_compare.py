@@ -1,4 +1,4 @@
-"""The main job (``mxopt-jax compare``), the comparison functions and the plots they draw."""
+"""The visual tour (``mxopt-jax tour``), the functions behind it and the plots they draw."""
 
 from __future__ import annotations
 
@@ -39,7 +39,18 @@ def _table_rows(stdout: str, task: str) -> list[list[str]]:
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory):
     out = tmp_path_factory.mktemp("cmp")
-    cmd = [*_cli(), "compare", "--steps", "5", "--optimizers", ",".join(CLI_NAMES), "--out", str(out)]
+    cmd = [
+        *_cli(),
+        "tour",
+        "--tasks",
+        "all",
+        "--steps",
+        "5",
+        "--optimizers",
+        ",".join(CLI_NAMES),
+        "--out",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return proc, out
@@ -93,7 +104,7 @@ def test_cli_writes_valid_pngs_and_csv(cli):
 
 def test_python_m_form_deprecated_optimizers_and_no_matplotlib(tmp_path):
     # -X importtime lists every module imported: a run without plots never imports matplotlib
-    cmd = [sys.executable, "-X", "importtime", "-m", "mxopt_jax", "compare", "--optimizers", "ccsgd"]
+    cmd = [sys.executable, "-X", "importtime", "-m", "mxopt_jax", "tour", "--optimizers", "ccsgd"]
     cmd += ["--tasks", "saddle", "--steps", "3", "--no-plots", "--out", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -123,7 +134,7 @@ def test_python_m_form_deprecated_optimizers_and_no_matplotlib(tmp_path):
 )
 def test_bad_arguments_name_the_argument(argv, argument, capsys):
     with pytest.raises(SystemExit) as exc:
-        compare.main(["compare", *argv])
+        compare.main(["tour", *argv])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {argument}" in err
@@ -148,7 +159,7 @@ def test_bad_arguments_name_the_argument(argv, argument, capsys):
 )
 def test_lr_override_errors(value, message, capsys):
     with pytest.raises(SystemExit) as exc:
-        compare.main(["compare", "--optimizers", "adam,ftml", "--lr", value, "--no-plots"])
+        compare.main(["tour", "--optimizers", "adam,ftml", "--lr", value, "--no-plots"])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "argument --lr" in err and message in err
@@ -158,7 +169,7 @@ def test_lr_override_parses_and_changes_the_runs(tmp_path, capsys):
     from mxopt_jax.compare.cli import _lr_arg
 
     assert _lr_arg(" Adam=1e-2, ftml = 0.1 ") == {"adam": 0.01, "ftml": 0.1}
-    argv = ["compare", "--optimizers", "adam,ftml", "--tasks", "spiral,beale", "--steps", "3"]
+    argv = ["tour", "--optimizers", "adam,ftml", "--tasks", "spiral,beale", "--steps", "3"]
     argv += ["--no-plots", "--out", str(tmp_path)]
     assert compare.main([*argv, "--lr", "adam=0.0123"]) == 0
     out = capsys.readouterr().out
@@ -184,7 +195,7 @@ def test_missing_matplotlib_still_prints_table(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     plotting._background.cache_clear()
     code = compare.main(
-        ["compare", "--optimizers", "sgd", "--tasks", "saddle", "--steps", "2", "--out", str(tmp_path)]
+        ["tour", "--optimizers", "sgd", "--tasks", "saddle", "--steps", "2", "--out", str(tmp_path)]
     )
     assert code == 0
     out, err = capsys.readouterr()
@@ -611,29 +622,69 @@ def _imports(path: Path, package: str) -> set[str]:
     return found
 
 
+def _app_nodes() -> dict[str, list[tuple[Path, str]]]:
+    """The app's modules and sub-packages (``problems``, ``report``) as nodes: name -> [(file, its package)]."""
+    nodes: dict[str, list[tuple[Path, str]]] = {}
+    for p in sorted(PKG.glob("*.py")):
+        if p.stem != "__init__":
+            nodes[p.stem] = [(p, "mxopt_jax.compare")]
+    for sub in sorted(d for d in PKG.iterdir() if (d / "__init__.py").exists()):
+        nodes[sub.name] = [(f, f"mxopt_jax.compare.{sub.name}") for f in sorted(sub.glob("*.py"))]
+    return nodes
+
+
 def test_every_app_module_imports_and_the_graph_has_no_cycles():
     import importlib
 
-    modules = {p.stem: p for p in sorted(PKG.glob("*.py")) if p.stem != "__init__"}
-    assert set(modules) == {"cli", "runner", "results", "plotting", "tasks", "testfns"}
-    for name in modules:
-        importlib.import_module(f"mxopt_jax.compare.{name}")
-    pkg = "mxopt_jax.compare"
-    graph = {
-        name: {m.rsplit(".", 1)[1] for m in _imports(path, pkg) if m.startswith(pkg + ".")} & set(modules)
-        for name, path in modules.items()
+    nodes = _app_nodes()
+    assert set(nodes) == {
+        "cli",
+        "runner",
+        "results",
+        "plotting",
+        "tasks",
+        "testfns",  # the tour
+        "study",
+        "engine",
+        "protocol",
+        "report",
+        "contenders",
+        "problems",
+        "records",  # the study
     }
-    for name, path in modules.items():  # the package's __init__ imports every module: none may import it back
-        assert pkg not in _imports(path, pkg), f"{name} imports the package __init__"
-    # the intended layering: cli -> runner, results, plotting -> tasks -> testfns
+    pkg = "mxopt_jax.compare"
+    for name, files in nodes.items():
+        for path, package in files:
+            mod = package if path.stem == "__init__" else f"{package}.{path.stem}"
+            importlib.import_module(mod)
+            assert pkg not in _imports(path, package), f"{mod} imports the app's __init__"
+    graph = {
+        name: {
+            m[len(pkg) + 1 :].split(".")[0]
+            for path, package in files
+            for m in _imports(path, package)
+            if m.startswith(pkg + ".")
+        }
+        - {name}
+        for name, files in nodes.items()
+    }
+    # the intended layering: the command line -> the study -> its engine, protocol and reports -> the records,
+    # contenders and problems; the tour: cli -> runner, results, plotting -> tasks -> testfns
     assert graph == {
-        "cli": {"plotting", "results", "runner", "tasks"},
+        "cli": {"plotting", "problems", "results", "runner", "study", "tasks", "contenders"},
+        "study": {"contenders", "engine", "problems", "protocol", "records", "report"},
+        "engine": {"contenders", "problems", "records"},
+        "report": {"plotting", "problems", "protocol", "records"},
+        "protocol": {"problems", "records"},
+        "contenders": set(),
+        "problems": set(),
+        "records": set(),
         "runner": {"results", "tasks"},
         "plotting": {"results", "tasks"},
         "results": set(),
         "tasks": {"testfns"},
         "testfns": set(),
-    }
+    }, graph
     state: dict[str, int] = {}
 
     def visit(node: str, path: tuple[str, ...]) -> None:

@@ -40,7 +40,7 @@ def _standins(i: int) -> dict:
 
 # Blocks run by other tests or that need a multi-device mesh, and where they are covered.
 ELSEWHERE = {
-    "load_params(": "tests/facade/test_coming_from_mxnet.py runs the resume lines on a real MXNet checkpoint",
+    "load_trainer(": "tests/facade/test_coming_from_mxnet.py runs the resume lines on real MXNet checkpoints",
     "sparse.value_and_grad(loss_fn": "tests/drivers/test_lazy.py runs the skip-gram model",
     "jax.shard_map(": "a fragment over the reader's mesh; tests/interop/test_multidevice.py runs axis_name",
 }

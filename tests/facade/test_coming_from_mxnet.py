@@ -3,6 +3,7 @@ warnings that point at the user's line (docs/migration.md "Coming from MXNet", d
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
 import warnings
@@ -11,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from golden import TOL
 
 import mxopt_jax
 from mxopt_jax import facade
@@ -358,15 +360,38 @@ def test_migration_guide_runs_without_warnings(monkeypatch, capsys):
     mxopt_jax.facade.Optimizer.opt_registry.pop("myopt", None)
 
 
-def test_readme_resume_lines_run_on_a_real_checkpoint(monkeypatch):
+@pytest.mark.parametrize("version", ["mx19", "mx20"])
+def test_readme_resume_lines_run_on_a_real_checkpoint(version):
+    """The README's resume lines, run on a Gluon BatchNorm checkpoint of either MXNet version (with the
+    reader's names, multipliers and gradients filled in): they continue MXNet's run and leave BatchNorm's
+    running statistics alone."""
     root = pathlib.Path(__file__).parents[2]
+    gold = root / "tests" / "golden" / "mxnet_resume"
     readme = (root / "README.md").read_text()
-    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "load_updater" in b)
-    code = code.replace('"net.params"', f'"{CKPT}/mx20_adam.params"')
-    code = code.replace('"trainer.states"', f'"{CKPT}/mx20_adam.states"')
-    grads = [jnp.zeros(s) for s in [(3,), (3, 4), (2,), (2, 3)]]
+    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "load_trainer(" in b)
+    with np.load(gold / f"{version}_cnn_adam.npz") as z:
+        data = {k: z[k] for k in z.files}
+    meta = json.loads(str(data.pop("meta")))
+    subs = {
+        '"net.params"': f'"{gold}/{version}_cnn_adam.params"',
+        '"trainer.states"': f'"{gold}/{version}_cnn_adam.states"',
+        "names=None,": f"names={meta['collect_params']!r}," if version == "mx19" else "names=None,",
+        "lr_mult={},": f"lr_mult={ {n: v for n, v in meta['lr_mult'].items() if v != 1.0}!r},",
+        "wd_mult={},": f"wd_mult={ {n: v for n, v in meta['wd_mult'].items() if v != 1.0}!r},",
+    }
+    for old, new in subs.items():
+        assert old in code, old
+        code = code.replace(old, new)
+    grads = {n: jnp.asarray(data[f"grad_0/{n}"]) for n in meta["trainer_names"] if f"grad_0/{n}" in data}
     ns = {"mxopt_jax": mxopt_jax, "jnp": jnp, "grads": grads}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         exec(compile(code, "README.md", "exec"), ns)  # our own documentation
-    assert ns["updater"].optimizer.num_update == 4 and len(ns["weights"]) == 4
+    ckpt, params = ns["ckpt"], ns["params"]
+    assert ckpt.frozen == ("1.running_mean", "1.running_var") and ckpt.updater.optimizer.num_update == 4
+    for n in ckpt.frozen:
+        assert params[n] is ckpt.params[n]
+    for n in ckpt.trainable:
+        rtol, atol = TOL["adam"]
+        np.testing.assert_allclose(np.asarray(params[n]), data[f"weight_0/{n}"], rtol=rtol, atol=atol)
+    assert "tx" in ns and "opt_state" in ns

@@ -162,7 +162,11 @@ def transform(prep: Prepared) -> optax.GradientTransformation:
         wd_mults = multipliers(owner, "wd_mult", wd_mult, treedef, paths, refs)
         num_update = begin + count + (0 if rule.lr_before_count else 1)
         lr = sched(num_update) if sched is not None else hyperparams.resolve(prep.learning_rate, count)
-        ctx = StepContext(rule, opts, owner, common, lr, begin + count + 1)
+        lr_prev = None
+        if rule.reads_lr_prev and sched is None and callable(prep.learning_rate):
+            # The rate of the previous update (optax's count from 0); at the first update, the current one.
+            lr_prev = prep.learning_rate(jnp.maximum(count - 1, 0))
+        ctx = StepContext(rule, opts, owner, common, lr, begin + count + 1, lr_prev=lr_prev)
         new_key, keys = None, [None] * len(g_leaves)
         if rule.uses_key:
             new_key, sub = jax.random.split(state.key)

@@ -300,13 +300,95 @@ class Optimizer:
         Lists of indices, weights, gradients and states (MXNet 2.0) return ``(new_weights, new_states)``
         lists; one index with its weight, gradient and state (MXNet 1.x: ``update(0, weight, grad, state)``)
         returns ``(new_weight, new_state)`` (MXNet wrote them in place).
+
+        All or nothing: when the step raises, the update counts, ``num_update``, the scheduler's position and
+        the random key are as before the call.
+
+        Raises:
+          TypeError: ``step`` / ``fused_step`` did not return ``(new_weights, new_states)`` lists.
         """
         if not isinstance(indices, (list, tuple)):
             (w,), (s,) = self.update([indices], [weights], [grads], [states])
             return w, s
-        if self.use_fused_step:
-            return self.fused_step(indices, weights, grads, states)
-        return self.step(indices, weights, grads, states)
+        snap = self._bookkeeping(indices)
+        try:
+            if self.use_fused_step:
+                out = self.fused_step(indices, weights, grads, states)
+                what = "fused_step"
+            else:
+                out = self.step(indices, weights, grads, states)
+                what = "step"
+            return _checked_step_result(type(self).__name__, what, out, len(indices))
+        except BaseException:
+            self._restore_bookkeeping(snap)
+            raise
+
+    def _bookkeeping(self, indices: Sequence[Index]) -> tuple:
+        """What an update call changes besides the weights and states (restored when the call fails)."""
+        counts = self._index_update_count
+        sched = self.lr_scheduler
+        sched_vars = dict(vars(sched)) if sched is not None and hasattr(sched, "__dict__") else None
+        return (
+            self._index_update_count,
+            [(i, counts.get(i, _MISSING)) for i in indices],
+            self.num_update,
+            sched_vars,
+            getattr(self, "_key", _MISSING),
+        )
+
+    def _restore_bookkeeping(self, snap: tuple) -> None:
+        counts, entries, num_update, sched_vars, key = snap
+        for i, c in entries:
+            if c is _MISSING:
+                counts.pop(i, None)
+            else:
+                counts[i] = c
+        self.num_update = num_update
+        if sched_vars is not None:
+            vars(self.lr_scheduler).clear()
+            vars(self.lr_scheduler).update(sched_vars)
+        if key is not _MISSING:
+            self._key = key
+
+    def _legacy_update(self) -> bool:
+        """Whether a subclass overrides ``update`` in MXNet 1.x's single-index form
+        ``update(self, index, weight, grad, state)`` (its first parameter is named ``index``)."""
+        cls = type(self)
+        found = _LEGACY.get(cls)
+        if found is None:
+            fn = cls.update
+            found = False
+            if fn is not Optimizer.update:
+                try:
+                    found = next(iter(list(inspect.signature(fn).parameters)[1:]), None) == "index"
+                except (TypeError, ValueError):
+                    found = False
+            _LEGACY[cls] = found
+        return found
+
+    def _run_update(self, indices: list, weights: list, grads: list, states: list) -> tuple[list, list]:
+        """``self.update`` on lists; a 1.x-style ``update(index, weight, grad, state)`` override is called
+        once per index and must return ``(new_weight, new_state)`` (JAX arrays cannot be written in place)."""
+        if not self._legacy_update():
+            return self.update(indices, weights, grads, states)
+        snap = self._bookkeeping(indices)
+        new_w, new_s = [], []
+        try:
+            for i, w, g, s in zip(indices, weights, grads, states, strict=True):
+                out = self.update(i, w, g, s)
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise TypeError(
+                        f"{type(self).__name__}.update(index, weight, grad, state) (MXNet 1.x's form) returned "
+                        f"{type(out).__name__}: JAX arrays are immutable, so it cannot write the weight and state "
+                        "in place; return (new_weight, new_state), or implement MXNet 2.0's "
+                        "step(self, indices, weights, grads, states) -> (new_weights, new_states)"
+                    )
+                new_w.append(out[0])
+                new_s.append(out[1])
+        except BaseException:
+            self._restore_bookkeeping(snap)
+            raise
+        return new_w, new_s
 
     def update_multi_precision(self, indices: Any, weights: Any, grads: Any, states: Any) -> tuple:
         """:meth:`update` with the float32 masters of multi-precision entries; returns weights and states.
@@ -330,7 +412,7 @@ class Optimizer:
                 ws.append(w)
                 ss.append(s)
                 gs.append(g)
-        new_w, new_s = self.update(indices, ws, gs, ss)
+        new_w, new_s = self._run_update(list(indices), ws, gs, ss)
         out_w, out_s = [], []
         for m, w, nw, ns in zip(mp, weights, new_w, new_s, strict=True):
             if m:
@@ -343,6 +425,26 @@ class Optimizer:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(learning_rate={self.lr!r}, wd={self.wd!r})"
+
+
+_MISSING = object()
+_LEGACY: dict[type, bool] = {}  # class -> overrides update() in MXNet 1.x's single-index form
+
+
+def _checked_step_result(cls_name: str, what: str, out: Any, n: int) -> tuple:
+    """``step`` / ``fused_step`` must return ``(new_weights, new_states)``, one entry per index."""
+    if not (isinstance(out, tuple) and len(out) == 2 and all(isinstance(x, (list, tuple)) for x in out)):
+        got = "nothing (None)" if out is None else type(out).__name__
+        raise TypeError(
+            f"{cls_name}.{what}(indices, weights, grads, states) returned {got}: it must return the new weights "
+            "and the new states, (new_weights, new_states), two lists with one entry per index (JAX arrays are "
+            "immutable: MXNet's in-place writes cannot work)"
+        )
+    if len(out[0]) != n or len(out[1]) != n:
+        raise TypeError(
+            f"{cls_name}.{what} returned {len(out[0])} weights and {len(out[1])} states for {n} indices"
+        )
+    return out
 
 
 # =========================================================================== registry

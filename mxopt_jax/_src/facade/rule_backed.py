@@ -364,7 +364,10 @@ class _RuleOptimizer(Optimizer):
         self, indices: list, weights: list, grads: list, states: list
     ) -> tuple[list, list]:
         """Like MXNet's fused multi-precision kernels: the rule updates the master and the 16-bit weight."""
-        return self.update(indices, weights, grads, states)
+        if not isinstance(indices, (list, tuple)):
+            (w,), (s,) = self.update_multi_precision([indices], [weights], [grads], [states])
+            return w, s
+        return self._run_update(list(indices), list(weights), list(grads), list(states))
 
 
 def make_class(entry: registry.Entry) -> type:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from . import states as states_format
 from .optimizer import Optimizer, _device_id
@@ -30,6 +32,19 @@ class Updater:
     ``updater(index, grad, weight)`` (note MXNet's argument order) returns the new weight; with lists of
     indices, gradients and weights it returns the list of new weights. States are created lazily on the
     first call for an index (``optimizer.create_state_multi_precision``) and kept in ``states``.
+
+    A list call is all or nothing: when it fails on any index, no state, update count or scheduler position
+    has changed (the weights passed in are never modified: JAX arrays are immutable).
+
+    An Updater resumed from an MXNet file (:func:`mxopt_jax.mxnet_format.load_updater` /
+    :func:`~mxopt_jax.mxnet_format.load_trainer`) knows the file's indices: ``layout`` maps each index to
+    ``(name, shape, dtype)`` (what the file says; ``None`` where it cannot tell), ``frozen`` the indices the
+    file holds no state for (parameters MXNet never updates, grad_req ``'null'``: BatchNorm's running
+    statistics) and ``order_rule`` says how indices map to parameters. A call reaching a frozen or unknown
+    index, or a weight / gradient whose shape or dtype disagrees with ``layout``, raises ``ValueError``
+    naming the index, the parameter, the stored shape and the order rule, before anything changes. With
+    ``layout`` names, ``updater(grads_by_name, weights_by_name)`` (two dicts) updates by name and returns the
+    dict of new weights (frozen parameters unchanged, the same objects).
     """
 
     def __init__(self, optimizer: Optimizer) -> None:
@@ -37,20 +52,43 @@ class Updater:
         self.states: dict = {}
         self.states_synced: dict = {}
         self.aggregate_updates = optimizer.aggregate_num > 1
+        self.layout: dict | None = None
+        self.frozen: dict = {}
+        self.order_rule: str = ""
 
-    def __call__(self, index: Any, grad: Any, weight: Any) -> Any:
+    def __call__(self, index: Any, grad: Any, weight: Any = None) -> Any:
+        if isinstance(index, Mapping):
+            return self._by_name(index, grad)
         if not isinstance(index, (list, tuple)):
+            if self.layout is not None or self.frozen:
+                self._check(index if not isinstance(index, bytes) else index.decode(), grad, weight)
             return self._one(index, grad, weight)
         indices, grads, weights = list(index), list(grad), list(weight)
+        if not (len(indices) == len(grads) == len(weights)):
+            raise ValueError(
+                f"Updater: got {len(indices)} indices, {len(grads)} gradients and {len(weights)} weights "
+                "(one of each per parameter)"
+            )
+        for i, idx in enumerate(indices):
+            if isinstance(idx, bytes):
+                indices[i] = idx.decode()
+        if self.layout is not None or self.frozen:
+            for idx, g, w in zip(indices, grads, weights, strict=True):
+                self._check(idx, g, w)
         weights = [as_array(w) for w in weights]
         grads = [as_grad(g) for g in grads]
+        states, synced = dict(self.states), dict(self.states_synced)
+        try:
+            return self._many(indices, grads, weights)
+        except BaseException:
+            self.states, self.states_synced = states, synced  # all or nothing
+            raise
+
+    def _many(self, indices: list, grads: list, weights: list) -> list:
         opt = self.optimizer
         if weights:
             opt._set_current_device(_device_id(weights[0]))
         for i, idx in enumerate(indices):
-            if isinstance(idx, bytes):
-                idx = idx.decode()
-                indices[i] = idx
             self._ensure_state(idx, weights[i])
         new_weights = list(weights)
         if self.aggregate_updates:
@@ -64,11 +102,19 @@ class Updater:
                 chunks = [g[k : k + agg] for g in groups.values() for k in range(0, len(g), agg)]
         else:
             chunks = [[pos] for pos in range(len(indices))]
-        for chunk in chunks:
-            ci = [indices[p] for p in chunk]
-            nw, ns = opt.update_multi_precision(
-                ci, [weights[p] for p in chunk], [grads[p] for p in chunk], [self.states[i] for i in ci]
-            )
+        snap = opt._bookkeeping(indices)
+        try:
+            done: list = []
+            for chunk in chunks:
+                ci = [indices[p] for p in chunk]
+                nw, ns = opt.update_multi_precision(
+                    ci, [weights[p] for p in chunk], [grads[p] for p in chunk], [self.states[i] for i in ci]
+                )
+                done.append((chunk, ci, nw, ns))
+        except BaseException:
+            opt._restore_bookkeeping(snap)  # the chunks before the failing one counted their updates
+            raise
+        for chunk, ci, nw, ns in done:
             for p, i, w, s in zip(chunk, ci, nw, ns, strict=True):
                 new_weights[p] = w
                 self.states[i] = s
@@ -88,6 +134,89 @@ class Updater:
         )
         self.states[index] = new_state
         return new_weight
+
+    # ------------------------------------------------------------------ resumed files: checks and names
+    def _describe(self, idx: Any) -> str:
+        name, shape, dtype = (self.layout or {}).get(idx) or self.frozen.get(idx) or (None, None, None)
+        parts = [f"index {idx!r}"]
+        parts.append(f"(parameter {name!r})" if name is not None else "(parameter name unknown)")
+        if shape is not None:
+            parts.append(f"stored shape {tuple(shape)}" + (f" {dtype}" if dtype is not None else ""))
+        return " ".join(parts)
+
+    def _rule(self) -> str:
+        return f" Index order: {self.order_rule}" if self.order_rule else ""
+
+    def _check(self, idx: Any, grad: Any, weight: Any) -> None:
+        """Refuse, before anything changes, what the resumed file says MXNet would not do."""
+        if idx in self.frozen:
+            raise ValueError(
+                f"Updater: {self._describe(idx)} has no optimizer state in the file: MXNet never updates it "
+                "(grad_req 'null', e.g. BatchNorm's running_mean / running_var). Leave it out of the call, or "
+                "pass the gradients by name: updater(grads_by_name, weights_by_name)." + self._rule()
+            )
+        layout = self.layout
+        if layout is None:
+            return
+        if idx not in layout:
+            known = sorted(layout, key=str)
+            raise ValueError(
+                f"Updater: index {idx!r} is not one of the file's indices {known}"
+                + (f" (frozen: {sorted(self.frozen, key=str)})" if self.frozen else "")
+                + "."
+                + self._rule()
+            )
+        _, shape, dtype = layout[idx]
+        for what, x in (("weight", weight), ("gradient", grad)):
+            xs = getattr(x, "shape", None)
+            if xs is None and x is not None and not hasattr(x, "indices"):
+                xs = jnp.shape(x)
+            if shape is not None and xs is not None and tuple(xs) != tuple(shape):
+                raise ValueError(
+                    f"Updater: {self._describe(idx)}: the {what} has shape {tuple(xs)}; the wrong parameter "
+                    "for this index?" + self._rule()
+                )
+            xd = getattr(x, "dtype", None)
+            if dtype is not None and xd is not None and jnp.dtype(xd) != jnp.dtype(dtype):
+                raise ValueError(
+                    f"Updater: {self._describe(idx)}: the {what} has dtype {jnp.dtype(xd)}, the file's "
+                    f"parameter is {jnp.dtype(dtype)}." + self._rule()
+                )
+
+    def _by_name(self, grads: Mapping, weights: Any) -> dict:
+        """``updater(grads_by_name, weights_by_name)``: MXNet's Trainer.step by parameter name."""
+        layout = self.layout or {}
+        by_name = {v[0]: i for i, v in layout.items() if v[0] is not None}
+        frozen = {v[0]: i for i, v in self.frozen.items() if v[0] is not None}
+        if not by_name:
+            raise ValueError(
+                "Updater: gradients by name need the parameter names of a resumed file "
+                "(mxopt_jax.mxnet_format.load_trainer); call updater(indices, grads, weights) otherwise"
+            )
+        if not isinstance(weights, Mapping):
+            raise TypeError(
+                f"Updater: with gradients by name (a dict), pass the weights by name too, got {type(weights).__name__}"
+            )
+        unknown = sorted(str(k) for k in grads if k not in by_name and k not in frozen)
+        if unknown:
+            raise ValueError(
+                f"Updater: gradients for {unknown}, which are not parameters of the file "
+                f"(its parameters: {sorted(by_name) + sorted(frozen)})"
+            )
+        missing = sorted(n for n in by_name if n not in grads)
+        if missing:
+            raise ValueError(
+                f"Updater: no gradient for {missing} (MXNet's Trainer.step updates every parameter with a "
+                "gradient; pass one for each)"
+            )
+        no_weight = sorted(n for n in by_name if n not in weights)
+        if no_weight:
+            raise ValueError(f"Updater: no weight for {no_weight} in the weights by name")
+        names = sorted(by_name, key=lambda n: by_name[n])  # the Trainer's index order
+        new = self([by_name[n] for n in names], [grads[n] for n in names], [weights[n] for n in names])
+        out = dict(weights)  # frozen parameters (and any other entries) unchanged: the same objects
+        out.update(zip(names, new, strict=True))
+        return out
 
     def _ensure_state(self, idx: Any, weight: jax.Array) -> None:
         if idx not in self.states:

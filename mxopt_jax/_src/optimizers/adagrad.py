@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..numerics import param_mean, preprocess
+from ..numerics import div0, param_mean, preprocess, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import AxisName, check_axis_name, concrete_value
@@ -29,7 +29,7 @@ def adagrad_step(g, w, s, hp, opts):
     (h,) = s
     G = preprocess(g, w, hp)
     h = h + G * G
-    return -hp["lr"] * G / (jnp.sqrt(h) + hp["epsilon"]), (h,)
+    return div0(-hp["lr"] * G, jnp.sqrt(h) + hp["epsilon"], static_positive(hp, "epsilon")), (h,)
 
 
 ADAGRAD_RULE = Rule(
@@ -89,7 +89,7 @@ def group_adagrad_step(g, w, s, hp, opts):
     (h,) = s
     G = preprocess(g, w, hp, decay=False)
     h = h + param_mean(G * G, opts, axis=1, keepdims=True)
-    return -hp["lr"] * G / (jnp.sqrt(h) + hp["epsilon"]), (h,)
+    return div0(-hp["lr"] * G, jnp.sqrt(h) + hp["epsilon"], static_positive(hp, "epsilon")), (h,)
 
 
 def _group_adagrad_leaf(owner: str, path: str, leaf: Any, opts: dict) -> None:
@@ -184,7 +184,7 @@ def adadelta_step(g, w, s, hp, opts):
     rho, eps = hp["rho"], hp["epsilon"]
     G = preprocess(g, w, hp)
     acc_g = rho * acc_g + (1 - rho) * G * G
-    delta = jnp.sqrt(acc_delta + eps) / jnp.sqrt(acc_g + eps) * G
+    delta = div0(jnp.sqrt(acc_delta + eps), jnp.sqrt(acc_g + eps), static_positive(hp, "epsilon")) * G
     acc_delta = rho * acc_delta + (1 - rho) * delta * delta
     return -hp["lr"] * delta, (acc_g, acc_delta)
 

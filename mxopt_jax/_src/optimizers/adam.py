@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..numerics import one_minus_pow, preprocess
+from ..numerics import div0, one_minus_pow, preprocess, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import check_lazy_update, is_static_zero
@@ -56,7 +56,7 @@ def adam_step(g, w, s, hp, opts):
     m = ema(m, G, b1)
     v = ema(v, G * G, b2)
     lr_t = hp["lr"] * jnp.sqrt(one_minus_pow(b2, hp["t"])) / one_minus_pow(b1, hp["t"])
-    return -lr_t * m / (jnp.sqrt(v) + hp["epsilon"]), (m, v)
+    return div0(-lr_t * m, jnp.sqrt(v) + hp["epsilon"], static_positive(hp, "epsilon")), (m, v)
 
 
 _ADAM_CHECKS = {"beta1": _BETA, "beta2": _BETA, "epsilon": _POSITIVE}
@@ -129,7 +129,7 @@ def adamw_step(g, w, s, hp, opts):
     eta = hp["lr"]
     if opts["correct_bias"]:
         eta = eta * jnp.sqrt(one_minus_pow(b2, hp["t"])) / one_minus_pow(b1, hp["t"])
-    direction = m / (jnp.sqrt(v) + hp["epsilon"])
+    direction = div0(m, jnp.sqrt(v) + hp["epsilon"], static_positive(hp, "epsilon"))
     if not is_static_zero(hp["wd"]):
         direction = direction + hp["wd"] * w
     return -eta * direction, (m, v)
@@ -207,7 +207,7 @@ def adamax_step(g, w, s, hp, opts):
     m = ema(m, G, hp["beta1"])
     u = jnp.maximum(hp["beta2"] * u, jnp.abs(G))
     lr_t = hp["lr"] / one_minus_pow(hp["beta1"], hp["t"])
-    return -lr_t * m / (u + hp["epsilon"]), (m, u)
+    return div0(-lr_t * m, u + hp["epsilon"], static_positive(hp, "epsilon")), (m, u)
 
 
 ADAMAX_RULE = Rule(
@@ -286,7 +286,7 @@ def nadam_step(g, w, s, hp, opts):
     m_hat = m / (1 - M_next)
     v_hat = v / one_minus_pow(b2, t)
     m_bar = (1 - mu_t) * g_hat + mu_t1 * m_hat
-    return -hp["lr"] * m_bar / (jnp.sqrt(v_hat) + hp["epsilon"]), (m, v, M)
+    return div0(-hp["lr"] * m_bar, jnp.sqrt(v_hat) + hp["epsilon"], static_positive(hp, "epsilon")), (m, v, M)
 
 
 NADAM_RULE = Rule(
@@ -356,7 +356,7 @@ def adabelief_step(g, w, s, hp, opts):
     eta = hp["lr"]
     if opts["correct_bias"]:
         eta = eta * jnp.sqrt(one_minus_pow(b2, hp["t"])) / one_minus_pow(b1, hp["t"])
-    return -eta * m / (jnp.sqrt(sv) + eps), (m, sv)
+    return div0(-eta * m, jnp.sqrt(sv) + eps, static_positive(hp, "epsilon")), (m, sv)
 
 
 ADABELIEF_RULE = Rule(

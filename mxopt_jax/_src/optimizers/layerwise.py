@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..numerics import l2_norm, name_flag, one_minus_pow, preprocess, scale
+from ..numerics import div0, l2_norm, name_flag, one_minus_pow, preprocess, scale, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import AxisName, check_axis_name, check_lazy_update, concrete_value, is_static_zero
@@ -172,9 +172,11 @@ def lamb_step(g, w, s, hp, opts):
     m = ema(m, G, b1)
     v = ema(v, G * G, b2)
     if opts["bias_correction"]:
-        u = (m / one_minus_pow(b1, t)) / (jnp.sqrt(v / one_minus_pow(b2, t)) + eps)
+        u = div0(
+            m / one_minus_pow(b1, t), jnp.sqrt(v / one_minus_pow(b2, t)) + eps, static_positive(hp, "epsilon")
+        )
     else:
-        u = m / (jnp.sqrt(v) + eps)
+        u = div0(m, jnp.sqrt(v) + eps, static_positive(hp, "epsilon"))
     u = _with_decay(u, w, hp)
     r = trust_ratio(bounded_weight_norm(w, hp, opts), u, opts)
     return -hp["lr"] * r * u, (m, v)
@@ -284,8 +286,8 @@ def lans_step(g, w, s, hp, opts):
     v = ema(v, G * G, b2)
     D = jnp.sqrt(v / one_minus_pow(b2, t)) + eps
     r1 = bounded_weight_norm(w, hp, opts)
-    u_m = _with_decay((m / one_minus_pow(b1, t)) / D, w, hp)
-    u_g = _with_decay(G / D, w, hp)
+    u_m = _with_decay(div0(m / one_minus_pow(b1, t), D, static_positive(hp, "epsilon")), w, hp)
+    u_g = _with_decay(div0(G, D, static_positive(hp, "epsilon")), w, hp)
     step = b1 * trust_ratio(r1, u_m, opts) * u_m + (1 - b1) * trust_ratio(r1, u_g, opts) * u_g
     return -hp["lr"] * step, (m, v)
 

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..numerics import preprocess
+from ..numerics import div0, preprocess, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import is_python_number
@@ -38,10 +38,12 @@ def rmsprop_step(g, w, s, hp, opts):
     var = rho * var + (1 - rho) * G * G
     if opts["centered"]:
         mean = rho * mean + (1 - rho) * G
-        mom = hp["momentum"] * mom - lr * G / jnp.sqrt(var - mean * mean + eps)
+        mom = hp["momentum"] * mom - div0(
+            lr * G, jnp.sqrt(var - mean * mean + eps), static_positive(hp, "epsilon")
+        )
         delta = mom
     else:
-        delta = -lr * G / (jnp.sqrt(var) + eps)
+        delta = div0(-lr * G, jnp.sqrt(var) + eps, static_positive(hp, "epsilon"))
     cw = hp["clip_weights"]
     if opts["clip_weights"]:
         new_w = w + delta

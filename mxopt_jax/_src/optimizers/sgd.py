@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..numerics import preprocess
+from ..numerics import preprocess, rate_or_one
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import check_choice, check_int, check_lazy_update, is_python_number, is_static_zero
@@ -289,9 +289,15 @@ class SGLDState(NamedTuple):
 
 
 def sgld_step(g, w, s, hp, opts):
-    """``w = w - lr/2 * G + N(0, sqrt(lr))``."""
+    """``w = w - lr/2 * G + N(0, sqrt(lr))``.
+
+    ``sqrt`` has an infinite slope at 0: at a rate of 0 the noise's scale is the constant 0, so that a
+    meta-gradient through a step at rate 0 (a warmup from 0) is 0 there, not ``inf * 0`` (differences #20).
+    """
     G = preprocess(g, w, hp)
-    noise = jnp.sqrt(hp["lr"]) * jax.random.normal(hp["key"], g.shape, g.dtype)
+    zero, lr = rate_or_one(hp["lr"])
+    sd = jnp.where(zero, jnp.zeros_like(lr), jnp.sqrt(lr))
+    noise = sd * jax.random.normal(hp["key"], g.shape, g.dtype)
     return -(hp["lr"] / 2) * G + noise, ()
 
 
@@ -444,10 +450,13 @@ def lbsgd_step(g, w, s, hp, opts):
         mult = jnp.clip(jnp.sqrt(w2 / (g2 + wd * w2 + 1e-18)), 0.01, 100.0)
     else:
         nup, nw, maxmult = n.astype(g.dtype), hp["nwup"], B
+        # The ramp is used only where nw > 1: it divides by max(nw, 1), so no x / 0 (nwup = 0 when
+        # warmup_epochs = 0) sits in the branch the where below leaves out (differences #20).
+        nws = jnp.maximum(nw, 1.0)
         ramp = {
-            "linear": lambda: 1.0 + (maxmult - 1) * nup / nw,
-            "power2": lambda: 1.0 + (maxmult - 1) * (nup * nup) / (nw * nw),
-            "sqrt": lambda: 1.0 + (maxmult - 1) * jnp.sqrt(nup / nw),
+            "linear": lambda: 1.0 + (maxmult - 1) * nup / nws,
+            "power2": lambda: 1.0 + (maxmult - 1) * (nup * nup) / (nws * nws),
+            "sqrt": lambda: 1.0 + (maxmult - 1) * jnp.sqrt(nup / nws),
         }[opts["warmup_strategy"]]()
         mult = jnp.where(nup >= nw, maxmult, jnp.where(nw <= 1, 1.0, ramp))
     lr = hp["lr"] * mult

@@ -1,0 +1,48 @@
+"""The study's workloads: real (small) training problems that download nothing.
+
+Each is a :class:`~mxopt_jax.compare.problems.base.Problem` made by a factory; :data:`PROBLEMS` lists them
+by name in display order. Their descriptions state the data, model, parameter count, loss, metric, budget
+and target, and why that target.
+
+* ``digits_mlp`` — scikit-learn's bundled 8x8 digits, an MLP 64-128-10; error %.
+* ``char_lm`` — a character-level MLP language model on a generated English-like corpus; bits/char.
+* ``recommender`` — matrix factorization of synthetic ratings through row-sparse tables
+  (:func:`mxopt_jax.sparse.lookup`, lazy updates); RMSE.
+* ``logreg`` — L2-regularized logistic regression on scikit-learn's bundled breast-cancer set (convex);
+  log-loss.
+* ``autoencoder`` — a deep autoencoder of the digits (ill-conditioned); reconstruction MSE.
+
+``digits_mlp``, ``logreg`` and ``autoencoder`` read data sets bundled with scikit-learn (the app's optional
+``study`` extra; imported only when ``data()`` is called).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .base import Problem, Splits
+from .cancer import logreg
+from .charlm import char_lm
+from .digits import digits_mlp
+from .digits_ae import autoencoder
+from .ratings import recommender
+
+__all__ = [
+    "PROBLEMS",
+    "Problem",
+    "Splits",
+    "autoencoder",
+    "char_lm",
+    "digits_mlp",
+    "logreg",
+    "recommender",
+]
+
+#: Name -> factory of every built-in workload, in display order.
+PROBLEMS: dict[str, Callable[[], Problem]] = {
+    "digits_mlp": digits_mlp,
+    "char_lm": char_lm,
+    "recommender": recommender,
+    "logreg": logreg,
+    "autoencoder": autoencoder,
+}

@@ -1,0 +1,93 @@
+"""What a workload of the study is: :class:`Problem` (data, model, loss, metric, target, budget).
+
+A problem is plain data plus pure functions, so the engine (:mod:`mxopt_jax.compare.engine`) can trace one
+training run and ``jax.vmap`` it over learning rates and seeds. A user's own problem (a Flax model, say) is
+the same small protocol: fill in a :class:`Problem` and pass it to :func:`mxopt_jax.compare.study`.
+
+Conventions every problem follows:
+
+* ``data()`` is deterministic: the same arrays every call (a problem's split is fixed; the *seed* of a run
+  changes its initialization and the order of its mini-batches, never the data).
+* ``loss(params, batch)`` is the mean training loss over a mini-batch (what is differentiated);
+  ``metric(params, batch)`` is the evaluation metric over a whole split, **lower is better** (an error rate,
+  a held-out loss, an RMSE). Both are pure and traceable; neither may branch in Python on traced values.
+* Batches are pytrees of arrays whose leading axis runs over examples (e.g. ``(x, y)``); the engine draws a
+  mini-batch by indexing every leaf with the same row indices.
+* ``tables`` names top-level keys of the parameter dict that ``loss`` reads only through
+  :func:`mxopt_jax.sparse.lookup`; for those, mxopt_jax's optimizers get row-sparse gradients
+  (:func:`mxopt_jax.sparse.value_and_grad`) and update lazily where the optimizer can.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+
+__all__ = ["Batch", "Params", "Problem", "Splits"]
+
+Params = Any  # a pytree of arrays
+Batch = Any  # a pytree of arrays with a leading example axis
+
+
+class Splits(NamedTuple):
+    """A problem's data: three disjoint splits, each a :data:`Batch` (NumPy or JAX arrays)."""
+
+    train: Batch  # what mini-batches are drawn from
+    val: Batch  # what selection (learning rate, steps to target) reads
+    test: Batch  # what is reported; selection never reads it
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One workload: data, model, loss, metric, target and training budget.
+
+    Attributes:
+      name: short identifier (lower case, no spaces), e.g. ``"digits_mlp"``.
+      title: one line for tables and plots, e.g. ``"digits, MLP 64-128-10"``.
+      description: what a reader needs to judge the result: the data (source, sizes of the splits), the
+        model (layers, number of parameters), the loss and metric, steps, batch size, the target and why.
+      data: ``() -> Splits``, deterministic.
+      init: ``(key) -> params`` (a pytree; a dict when ``tables`` is used).
+      loss: ``(params, batch) -> scalar``, the mean training loss of a mini-batch.
+      metric: ``(params, batch) -> scalar``, lower is better, evaluated on a whole split.
+      metric_name: how tables label the metric, e.g. ``"error %"`` (the value is shown as computed).
+      target: the validation metric a run must reach (``<=``) to count as "reached target".
+      steps: training steps of one run (the full preset; the quick preset scales it, see ``quick_steps``).
+      batch_size: examples per mini-batch.
+      eval_every: steps between evaluations of the metric on the validation and test splits.
+      quick_steps: steps in the quick preset (a multiple of ``eval_every``); ``None`` means ``steps``.
+      tables: top-level parameter keys read only through :func:`mxopt_jax.sparse.lookup` (row-sparse).
+    """
+
+    name: str
+    title: str
+    description: str
+    data: Callable[[], Splits]
+    init: Callable[[jax.Array], Params]
+    loss: Callable[[Params, Batch], jax.Array]
+    metric: Callable[[Params, Batch], jax.Array]
+    metric_name: str
+    target: float
+    steps: int
+    batch_size: int
+    eval_every: int
+    quick_steps: int | None = None
+    tables: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for field in ("steps", "batch_size", "eval_every"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"Problem {self.name!r}: `{field}` must be an int >= 1, got {value!r}")
+        for field in ("steps", "quick_steps"):
+            value = getattr(self, field)
+            if value is not None and value % self.eval_every:
+                raise ValueError(
+                    f"Problem {self.name!r}: `{field}` ({value}) must be a multiple of `eval_every` "
+                    f"({self.eval_every})"
+                )
+        if not isinstance(self.tables, tuple) or not all(isinstance(t, str) for t in self.tables):
+            raise TypeError(f"Problem {self.name!r}: `tables` must be a tuple of str, got {self.tables!r}")

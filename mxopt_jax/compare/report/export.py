@@ -1,0 +1,252 @@
+"""A study's numbers as files: every run as long-form CSV, the selections as a summary CSV, all of it as JSON.
+
+The JSON (:func:`write_json`) holds everything needed to re-analyse a study without re-running it: the
+records of every run (:meth:`Records.to_dict`), the selections, the protocol text, the presets, the
+versions of the libraries and the timings; :func:`read_json` reloads it (records as :class:`Records`,
+selections as :class:`Selection`).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..protocol import Preset, Selection, rank
+from ..records import Records
+from .tables import group_by_problem
+
+__all__ = [
+    "FORMAT",
+    "mode_of",
+    "read_json",
+    "records_equal",
+    "versions",
+    "write_csv",
+    "write_json",
+    "write_summary_csv",
+]
+
+#: Identifies the JSON layout (bumped when it changes).
+FORMAT = "mxopt_jax.compare.study/1"
+
+RUN_COLUMNS = ("problem", "contender", "mode", "lr", "seed", "step", "train_loss", "val", "test")
+SUMMARY_COLUMNS = (
+    "problem",
+    "contender",
+    "mode",
+    "rank",
+    "lr",
+    "on_edge",
+    "test_mean",
+    "test_ci",
+    "val_final_mean",
+    "best_val_mean",
+    "time_to_target",
+    "reached",
+    "seeds",
+    "steps",
+    "ms_per_step",
+    "diverged",
+    "runs",
+    "note",
+)
+
+
+def mode_of(records: Records) -> str:
+    """``"one-shot"`` for a single rate, else ``"tuned"``."""
+    return "one-shot" if len(np.atleast_1d(records.lrs)) == 1 else "tuned"
+
+
+def _num(v: float) -> str:
+    """A float for CSV: unrounded (``repr``), ``nan``/``inf`` as words."""
+    v = float(v)
+    return repr(v) if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+
+def write_csv(path: str | Path, records_list: Iterable[Records]) -> Path:
+    """Every evaluation point of every run as long-form CSV, one row per ``(rate, seed, step)``.
+
+    Columns: problem, contender, mode (:func:`mode_of`), lr, seed, step, train_loss, val, test. Numbers are
+    unrounded; a diverged value is written ``nan`` or ``inf``.
+    """
+    path = Path(path)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(RUN_COLUMNS)
+        for r in records_list:
+            mode = mode_of(r)
+            steps = np.asarray(r.eval_steps)
+            for g, lr in enumerate(np.asarray(r.lrs, np.float64)):
+                for s, seed in enumerate(np.asarray(r.seeds)):
+                    for e, step in enumerate(steps):
+                        w.writerow(
+                            [
+                                r.problem,
+                                r.contender,
+                                mode,
+                                _num(lr),
+                                int(seed),
+                                int(step),
+                                _num(r.train_loss[g, s, e]),
+                                _num(r.val[g, s, e]),
+                                _num(r.test[g, s, e]),
+                            ]
+                        )
+    return path
+
+
+def write_summary_csv(path: str | Path, selections: Iterable[Selection]) -> Path:
+    """One row per selection (contender, problem, mode): the reported numbers and the rank.
+
+    The rank (:func:`~mxopt_jax.compare.protocol.rank`) is computed among the selections of the same problem
+    and mode; ``time_to_target`` is ``inf`` when fewer than half of the seeds reached the target.
+    """
+    path = Path(path)
+    sels = list(selections)
+    ranks: dict[int, int] = {}
+    for mode in dict.fromkeys(s.mode for s in sels):
+        for group in group_by_problem(s for s in sels if s.mode == mode).values():
+            for s, k in zip(group, rank(group), strict=True):
+                ranks[id(s)] = k
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(SUMMARY_COLUMNS)
+        for s in sels:
+            w.writerow(
+                [
+                    s.problem,
+                    s.contender,
+                    s.mode,
+                    ranks[id(s)],
+                    _num(s.lr),
+                    s.on_edge or "",
+                    _num(s.test_mean),
+                    _num(s.test_ci),
+                    _num(s.val_mean),
+                    _num(s.best_val_mean),
+                    _num(s.time_to_target),
+                    s.reached,
+                    s.seeds,
+                    s.steps,
+                    _num(s.ms_per_step),
+                    s.diverged,
+                    len(s.lrs) * s.seeds,
+                    s.note,
+                ]
+            )
+    return path
+
+
+def versions() -> dict[str, str]:
+    """Installed versions of jax, jaxlib, optax, mxopt_jax and numpy (``"unknown"`` when not found)."""
+    out = {}
+    for name in ("jax", "jaxlib", "optax", "mxopt_jax", "numpy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "unknown"
+    if out["mxopt_jax"] == "unknown":
+        import mxopt_jax
+
+        out["mxopt_jax"] = getattr(mxopt_jax, "__version__", "unknown")
+    out["numpy"] = np.__version__
+    return out
+
+
+def _get(study: Any, key: str, default: Any = None) -> Any:
+    if isinstance(study, Mapping):
+        return study.get(key, default)
+    return getattr(study, key, default)
+
+
+def _jsonable(x: Any) -> Any:
+    """Plain JSON values: dataclasses and arrays converted, NaN as None, infinities as "inf"/"-inf"."""
+    if isinstance(x, Records | Selection):
+        return x.to_dict()
+    if isinstance(x, Preset):
+        return x.to_dict()
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return _jsonable(dataclasses.asdict(x))
+    if isinstance(x, Mapping):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        return _jsonable(x.item())
+    if isinstance(x, float):
+        if math.isnan(x):
+            return None
+        return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+    return x
+
+
+def write_json(path: str | Path, study: Any) -> Path:
+    """``study`` as JSON (strict: no NaN/Infinity literals).
+
+    ``study`` is a mapping or an object with (any of) these keys/attributes: ``records`` (a sequence of
+    :class:`Records`, tuned and one-shot alike), ``selections`` (a sequence of :class:`Selection`),
+    ``protocol`` (the text of :func:`~mxopt_jax.compare.protocol.describe`), ``preset`` (a
+    :class:`~mxopt_jax.compare.protocol.Preset` or its name), ``presets`` (defaults to every preset),
+    ``timings`` (a mapping, e.g. total, compile and run seconds) and ``meta`` (anything JSON-ready). The
+    file also records :func:`versions` and :data:`FORMAT`.
+    """
+    from ..protocol import PRESETS
+
+    preset = _get(study, "preset")
+    doc = {
+        "format": FORMAT,
+        "versions": versions(),
+        "protocol": _get(study, "protocol", "") or "",
+        "preset": preset.name if isinstance(preset, Preset) else preset,
+        "presets": _jsonable(_get(study, "presets") or PRESETS),
+        "timings": _jsonable(_get(study, "timings") or {}),
+        "meta": _jsonable(_get(study, "meta") or {}),
+        "records": [r.to_dict() for r in (_get(study, "records") or ())],
+        "selections": [s.to_dict() for s in (_get(study, "selections") or ())],
+    }
+    path = Path(path)
+    path.write_text(json.dumps(_jsonable(doc), allow_nan=False, indent=1))
+    return path
+
+
+def read_json(path: str | Path) -> dict[str, Any]:
+    """A study written by :func:`write_json`: the same keys, with ``records`` as :class:`Records`,
+    ``selections`` as :class:`Selection` and ``presets`` as :class:`Preset` objects."""
+    doc = json.loads(Path(path).read_text())
+    doc["records"] = [Records.from_dict(d) for d in doc.get("records", ())]
+    doc["selections"] = [Selection.from_dict(d) for d in doc.get("selections", ())]
+    doc["presets"] = {k: Preset(**v) for k, v in (doc.get("presets") or {}).items()}
+    return doc
+
+
+def records_equal(a: Sequence[Records], b: Sequence[Records]) -> bool:
+    """Whether two lists of records hold the same values, for round-trip checks: NaN equals NaN, and in
+    ``train_loss``/``val``/``test`` any non-finite value equals any other (JSON stores a diverged value as
+    NaN, :meth:`Records.to_dict`)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        for f in dataclasses.fields(Records):
+            u, v = getattr(x, f.name), getattr(y, f.name)
+            if isinstance(u, np.ndarray) or isinstance(v, np.ndarray):
+                u, v = np.asarray(u, np.float64), np.asarray(v, np.float64)
+                if f.name in ("train_loss", "val", "test"):  # JSON keeps a diverged value as NaN
+                    u, v = np.where(np.isfinite(u), u, np.nan), np.where(np.isfinite(v), v, np.nan)
+                if not np.array_equal(u, v, equal_nan=True):
+                    return False
+            elif isinstance(u, float) and isinstance(v, float):
+                if not (u == v or (math.isnan(u) and math.isnan(v))):
+                    return False
+            elif u != v:
+                return False
+    return True

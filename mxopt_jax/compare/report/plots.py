@@ -1,0 +1,500 @@
+"""Figures of a study (needs matplotlib: ``pip install 'mxopt_jax[plot]'``; imported lazily, Agg backend).
+
+* :func:`plot_sensitivity`: final validation metric against the learning rate (log axis), mean over seeds
+  with a min-max band, the chosen rate circled, diverged rates marked ``x`` at the top of the panel;
+* :func:`plot_curves`: validation metric against steps at each contender's chosen rate, with a seed band;
+* :func:`plot_profile`: the performance profiles (``rho`` against ``tau``), legend sorted by score.
+
+Each figure has one row per problem (the profile: one row) and, when more than
+:data:`~mxopt_jax.compare.plotting.ONE_PANEL_MAX` contenders are drawn, one column per family (at most eight
+lines per axes); the panels of a row share their y range. Colours, line styles, figure set-up and PNG
+writing are those of :mod:`mxopt_jax.compare.plotting` (the 2-D tour), so a contender looks the same in
+every figure of the app.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import plotting as _base
+from ..protocol import TAU_MAX, Selection, performance_profile, profile_score, profile_taus, select
+from ..records import Records
+from .tables import collapse, group_by_problem, label
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+    from ..problems.base import Problem
+
+__all__ = [
+    "FAMILY_ORDER",
+    "OPTAX_FAMILY",
+    "default_families",
+    "plot_curves",
+    "plot_profile",
+    "plot_sensitivity",
+    "save_all",
+]
+
+OPTAX_FAMILY = "optax baselines"
+#: Order of the family panels (families not listed come after, in the order met).
+FAMILY_ORDER = ("SGD family", "adaptive family", "Adam family", "layer-wise family", OPTAX_FAMILY)
+_BAND_ALPHA = 0.13
+_STRIP = 0.2  # top fraction of a sensitivity panel where diverged rates are marked
+_TARGET = {"color": "#777777", "linestyle": (0, (4, 3)), "linewidth": 1.0, "zorder": 1}
+
+
+def default_families(names: Sequence[str]) -> dict[str, str]:
+    """``{name: family}`` from mxopt_jax's optimizer table; ``optax.*`` names are ``"optax baselines"``."""
+    from mxopt_jax import FAMILIES
+
+    table = {n: fam for fam, members in FAMILIES.items() for n in members}
+    return {n: OPTAX_FAMILY if n.startswith("optax.") else table.get(n, "other") for n in names}
+
+
+def _groups(names: Sequence[str], families: Mapping[str, str] | None) -> list[tuple[str, list[str]]]:
+    """``names`` split into panels: one ``("", names)`` panel for few names, else one per family."""
+    names = list(dict.fromkeys(names))
+    if len(names) <= _base.ONE_PANEL_MAX:
+        return [("", names)]
+    fam = {**default_families(names), **(families or {})}
+    order = list(FAMILY_ORDER) + [f for f in dict.fromkeys(fam[n] for n in names) if f not in FAMILY_ORDER]
+    return [(f, [n for n in names if fam[n] == f]) for f in order if any(fam[n] == f for n in names)]
+
+
+def _as_list(problems: Problem | Sequence[Problem]) -> list[Problem]:
+    return list(problems) if isinstance(problems, Sequence) else [problems]
+
+
+def _tuned_records(records: Sequence[Records], problem: str) -> dict[str, Records]:
+    """``{contender: records}`` on ``problem``, the one with the most rates where there are several."""
+    out: dict[str, Records] = {}
+    for r in records:
+        if r.problem == problem and (r.contender not in out or len(r.lrs) > len(out[r.contender].lrs)):
+            out[r.contender] = r
+    return out
+
+
+def _selections(
+    recs: Mapping[str, Records], selections: Sequence[Selection] | None, problem: Problem
+) -> dict[str, Selection]:
+    """The selection of each contender's records (given ones matched by problem and grid, else computed)."""
+    given = {(s.problem, s.contender, len(s.lrs)): s for s in selections or ()}
+    return {
+        n: given.get((r.problem, n, len(r.lrs))) or select(r, problem)
+        for n, r in recs.items()
+        if (r.problem, n, len(r.lrs)) in given or selections is None
+    }
+
+
+def _ylim(
+    values: np.ndarray, chosen: np.ndarray, metric_name: str, target: float, factor: float = 3.0
+) -> tuple[float, float, bool]:
+    """A readable y range ``(bottom, top, log)``.
+
+    Linear by default: from the lowest value (or the target) up by ``factor`` times the distance to the
+    upper quartile of the ``chosen`` values (the tuned results), and at least a quarter of that quartile,
+    so the differences between good results stay visible and the slopes around them show. When the values span more than a decade (an error rate from 2 % to chance level), a log axis
+    up to the largest value shows the good results and the slow rates at once. Always capped at 100 for a
+    percentage and at 30 times the upper quartile; values above (blow-ups) leave the panel at the top.
+    """
+    v = np.asarray(values, np.float64)
+    v = v[np.isfinite(v)]
+    c = np.asarray(chosen, np.float64)
+    c = c[np.isfinite(c)]
+    low = float(v.min()) if v.size else 0.0
+    if math.isfinite(target):
+        low = min(low, target)
+    if c.size == 0:
+        c = v
+    sane = float(np.quantile(c, 0.75)) if c.size else low + 1.0
+    cap = 100.0 if "%" in metric_name else math.inf
+    if v.size and low > 0:
+        top = min(float(v.max()), 30 * sane, cap)
+        if top / low >= 10:
+            return low / 1.15, top * 1.15, True
+    top = low + max(factor * (sane - low), 0.25 * abs(sane))
+    if math.isfinite(target):
+        top = max(top, target + 0.5 * (target - low))
+    if v.size:
+        top = min(top, float(v.max()))
+    top = min(top, cap)
+    if top <= low:
+        top = low + max(abs(low) * 0.1, 1e-3)
+    pad = 0.04 * (top - low)
+    bottom = low - pad
+    if low >= 0 > bottom:
+        bottom = 0.0 if low < 2 * pad else low - pad
+    return bottom, top + pad, False
+
+
+def _strip(ax: Any, lo: float, hi: float, log: bool, show: bool = True) -> Any:
+    """Set the y axis so that ``[lo, hi]`` fills the lower ``1 - _STRIP`` of ``ax``, shade the strip above
+    it (where diverged rates are marked) and return the data area, to clip lines to. Without ``show`` (no
+    run diverged in the row), no strip: ``[lo, hi]`` fills the panel."""
+    from matplotlib.patches import Rectangle
+
+    if not show:
+        _set_y(ax, lo, hi, log)
+        return Rectangle((0, 0), 1, 1, transform=ax.transAxes)
+
+    if log:
+        top = 10 ** (math.log10(lo) + (math.log10(hi) - math.log10(lo)) / (1 - _STRIP))
+    else:
+        top = lo + (hi - lo) / (1 - _STRIP)
+    _set_y(ax, lo, top, log)
+    ax.set_yticks([t for t in ax.get_yticks() if lo <= t <= hi])  # no ticks in the strip
+    ax.set_ylim(lo, top)
+    ax.axhspan(hi, top, color="#eeeeee", zorder=0, linewidth=0)
+    ax.text(
+        0.015,
+        1 - _STRIP / 2,
+        "diverged",
+        transform=ax.transAxes,
+        fontsize=7,
+        color="#888888",
+        va="center",
+        ha="left",
+        zorder=0,
+    )
+    return Rectangle((0, 0), 1, 1 - _STRIP, transform=ax.transAxes)
+
+
+def _set_y(ax: Any, lo: float, hi: float, log: bool) -> None:
+    if log:
+        from matplotlib.ticker import LogLocator, NullFormatter
+
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(_plain_formatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        _no_minor(ax.yaxis)
+    ax.set_ylim(lo, hi)
+
+
+def _no_minor(axis: Any) -> None:
+    from matplotlib.ticker import NullLocator
+
+    axis.set_minor_locator(NullLocator())
+
+
+def _legend(fig: Figure, ax: Any, n: int) -> None:
+    """A legend under ``ax``: two columns for more than four short labels (long ones would widen the
+    column of panels), else one."""
+    longest = max((len(t) for t in ax.get_legend_handles_labels()[1]), default=0)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.2),
+        ncol=2 if n > 4 and longest <= 20 else 1,
+        fontsize=8,
+        frameon=False,
+        handlelength=2.8,
+        columnspacing=1.0,
+    )
+
+
+def _target_line(ax: Any, target: float) -> None:
+    if math.isfinite(target):
+        ax.axhline(target, **_TARGET)
+
+
+def _panels(
+    problems: Sequence[Problem], names: Sequence[str], families: Mapping[str, str] | None, height: float
+) -> tuple[Figure, np.ndarray, list[tuple[str, list[str]]]]:
+    groups = _groups(names, families)
+    ncols = len(groups)
+    rows = len(problems)
+    legend_rows = max(math.ceil(len(m) / (1 if len(m) <= 4 else 2)) for _, m in groups)
+    fig = _base._figure(
+        figsize=(3.4 * ncols + 0.8 + (2.0 if ncols == 1 else 0), height * rows + 0.9 + 0.2 * legend_rows)
+    )
+    axes = fig.subplots(rows, ncols, squeeze=False, sharex="row", sharey="row")
+    return fig, axes, groups
+
+
+def _family_title(family: str, members: Sequence[str]) -> str:
+    return family or ""
+
+
+def plot_sensitivity(
+    problems: Problem | Sequence[Problem],
+    records: Sequence[Records],
+    selections: Sequence[Selection] | None = None,
+    families: Mapping[str, str] | None = None,
+    identical: Mapping[str, Sequence[str]] | None = None,
+) -> Figure:
+    """Learning-rate sensitivity: final validation metric against the rate, one row per problem.
+
+    Per contender: the mean over seeds (line and dots), a min-max band over seeds, its chosen rate circled.
+    A rate where a seed diverged is marked ``x`` at the top of the panel (the protocol scores it ``+inf``);
+    values above the y range (a readable range around the good results, see :func:`_ylim`) are clipped.
+    The dashed line is the problem's target. Only records with more than one rate are drawn.
+    """
+    probs = _as_list(problems)
+    per = {
+        p.name: {n: r for n, r in _tuned_records(records, p.name).items() if len(r.lrs) > 1} for p in probs
+    }
+    sels = {p.name: _selections(per[p.name], selections, p) for p in probs}
+    names = _shown(per, sels, identical)
+    fig, axes, groups = _panels(probs, names, families, 2.7)
+    for row, p in enumerate(probs):
+        recs = per[p.name]
+        means = {n: _final_stats(recs[n]) for n in recs if n in names}  # the range: drawn lines only
+        allv = np.concatenate([m[0] for m in means.values()]) if means else np.array([])
+        picked = np.array([means[n][0][s.index] for n, s in sels[p.name].items() if n in means])
+        lo, hi, logy = _ylim(allv, picked, p.metric_name, p.target)
+        for col, (family, members) in enumerate(groups):
+            ax = axes[row][col]
+            clip = _strip(ax, lo, hi, logy, any(m[3].any() for m in means.values()))
+            diverging = [n for n in members if n in recs and means[n][3].any()]
+            gap = min(0.03, (_STRIP - 0.05) / max(len(diverging) - 1, 1))
+            for i, n in enumerate(members):
+                if n not in recs:
+                    continue
+                style = _style(i, len(members))
+                mean, low, high, bad = means[n]
+                lrs = np.asarray(recs[n].lrs, np.float64)
+                artists = ax.plot(lrs, mean, marker="o", markersize=2.5, label=label(n, identical), **style)
+                artists.append(ax.fill_between(lrs, low, high, color=style["color"], alpha=_BAND_ALPHA, lw=0))
+                if bad.any():  # in the strip above the data, one row per contender
+                    ax.plot(
+                        lrs[bad],
+                        np.full(bad.sum(), 1 - 0.025 - gap * diverging.index(n)),
+                        transform=ax.get_xaxis_transform(),
+                        linestyle="none",
+                        marker="x",
+                        markersize=4.5,
+                        markeredgewidth=1.3,
+                        color=style["color"],
+                        zorder=4,
+                    )
+                s = sels[p.name].get(n)
+                if s is not None and math.isfinite(mean[s.index]):
+                    artists += ax.plot(
+                        s.lr,
+                        mean[s.index],
+                        marker="o",
+                        markersize=7,
+                        markerfacecolor="white",
+                        markeredgewidth=1.6,
+                        markeredgecolor=style["color"],
+                        linestyle="none",
+                        zorder=5,
+                    )
+                for artist in artists:
+                    artist.set_clip_path(clip)
+            _target_line(ax, p.target)
+            ax.set_xscale("log")
+            _no_minor(ax.xaxis)  # minor ticks on 25 log axes cost seconds to lay out, and add nothing
+            ax.grid(True, **_base._GRID)
+            ax.tick_params(labelsize=8)
+            if row == 0 and family:
+                ax.set_title(_family_title(family, members), fontsize=9.5)
+            if col == 0:
+                ax.set_ylabel(f"{p.name}\nfinal val {p.metric_name}" + (" (log)" if logy else ""), fontsize=9)
+            if row == len(probs) - 1:
+                ax.set_xlabel("learning rate", fontsize=9)
+                _legend(fig, ax, len(members))
+    _suptitle(
+        fig,
+        "Learning-rate sensitivity: final validation metric, mean over seeds (band: min-max); "
+        "○ chosen rate; × (grey strip) a seed diverged at that rate; dashed: target",
+    )
+    return fig
+
+
+def _style(i: int, n: int) -> dict[str, Any]:
+    return {**_base._style(i), "linewidth": 1.4}
+
+
+def _shown(
+    per: Mapping[str, Mapping[str, Any]],
+    sels: Mapping[str, Mapping[str, Selection]],
+    identical: Mapping[str, Sequence[str]] | None,
+) -> list[str]:
+    """Contenders to draw, in the order met, without those identical to a drawn one."""
+    names = list(dict.fromkeys(n for recs in per.values() for n in recs))
+    hidden = {o for rep, others in (identical or {}).items() if rep in names for o in others if o != rep}
+    return [n for n in names if n not in hidden]
+
+
+def _final_stats(r: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per rate: mean, min and max over seeds of the final validation metric (NaN where a seed diverged),
+    and the mask of rates where a seed diverged."""
+    v = np.asarray(r.val, np.float64)[:, :, -1]
+    bad = ~np.isfinite(v).all(axis=1)
+    mean, low, high = _seed_stats(v, axis=1)
+    return mean, low, high, bad
+
+
+def _seed_stats(v: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, min and max over ``axis`` (the seeds); NaN wherever a seed is not finite."""
+    ok = np.isfinite(v).all(axis=axis)
+    mean = np.where(ok, np.where(np.isfinite(v), v, 0).mean(axis=axis), np.nan)
+    low = np.where(ok, np.where(np.isfinite(v), v, np.inf).min(axis=axis), np.nan)
+    high = np.where(ok, np.where(np.isfinite(v), v, -np.inf).max(axis=axis), np.nan)
+    return mean, low, high
+
+
+def plot_curves(
+    problems: Problem | Sequence[Problem],
+    records: Sequence[Records],
+    selections: Sequence[Selection] | None = None,
+    families: Mapping[str, str] | None = None,
+    identical: Mapping[str, Sequence[str]] | None = None,
+) -> Figure:
+    """Validation metric against steps at each contender's chosen rate: mean over seeds, min-max band;
+    one row per problem. A seed that diverged at the chosen rate breaks the mean (the legend says so)."""
+    probs = _as_list(problems)
+    per = {p.name: _tuned_records(records, p.name) for p in probs}
+    sels = {p.name: _selections(per[p.name], selections, p) for p in probs}
+    names = _shown(per, sels, identical)
+    fig, axes, groups = _panels(probs, names, families, 2.6)
+    for row, p in enumerate(probs):
+        recs, chosen = per[p.name], sels[p.name]
+        stats = {}
+        for n, r in recs.items():
+            if n not in chosen:
+                continue
+            v = np.asarray(r.val, np.float64)[chosen[n].index]  # (S, E)
+            mean, low, high = _seed_stats(v, axis=0)
+            bad = int((~np.isfinite(v[:, -1])).sum())
+            stats[n] = (np.asarray(r.eval_steps, np.float64), mean, low, high, bad)
+        allv = np.concatenate([s[1] for s in stats.values()]) if stats else np.array([])
+        finals = np.array([s[1][-1] for s in stats.values()])
+        lo, hi, logy = _ylim(allv, finals, p.metric_name, p.target, factor=5.0)
+        for col, (family, members) in enumerate(groups):
+            ax = axes[row][col]
+            for i, n in enumerate(members):
+                if n not in stats:
+                    continue
+                steps, mean, low, high, bad = stats[n]
+                style = _style(i, len(members))
+                text = f"{label(n, identical)} ({chosen[n].lr:.3g})"
+                if bad:
+                    text += f", {bad} diverged"
+                ax.plot(steps, mean, label=text, **style)
+                ax.fill_between(steps, low, high, color=style["color"], alpha=_BAND_ALPHA, linewidth=0)
+            _target_line(ax, p.target)
+            _set_y(ax, lo, hi, logy)
+            ax.grid(True, **_base._GRID)
+            ax.tick_params(labelsize=8)
+            if row == 0 and family:
+                ax.set_title(_family_title(family, members), fontsize=9.5)
+            if col == 0:
+                ax.set_ylabel(f"{p.name}\nval {p.metric_name}" + (" (log)" if logy else ""), fontsize=9)
+            if row == len(probs) - 1:
+                ax.set_xlabel("step", fontsize=9)
+                _legend(fig, ax, len(members))
+    _suptitle(
+        fig,
+        "Validation metric at the chosen rate (legend: contender (rate)): mean over seeds, band: min-max; "
+        "dashed: target",
+    )
+    return fig
+
+
+def plot_profile(
+    selections: Sequence[Selection] | Mapping[str, Sequence[Selection]],
+    families: Mapping[str, str] | None = None,
+    identical: Mapping[str, Sequence[str]] | None = None,
+    tau_max: float = TAU_MAX,
+) -> Figure:
+    """Performance profiles (AlgoPerf-style): ``rho(tau)``, the fraction of problems a contender reaches the
+    target within ``tau`` times the fastest contender's steps; step lines, log ``tau`` axis. Legends are
+    sorted by score (normalized area, in brackets); family panels share the y range."""
+    by_problem = selections if isinstance(selections, Mapping) else group_by_problem(selections)
+    by_problem = {p: collapse(s, identical) for p, s in by_problem.items()}
+    taus = profile_taus(tau_max)
+    rho = performance_profile(by_problem, taus)
+    scores = {n: profile_score(r, taus) for n, r in rho.items()}
+    groups = _groups(list(rho), families)
+    ncols = len(groups)
+    fig = _base._figure(figsize=(3.3 * ncols + 0.8 + (1.5 if ncols == 1 else 0), 4.6))
+    axes = fig.subplots(1, ncols, squeeze=False, sharex=True, sharey=True)[0]
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    for ax, (family, members) in zip(axes, groups, strict=True):
+        order = sorted(members, key=lambda n: (-scores[n], n))
+        for n in order:
+            i = members.index(n)  # the colour a contender has in the other figures
+            ax.plot(
+                taus,
+                rho[n],
+                drawstyle="steps-post",
+                label=f"{label(n, identical)} ({scores[n]:.2f})",
+                **_style(i, len(members)),
+            )
+        ax.set_xscale("log")
+        ax.set_xlim(1, tau_max)
+        ax.set_ylim(-0.03, 1.03)
+        ticks = [t for t in (1, 1.5, 2, 3, 4, 6, 10, 20, 50, 100) if t <= tau_max]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_major_formatter(_plain_formatter())
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.grid(True, **_base._GRID)
+        ax.tick_params(labelsize=8)
+        ax.set_xlabel("tau (steps / fastest's steps)", fontsize=9)
+        if family:
+            ax.set_title(family, fontsize=9.5)
+        _legend(fig, ax, len(members))
+    axes[0].set_ylabel("fraction of problems within tau", fontsize=9)
+    _suptitle(
+        fig,
+        f"Performance profiles over {len(by_problem)} problem(s): steps to the validation target "
+        "(median over seeds) at the chosen rate; legend: contender (score)",
+    )
+    return fig
+
+
+def _suptitle(fig: Figure, text: str) -> None:
+    """A figure title wrapped to the figure's width."""
+    width = max(40, int(fig.get_figwidth() * 12))
+    fig.suptitle(textwrap.fill(text, width), fontsize=10.5)
+
+
+def _plain_formatter() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: f"{v:g}")
+
+
+def save_all(
+    out_dir: str | Path,
+    problems: Problem | Sequence[Problem],
+    records: Sequence[Records],
+    selections: Sequence[Selection] | None = None,
+    families: Mapping[str, str] | None = None,
+    identical: Mapping[str, Sequence[str]] | None = None,
+    tau_max: float = TAU_MAX,
+) -> list[Path]:
+    """Write ``sensitivity.png``, ``curves.png`` and ``profile.png`` (tuned selections) into ``out_dir``.
+
+    Only records and selections of ``problems`` are drawn. ``selections`` are the tuned ones (computed
+    from ``records`` when None; one-shot selections are used only when there are no tuned ones); one-shot
+    records (one rate) are left out of the sensitivity plot. Returns the paths written.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    probs = _as_list(problems)
+    known = {p.name: p for p in probs}
+    records = [r for r in records if r.problem in known]
+    if selections is None:
+        selections = [select(r, known[r.problem]) for r in records if len(r.lrs) > 1]
+    selections = [s for s in selections if s.problem in known]
+    tuned = [s for s in selections if s.mode == "tuned"] or selections
+    written = []
+    fig = plot_sensitivity(probs, records, tuned, families, identical)
+    written.append(_base.save(fig, out / "sensitivity.png"))
+    fig = plot_curves(probs, records, tuned, families, identical)
+    written.append(_base.save(fig, out / "curves.png"))
+    fig = plot_profile(tuned, families, identical, tau_max)
+    written.append(_base.save(fig, out / "profile.png"))
+    return written

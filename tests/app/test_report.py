@@ -1,0 +1,300 @@
+"""The study's reports: text tables, CSV/JSON export and figures, on synthetic records (no training)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare.records import Records
+from mxopt_jax.compare.report import export, plots, tables
+
+MXOPT = (
+    "sgd", "nag", "signum", "sgld", "dcasgd", "lbsgd", "ccsgd", "test",
+    "adagrad", "groupadagrad", "adadelta", "rmsprop", "ftrl", "ftml",
+    "adam", "adamw", "adamax", "nadam", "adabelief",
+    "lars", "lamb", "lans",
+)  # fmt: skip
+OPTAX = ("optax.sgd", "optax.adam", "optax.adamw", "optax.lamb")
+IDENTICAL_TO_SGD = ("lbsgd", "ccsgd", "test")
+
+#: (name, title, metric, target, chance level, best reachable)
+PROBLEMS = (
+    ("digits_mlp", "digits, MLP 64-128-10", "error %", 4.0, 90.0, 2.5),
+    ("digits_cnn", "digits, small CNN", "error %", 3.0, 90.0, 1.8),
+    ("charlm", "character LM, embedding + GRU", "val loss", 1.6, 3.3, 1.35),
+    ("movielens_mf", "matrix factorization (row-sparse)", "RMSE", 0.95, 1.4, 0.88),
+    ("logreg", "logistic regression (convex)", "loss", 0.32, 0.69, 0.30),
+)
+
+
+def problem(name: str = "digits_mlp") -> SimpleNamespace:
+    """The fields of a Problem that the reports read."""
+    row = next(r for r in PROBLEMS if r[0] == name)
+    return SimpleNamespace(
+        name=row[0],
+        title=row[1],
+        metric_name=row[2],
+        target=row[3],
+        description=f"synthetic {row[0]}",
+        steps=400,
+        quick_steps=200,
+        batch_size=64,
+    )
+
+
+def synthetic_records(
+    names=MXOPT + OPTAX, problems=PROBLEMS, points=7, seeds=5, evals=20, seed=0, one_shot=False
+) -> list[Records]:
+    """Records that look like a study: each contender has a best log-rate (somewhere around its grid's
+    centre), is slow below it (towards chance level), diverges above it; seed noise; smooth curves."""
+    rng = np.random.default_rng(seed)
+    out = []
+    base = {}
+    for name in names:
+        base[name] = (rng.uniform(-1.4, 1.4), rng.uniform(0.0, 1.0), rng.uniform(0.6, 1.3))
+    for p_name, _, _, target, chance, best in problems:
+        for name in names:
+            src = "sgd" if name in IDENTICAL_TO_SGD else name
+            mu, quality, width = base[src]
+            mu = mu + rng.normal(0, 0.3)
+            center = 1e-2
+            offsets = np.arange(points) - (points - 1) // 2 if points > 1 else np.zeros(1)
+            lrs = center * 10.0 ** (0.5 * offsets)
+            x = np.log10(lrs / center) - mu  # decades above the best rate
+            gap = best + (target - best) * (0.3 + 1.6 * quality)  # best final value of this contender
+            slow = np.clip(-x / 2.5, 0, 1) ** 1.5
+            final = gap + (chance - gap) * slow + 0.4 * (target - best) * np.maximum(x, 0) ** 2
+            noise = rng.normal(0, 0.05 * (target - best) + 0.02 * abs(gap), (points, seeds))
+            final = final[:, None] + noise
+            t = np.arange(1, evals + 1) / evals
+            rate = 3 + 8 * (1 - slow)
+            curve = np.exp(-rate[:, None, None] * t[None, None, :])
+            val = final[:, :, None] + (chance - final[:, :, None]) * curve
+            val += rng.normal(0, 0.01 * abs(gap), val.shape)
+            test = val + rng.normal(0.02 * abs(gap), 0.02 * abs(gap), val.shape)
+            bad = (x[:, None] > width) | ((x[:, None] > width - 0.5) & (rng.random((points, seeds)) < 0.4))
+            for g, s in zip(*np.nonzero(bad), strict=True):
+                k = rng.integers(0, evals)
+                val[g, s, k:] = np.nan if rng.random() < 0.7 else np.inf
+                test[g, s, k:] = np.nan
+            steps = 20 * np.arange(1, evals + 1)
+            hit = val <= target
+            stt = np.where(hit.any(axis=2), steps[np.argmax(hit, axis=2)], np.inf)
+            if name in IDENTICAL_TO_SGD and out:
+                twin = next(r for r in out if r.problem == p_name and r.contender == "sgd")
+                val, test, stt = twin.val.copy(), twin.test.copy(), twin.steps_to_target.copy()
+            r = Records(
+                contender=name,
+                problem=p_name,
+                lrs=lrs,
+                seeds=np.arange(seeds),
+                eval_steps=steps,
+                train_loss=np.abs(val) / 10,
+                val=val,
+                test=test,
+                steps_to_target=stt.astype(np.float64),
+                compile_s=2.5,
+                run_s=0.5 + rng.random(),
+                program=name,
+                note="identical to sgd at these settings" if name in IDENTICAL_TO_SGD else "",
+            )
+            out.append(r)
+    if one_shot:  # the grid's centre only (the default rate)
+        mid = slice((points - 1) // 2, (points - 1) // 2 + 1)
+        keys = ("lrs", "train_loss", "val", "test", "steps_to_target")
+        out = [dataclasses.replace(r, **{k: getattr(r, k)[mid] for k in keys}) for r in out]
+    return out
+
+
+def problems_list():
+    return [problem(r[0]) for r in PROBLEMS]
+
+
+@pytest.fixture(scope="module")
+def study():
+    recs = synthetic_records()
+    one = synthetic_records(one_shot=True)
+    known = {p.name: p for p in problems_list()}
+    tuned = [P.select(r, known[r.problem]) for r in recs]
+    shot = [P.select(r, known[r.problem]) for r in one]
+    return SimpleNamespace(
+        records=recs, one_shot_records=one, tuned=tuned, one_shot=shot, problems=problems_list()
+    )
+
+
+# --------------------------------------------------------------------------- tables
+def test_identical_groups_from_notes(study):
+    groups = tables.identical_groups(study.records)
+    assert groups == {"sgd": ["lbsgd", "ccsgd", "test"]}
+    assert tables.label("sgd", groups) == "sgd (= lbsgd, ccsgd, test)"
+
+
+def _rows(text: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("-")) + 1
+    return [line for line in lines[start:] if line.strip()[:1].isdigit()]
+
+
+def test_problem_table_lists_every_contender_once(study):
+    identical = tables.identical_groups(study.records)
+    for p in study.problems:
+        sels = [s for s in study.tuned if s.problem == p.name]
+        text = tables.format_problem(sels, p, identical)
+        rows = _rows(text)
+        assert len(rows) == len(MXOPT + OPTAX) - len(IDENTICAL_TO_SGD)
+        cells = " ".join(rows)
+        for name in MXOPT + OPTAX:
+            assert (
+                len(
+                    [
+                        w
+                        for w in cells.replace(",", " ").replace("(", " ").replace(")", " ").split()
+                        if w == name
+                    ]
+                )
+                == 1
+            ), name
+        assert p.title in text.splitlines()[0] and "target" in text.splitlines()[0]
+        assert "±" in cells
+
+
+def test_problem_table_marks_edges_and_ranks_in_order(study):
+    p = study.problems[0]
+    sels = [s for s in study.tuned if s.problem == p.name]
+    low = dataclasses.replace(sels[0], index=0, lr=float(sels[0].lrs[0]), on_edge="low")
+    high = dataclasses.replace(sels[1], index=6, lr=float(sels[1].lrs[-1]), on_edge="high")
+    inner = dataclasses.replace(sels[2], on_edge=None)
+    text = tables.format_problem([low, high, inner], p)
+    assert f"{low.lr:.3g}<" in text and f"{high.lr:.3g}>" in text
+    assert "smallest / largest of its grid" in text
+    ranks = [int(r.split()[0]) for r in _rows(text)]
+    assert ranks == sorted(ranks)
+    no_edge = tables.format_problem([inner], p)
+    assert "smallest / largest" not in no_edge
+
+
+def test_mean_ci_format():
+    assert tables.fmt_mean_ci(3.4213, 0.3127) == "3.42 ± 0.31"
+    assert tables.fmt_mean_ci(12.0, 3.2) == "12.0 ± 3.2"
+    assert tables.fmt_mean_ci(0.9312, 0.0041) == "0.9312 ± 0.0041"
+    assert tables.fmt_mean_ci(math.inf, math.nan) == "diverged"
+    assert tables.fmt_mean_ci(1.5, math.nan) == "1.5"
+
+
+def test_overall_and_modes_tables(study):
+    identical = tables.identical_groups(study.records)
+    text = tables.format_overall(study.tuned, identical)
+    shown = len(MXOPT + OPTAX) - len(IDENTICAL_TO_SGD)
+    body = text.splitlines()[3 : 3 + shown]
+    assert len(body) == shown
+    means = [float(re.split(r"\s{2,}", line.strip())[1]) for line in body]
+    assert means == sorted(means)
+    modes = tables.format_modes(study.tuned, study.one_shot, identical)
+    assert "->" in modes and "change" in modes
+    report = tables.format_report(study.problems, study.tuned, study.one_shot, "Protocol text.", identical)
+    assert report.startswith("Protocol text.")
+    for p in study.problems:
+        assert report.count(f"== {p.name}:") == 2  # tuned and one-shot
+
+
+# --------------------------------------------------------------------------- export
+def test_csv_long_form(study, tmp_path):
+    recs = study.records[:3] + study.one_shot_records[:1]
+    path = export.write_csv(tmp_path / "runs.csv", recs)
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == list(export.RUN_COLUMNS)
+    assert len(rows) == sum(r.val.size for r in recs)
+    assert {r["mode"] for r in rows} == {"tuned", "one-shot"}
+    r0 = recs[0]
+    first = rows[0]
+    assert float(first["lr"]) == r0.lrs[0] and int(first["step"]) == r0.eval_steps[0]
+    assert float(first["val"]) == r0.val[0, 0, 0]
+
+
+def test_summary_csv(study, tmp_path):
+    path = export.write_summary_csv(tmp_path / "summary.csv", study.tuned + study.one_shot)
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(study.tuned) + len(study.one_shot)
+    assert all(int(r["rank"]) >= 1 for r in rows)
+    assert {r["on_edge"] for r in rows} <= {"", "low", "high"}
+
+
+def test_json_round_trip(study, tmp_path):
+    protocol_text = P.describe(P.PRESETS["quick"], study.problems, list(MXOPT + OPTAX))
+    doc = {
+        "records": study.records[:30] + study.one_shot_records[:30],
+        "selections": study.tuned[:30] + study.one_shot[:30],
+        "protocol": protocol_text,
+        "preset": P.PRESETS["quick"],
+        "timings": {"total_s": 12.5, "compile_s": {"adam": 2.5}},
+    }
+    path = export.write_json(tmp_path / "study.json", doc)
+    raw = json.loads(path.read_text())  # strict JSON: no NaN / Infinity literals
+    assert set(raw["versions"]) >= {"jax", "optax", "mxopt_jax", "numpy"}
+    back = export.read_json(path)
+    assert export.records_equal(back["records"], doc["records"])
+    assert back["protocol"] == protocol_text and back["preset"] == "quick"
+    assert back["presets"]["full"] == P.PRESETS["full"]
+    for a, b in zip(back["selections"], doc["selections"], strict=True):
+        for f in dataclasses.fields(P.Selection):
+            u, v = getattr(a, f.name), getattr(b, f.name)
+            if isinstance(v, np.ndarray):
+                np.testing.assert_array_equal(u, v)
+            elif isinstance(v, float) and math.isnan(v):
+                assert math.isnan(u)
+            else:
+                assert u == v, f.name
+    # re-selecting the reloaded records gives the same choices
+    known = {p.name: p for p in study.problems}
+    again = [P.select(r, known[r.problem]) for r in back["records"][:30]]
+    assert [s.index for s in again] == [s.index for s in study.tuned[:30]]
+
+
+# --------------------------------------------------------------------------- figures
+def test_plots_save_pngs(study, tmp_path):
+    pytest.importorskip("matplotlib")
+    identical = tables.identical_groups(study.records)
+    few = [r for r in study.records if r.contender in ("adam", "sgd", "optax.adam") and r.problem == "logreg"]
+    paths = plots.save_all(tmp_path / "few", study.problems[-1], few)
+    # more than eight contenders shown: one panel per family (here four), duplicates folded into sgd's line
+    many = (
+        "adagrad",
+        "rmsprop",
+        "sgd",
+        "lbsgd",
+        "ccsgd",
+        "test",
+        "nag",
+        "signum",
+        "adam",
+        "adamw",
+        "nadam",
+        "optax.adam",
+        "optax.sgd",
+    )
+    recs = [r for r in study.records if r.contender in many and r.problem == "digits_mlp"]
+    sels = [s for s in study.tuned if s.contender in many and s.problem == "digits_mlp"]
+    paths += plots.save_all(tmp_path / "many", study.problems[0], recs, sels, identical=identical)
+    assert [p.name for p in paths] == ["sensitivity.png", "curves.png", "profile.png"] * 2
+    for p in paths:
+        data = p.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_family_panels():
+    names = list(MXOPT + OPTAX)
+    groups = plots._groups(names, None)
+    assert [g for g, _ in groups] == list(plots.FAMILY_ORDER)
+    assert sorted(n for _, m in groups for n in m) == sorted(names)
+    assert all(len(m) <= 8 for _, m in groups)
+    assert plots._groups(["adam", "sgd"], None) == [("", ["adam", "sgd"])]
