@@ -9,10 +9,16 @@ immutable, so nothing is updated in place: ``Updater.__call__`` returns the new 
 manifest + raw arrays), never pickle. See ``docs/differences.md`` for every departure from MXNet.
 """
 
+from typing import TYPE_CHECKING
+
 from ._src.facade import Optimizer, Updater, create, get_updater, register
 from ._src.facade.rule_backed import CLASSES
 
 # The classes of the optimizer table (``SGD`` ... ``Test``), each registered under MXNet's name.
 globals().update(CLASSES)
+
+if TYPE_CHECKING:  # the same names, spelled out for type checkers (they are made from the table above)
+    SGD = NAG = Signum = SGLD = DCASGD = LBSGD = ccSGD = AdaGrad = GroupAdaGrad = AdaDelta = Optimizer
+    RMSProp = Adam = AdamW = Adamax = Nadam = AdaBelief = Ftrl = FTML = LARS = LAMB = LANS = Test = Optimizer
 
 __all__ = ["Optimizer", "Updater", "create", "get_updater", "register", *CLASSES]

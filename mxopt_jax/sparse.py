@@ -17,7 +17,8 @@ Get a row-sparse gradient from a model with :func:`value_and_grad` (``tables=`` 
 loss that reads them with :func:`lookup`, as often as it likes. Compose with optax as usual
 (``chain``, ``inject_hyperparams``, ``masked``, ``partition``, ``apply_if_finite``), except for the two optax
 transforms that map over every leaf, whose row-sparse-aware counterparts are here: :func:`clip_by_global_norm`
-and :class:`MultiSteps` (optax's raise a ``TypeError`` naming them).
+and :class:`MultiSteps` (optax's fail on a ``RowSparse``'s int32 indices: a ``TypeError`` or a
+tree-structure ``ValueError``).
 
 Index rule, everywhere (lookup, gradient, ``RowSparse.todense``, ``optax.apply_updates``, lazy updates): ids
 must lie in ``[0, rows)``; concrete ids outside raise ``ValueError``; under ``jax.jit`` an out-of-range id

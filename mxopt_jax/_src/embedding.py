@@ -15,7 +15,10 @@ differentiated with every lookup returning ``table[ids] + delta`` for a zero ``d
 and the gradient with respect to each ``delta`` is that lookup's row gradient, paired with the very ``ids``
 the same lookup used (recorded in that pass). The table itself is never differentiated densely, so no
 table-sized gradient is formed. A lookup made inside a transformation within ``fun`` (``jax.vmap``,
-``lax.scan``, ``jax.checkpoint``, an inner ``jax.jit``) cannot hand its rows out of that transformation; its
+``lax.scan``, ``jax.checkpoint``, an inner ``jax.jit``; told from a top-level one by JAX's public trace-state
+hook, ``jax.extend.core.get_opaque_trace_state``, which changes inside every transformation's body, checked
+once per process, an error naming the JAX version where it is missing) cannot hand its rows out of that
+transformation; its
 contribution is the ordinary dense gradient of the table, added as every row (correct, but table-sized):
 look the rows up at the top level of ``fun`` (any ``ids`` shape, e.g. all time steps at once) and pass them
 into the transformation to keep it row-sparse.
@@ -41,23 +44,60 @@ import numpy as np
 from .rowsparse import RowSparse, _concrete
 from .validation import path_name
 
-try:  # the current trace tells a lookup at the top level of `fun` from one inside a vmap/scan body
-    from jax._src import core as _jax_core
-
-    _jax_core.trace_ctx.trace  # noqa: B018 - probe the attribute once
-except (
-    ImportError,
-    AttributeError,
-):  # pragma: no cover - other JAX versions: every lookup takes the dense path
-    _jax_core = None
-
 __all__ = ["lookup", "value_and_grad"]
 
 _OWNER = "mxopt_jax.sparse.value_and_grad"
 
+# The trace state tells a lookup at the top level of `fun` from one inside a vmap/scan/jit/checkpoint body
+# within it: JAX's public hook for libraries that must know whether the trace changed (haiku and flax use it).
+# It moved from jax.core to jax.extend.core (jax.core's name is deprecated in newer JAX).
+_opaque_trace_state: Callable[..., Any] | None
+try:
+    from jax.extend.core import get_opaque_trace_state as _opaque_trace_state
+except ImportError:  # JAX before jax.extend.core had it (the supported floor, 0.4.35)
+    _opaque_trace_state = getattr(jax.core, "get_opaque_trace_state", None)
+
+_probe_ok: bool | None = None  # whether _opaque_trace_state tells a vmap body from the code around it
+
 
 def _current_trace() -> Any:
-    return None if _jax_core is None else _jax_core.trace_ctx.trace
+    if _opaque_trace_state is None:
+        _check_trace_state()  # raises, naming the JAX version
+    assert _opaque_trace_state is not None
+    return _opaque_trace_state(convention="haiku")
+
+
+def _check_trace_state() -> None:
+    """Make sure the trace state tells nesting apart on the running JAX (once), or raise naming the version.
+
+    Without it every lookup would have to take the dense path (a table-sized gradient): never silently.
+    """
+    global _probe_ok
+    if _probe_ok is None:
+        if _opaque_trace_state is None:
+            _probe_ok = False
+        else:
+            seen: dict = {}
+
+            def outer(x: jax.Array) -> jax.Array:
+                top = _current_trace()
+                seen["top"] = _current_trace() == top
+
+                def inner(y: jax.Array) -> jax.Array:
+                    seen["vmap"] = _current_trace() == top
+                    return y
+
+                return jax.vmap(inner)(x)
+
+            jax.eval_shape(outer, jax.ShapeDtypeStruct((1,), jnp.float32))
+            _probe_ok = seen == {"top": True, "vmap": False}
+    if not _probe_ok:
+        raise RuntimeError(
+            f"{_OWNER} needs jax.extend.core.get_opaque_trace_state (jax.core.get_opaque_trace_state in older "
+            "JAX) to tell apart a lookup at the top level of `fun` from one inside a transformation; JAX "
+            f"{jax.__version__} "
+            "does not provide it as JAX 0.4.35 to 0.10.2 do (the versions mxopt_jax supports)"
+        )
 
 
 def _check_ids(where: str, ids: Any, rows: int) -> jax.Array:
@@ -96,7 +136,7 @@ class _Session:
 
     def lookup(self, table: _Table, ids: Any) -> jax.Array:
         ids = _check_ids(f"mxopt_jax.sparse.lookup (table {table.path!r})", ids, table.shape[0])
-        nested = self.top is None or _current_trace() is not self.top
+        nested = _current_trace() != self.top
         if self.mode == "discover":
             if nested:
                 self.nested.add(table.pos)
@@ -240,6 +280,7 @@ def value_and_grad(fun: Callable, tables: str | Sequence[str], *, has_aux: bool 
         raise TypeError(f"{_OWNER}: `has_aux` must be a bool, got {has_aux!r}")
 
     def grad_fn(params: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        _check_trace_state()
         leaves_with_path, treedef = jax.tree_util.tree_flatten_with_path(params)
         paths = [path_name(p) for p, _ in leaves_with_path]
         leaves = [leaf for _, leaf in leaves_with_path]
@@ -265,7 +306,7 @@ def value_and_grad(fun: Callable, tables: str | Sequence[str], *, has_aux: bool 
                 full[i] = x
             for p, t in zip(pos, tabs, strict=True):
                 full[p] = _Table(p, paths[p], t, session)
-            return fun(treedef.unflatten(full), *args, **kwargs)
+            return fun(jax.tree_util.tree_unflatten(treedef, full), *args, **kwargs)
 
         found: dict = {}
 
@@ -310,8 +351,8 @@ def value_and_grad(fun: Callable, tables: str | Sequence[str], *, has_aux: bool 
             if not idx:
                 idx, val = [jnp.zeros((0,), jnp.int32)], [jnp.zeros((0, *rows), t.dtype)]
             indices = jnp.concatenate([i.astype(jnp.int32) for i in idx])
-            out[p] = RowSparse.tree_unflatten((tuple(t.shape), False), (indices, jnp.concatenate(val)))
-        grads = treedef.unflatten(out)
+            out[p] = RowSparse.tree_unflatten((tuple(t.shape), False), (jnp.concatenate(val), indices))
+        grads = jax.tree_util.tree_unflatten(treedef, out)
         return ((value, aux) if has_aux else value), grads
 
     return grad_fn

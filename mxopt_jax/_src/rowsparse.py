@@ -15,8 +15,6 @@ out-of-range index, negative ones included, are ignored (never wrapped around, n
 from __future__ import annotations
 
 import math
-import os
-import sys
 from typing import Any
 
 import jax
@@ -110,20 +108,16 @@ class RowSparse:
         # True: indices sorted and unique but for padding (sorted_unique=True, or set by the lazy updates)
         self.unique = bool(sorted_unique)
 
-    # pytree protocol: rebuild without re-validating (children may be tracers, None or sentinels)
+    # pytree protocol: rebuild without re-validating (children may be tracers, None or sentinels). The values
+    # come first: code that takes the dtype of a tree's first leaf (optax 0.2.4's inject_hyperparams casts the
+    # hyperparameters to it) must see the gradient's dtype, not the int32 indices.
     def tree_flatten(self) -> tuple[tuple, tuple]:
-        name = _optax_caller()
-        if name is not None:
-            raise TypeError(
-                f"optax.{name} cannot see a RowSparse (it would map over its integer row indices as if they "
-                f"were gradient values): use mxopt_jax.sparse.{name}, its row-sparse-aware counterpart"
-            )
-        return (self.indices, self.values), (self.shape, self.unique)
+        return (self.values, self.indices), (self.shape, self.unique)
 
     @classmethod
     def tree_unflatten(cls, aux: tuple, children: tuple) -> RowSparse:
         obj = object.__new__(cls)
-        obj.indices, obj.values = children
+        obj.values, obj.indices = children
         obj.shape, obj.unique = aux
         return obj
 
@@ -149,7 +143,7 @@ class RowSparse:
         return jnp.zeros(self.shape, self.values.dtype).at[valid_indices(self)].add(self.values, mode="drop")
 
     def astype(self, dtype: Any) -> RowSparse:
-        return RowSparse.tree_unflatten((self.shape, self.unique), (self.indices, self.values.astype(dtype)))
+        return RowSparse.tree_unflatten((self.shape, self.unique), (self.values.astype(dtype), self.indices))
 
     def __radd__(self, other: Any) -> jax.Array:
         return self._add_to(other)
@@ -188,33 +182,6 @@ class RowSparse:
 
     def __repr__(self) -> str:
         return f"RowSparse(shape={self.shape}, k={self.indices.shape[0]}, dtype={self.values.dtype})"
-
-
-#: optax transforms that map over every leaf of a gradient and so cannot take a RowSparse; each has a
-#: row-sparse-aware counterpart of the same name in ``mxopt_jax.sparse``.
-OPTAX_COUNTERPARTS = ("clip_by_global_norm", "MultiSteps")
-_OPTAX_DIR = f"{os.sep}optax{os.sep}"  # optax's own source files
-_OPTAX_DEPTH = 8  # frames above tree_flatten searched for one of them (tree_map / optax.tree helpers between)
-
-
-def _optax_caller() -> str | None:
-    """The optax transform among :data:`OPTAX_COUNTERPARTS` flattening a RowSparse right now, if any.
-
-    optax's own code is the only place these transforms run, so the frames above a flatten tell: a cheap
-    walk of a few frames, comparing file names (``co_qualname`` of ``clip_by_global_norm.<locals>.update_fn``
-    and ``MultiSteps.update`` name the transform).
-    """
-    frame = sys._getframe(2)
-    for _ in range(_OPTAX_DEPTH):
-        if frame is None:
-            return None
-        code = frame.f_code
-        if _OPTAX_DIR in code.co_filename:
-            head = code.co_qualname.split(".", 1)[0]
-            if head in OPTAX_COUNTERPARTS:
-                return head
-        frame = frame.f_back
-    return None
 
 
 def is_row_sparse(x: Any) -> bool:

@@ -1,14 +1,14 @@
 """Row-sparse-aware counterparts of the optax transforms that cannot take a :class:`RowSparse`.
 
 ``optax.clip_by_global_norm`` and ``optax.MultiSteps`` map over every leaf of the gradient, so they would
-treat a ``RowSparse``'s integer row indices as gradient values (both raise a ``TypeError`` naming the
-counterpart here). These behave like optax's on the dense gradient the ``RowSparse`` stands for, and pass
+treat a ``RowSparse``'s integer row indices as gradient values; the int32 indices make both fail (a
+``TypeError`` in ``lax.select``, a tree-structure ``ValueError``). These behave like optax's on the dense gradient the ``RowSparse`` stands for, and pass
 row-sparse gradients on as ``RowSparse``.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +26,11 @@ def _sq_norm(x: Any) -> jax.Array:
         _, values = unique_rows(x)  # repeated rows summed, out-of-range rows zero: the dense gradient's rows
         x = values
     return jnp.sum(jnp.square(jnp.abs(x)) if jnp.iscomplexobj(x) else jnp.square(x))
+
+
+def _init_empty(params: Any) -> optax.EmptyState:
+    del params
+    return optax.EmptyState()
 
 
 def clip_by_global_norm(max_norm: Any) -> optax.GradientTransformation:
@@ -49,13 +54,13 @@ def clip_by_global_norm(max_norm: Any) -> optax.GradientTransformation:
                 v = t.values
                 return RowSparse.tree_unflatten(
                     (t.shape, t.unique),
-                    (t.indices, jax.lax.select(trigger, v, (v / g_norm.astype(v.dtype)) * max_norm)),
+                    (jax.lax.select(trigger, v, (v / g_norm.astype(v.dtype)) * max_norm), t.indices),
                 )
             return jax.lax.select(trigger, t, (t / g_norm.astype(t.dtype)) * max_norm)
 
         return jax.tree.map(clip, updates, is_leaf=is_row_sparse), state
 
-    return optax.GradientTransformation(optax.init_empty_state, update_fn)
+    return optax.GradientTransformation(_init_empty, update_fn)
 
 
 class MultiStepsState(NamedTuple):
@@ -107,7 +112,8 @@ class MultiSteps:
         return self._opt
 
     def gradient_transformation(self) -> optax.GradientTransformation:
-        return optax.GradientTransformation(self.init, self.update)
+        # the update takes this transform's own state type, which optax's protocol spells OptState
+        return optax.GradientTransformation(self.init, cast(optax.TransformUpdateFn, self.update))
 
     def _paths(self, tree: Any) -> tuple[list[str], list, Any]:
         lwp, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_row_sparse)
@@ -169,7 +175,7 @@ class MultiSteps:
                     n = g.shape[0]
                     rows = jnp.nonzero(a[1], size=c, fill_value=n)[0].astype(jnp.int32)
                     vals = a[0].at[rows].get(mode="fill", fill_value=0) / jnp.asarray(k, a[0].dtype)
-                    out.append(RowSparse.tree_unflatten((g.shape, True), (rows, vals.astype(g.dtype))))
+                    out.append(RowSparse.tree_unflatten((g.shape, True), (vals.astype(g.dtype), rows)))
                 else:
                     out.append(a.astype(g.dtype))
             return treedef.unflatten(out)
@@ -195,8 +201,8 @@ class MultiSteps:
                     return RowSparse.tree_unflatten(
                         (x.shape, x.unique),
                         (
-                            jnp.full(x.indices.shape, x.shape[0], jnp.int32),
                             jnp.zeros(x.values.shape, x.values.dtype),
+                            jnp.full(x.indices.shape, x.shape[0], jnp.int32),
                         ),
                     )
                 return jnp.zeros(x.shape, x.dtype)

@@ -13,6 +13,7 @@ import math
 import numbers
 import os
 import sys
+import types
 import warnings
 from typing import Any
 
@@ -35,7 +36,7 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
     ``__init__``, a jitted step function), the warning's filename and line are the caller's, so
     ``python -W error`` and warning filters by module point at the user's code.
     """
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     level = 2  # stacklevel 2 is warn()'s caller
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
@@ -260,3 +261,24 @@ def path_name(path: tuple) -> str:
         else:
             parts.append(str(k))
     return "/".join(parts)
+
+
+def structure_text(tree: Any, is_leaf: Any = None, limit: int = 300) -> str:
+    """A tree's structure (node types and keys, ``*`` for each leaf), never its values; cut at ``limit``."""
+    text = str(jax.tree_util.tree_structure(tree, is_leaf=is_leaf))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def tree_mismatch(what_a: str, a: Any, what_b: str, b: Any, is_leaf: Any = None) -> str:
+    """Says how two trees differ by their structures and leaf paths (``a/b``), never by their values."""
+    pa = [path_name(p) for p, _ in jax.tree_util.tree_flatten_with_path(a, is_leaf=is_leaf)[0]]
+    pb = [path_name(p) for p, _ in jax.tree_util.tree_flatten_with_path(b, is_leaf=is_leaf)[0]]
+    only_a, only_b = [p for p in pa if p not in pb], [p for p in pb if p not in pa]
+    if only_a or only_b:
+        where = f"leaves only in {what_a}: {only_a[:5]}; only in {what_b}: {only_b[:5]}"
+    else:
+        where = f"the same {len(pa)} leaf paths, in different containers"
+    return (
+        f"{where}; {what_a} is {structure_text(a, is_leaf)}, {what_b} {structure_text(b, is_leaf)} "
+        "(`*` marks a leaf)"
+    )

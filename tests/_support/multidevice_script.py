@@ -42,6 +42,7 @@ import time  # noqa: E402
 import traceback  # noqa: E402
 import warnings  # noqa: E402
 
+import compat  # noqa: E402
 import interop_common  # noqa: E402 - this folder is on sys.path when run as a script
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -259,7 +260,7 @@ def run_all(names: list[str], mesh1: Mesh, mesh2: Mesh, extended: bool = False) 
     # (c) shard_map: sharded params, state and data; axis_name where a norm / mean spans the tensor.
     def shard_mapped(t, mesh, ps, ss, ds, check_vma=True):
         outs = {n: (ps[n], ss[n]) for n in t}
-        f = jax.shard_map(
+        f = compat.shard_map(
             train_all(t, loss), mesh=mesh, in_specs=(ps, ss, ds), out_specs=outs, check_vma=check_vma
         )
         return jax.jit(f)

@@ -195,6 +195,11 @@ def test_standard_sparse_equals_dense(name):
             chex.assert_trees_all_close(
                 params["t"] + u_sparse["t"], params["t"] + u_dense["t"], rtol=1e-6, atol=1e-7
             )
+        elif name == "nadam" and jax.__version_info__ < (0, 5):
+            # Two programs (the densifying scatter inside one): JAX 0.4.35's XLA fuses Nadam's multiply-adds
+            # differently in them, 1 ulp apart on an element; bit for bit from JAX 0.5 on.
+            chex.assert_trees_all_close(u_sparse, u_dense, rtol=2.4e-7, atol=0)
+            chex.assert_trees_all_close(s_sparse, s_dense, rtol=2.4e-7, atol=0)
         else:
             chex.assert_trees_all_equal(u_sparse, u_dense)
             chex.assert_trees_all_equal(s_sparse, s_dense)
@@ -243,7 +248,8 @@ def test_lazy_cost_scales_with_rows(name, kw):
 
     walk(jaxpr.jaxpr)
     if name == "lars":  # the layer-wise rate needs |w| of the whole weight (as MXNet): one fused read
-        assert big == ["square"], big
+        # x**2 is traced as `square` by newer JAX and as `integer_pow` by JAX 0.4.35: one element-wise op either way
+        assert big in (["square"], ["integer_pow"]), big
     else:
         assert not big, f"table-sized intermediates in the lazy path: {big}"
 

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from compat import partition
 
 import mxopt_jax
 import mxopt_jax.sparse as sp
@@ -51,6 +52,95 @@ def test_lookups_inside_vmap_and_scan_are_right():
     loss_d, dg = jax.jit(jax.value_and_grad(loss))(params, a, b)
     assert float(loss_s) == float(loss_d)
     np.testing.assert_allclose(g["E"].todense(), dg["E"], rtol=1e-6, atol=1e-6)
+
+
+def test_one_percent_of_the_rows_looked_up_gives_one_percent_of_the_rows():
+    """Regression: on JAX without the (private) trace context every lookup took the dense path, a gradient of
+    every row. Row-sparse on every supported JAX: k is the number of ids, eagerly and under jit."""
+    rows, n_ids = 100_000, 1_000
+    table = jnp.zeros((rows, 2), jnp.float32)
+    ids = jnp.asarray(np.random.default_rng(1).choice(rows, n_ids, replace=False), jnp.int32)
+
+    def loss(params, ids):
+        return jnp.sum(sp.lookup(params["E"], ids) ** 2 + 1.0)
+
+    for grad_fn in (sp.value_and_grad(loss, "E"), jax.jit(sp.value_and_grad(loss, "E"))):
+        _, g = grad_fn({"E": table}, ids)
+        assert isinstance(g["E"], RowSparse) and g["E"].num_rows == n_ids == rows // 100
+        np.testing.assert_array_equal(np.sort(np.asarray(g["E"].indices)), np.sort(np.asarray(ids)))
+
+
+def test_nested_lookups_are_dense_and_top_level_ones_stay_sparse():
+    """A lookup inside a vmap within `fun` adds the table's dense gradient (every row); the top-level ones
+    keep one row per id. The nesting is told by the public trace-state hook."""
+
+    def loss(params, a, b):
+        nested = jax.vmap(lambda i: jnp.sum(sp.lookup(params["E"], i)))(b).sum()
+        return nested + sp.lookup(params["E"], a).sum()
+
+    a, b = jnp.array([1, 2, 3]), jnp.array([[4], [5]])
+    _, g = jax.jit(sp.value_and_grad(loss, "E"))({"E": TABLE}, a, b)
+    assert g["E"].num_rows == a.size + TABLE.shape[0]
+    np.testing.assert_array_equal(g["E"].todense(), jax.grad(loss)({"E": TABLE}, a, b)["E"])
+    _, g = jax.jit(sp.value_and_grad(lambda p, a: sp.lookup(p["E"], a).sum(), "E"))({"E": TABLE}, a)
+    assert g["E"].num_rows == a.size
+
+
+def test_without_the_trace_state_hook_value_and_grad_raises_naming_the_version(monkeypatch):
+    """Never degrade silently to table-sized gradients: a JAX without the hook gets an error."""
+    from mxopt_jax._src import embedding
+
+    monkeypatch.setattr(embedding, "_opaque_trace_state", None)
+    monkeypatch.setattr(embedding, "_probe_ok", None)
+    with pytest.raises(RuntimeError, match=rf"get_opaque_trace_state.*JAX {jax.__version__}.*0\.4\.35"):
+        sp.value_and_grad(skipgram, "E")({"E": TABLE, "W": W}, jnp.array([1]), jnp.array([2]))
+
+
+def test_value_and_grad_and_a_lazy_update_inside_scan_inside_vmap_inside_jit():
+    """The study engine's shape: value_and_grad + a lazy mxopt_jax optimizer in a lax.scan over steps, in a
+    jax.vmap over learning rates and seeds, in jax.jit. Row-sparse inside (k = ids per step, not the table's
+    rows) and equal to the unbatched runs."""
+    rows, n_ids, steps = 50, 6, 4
+    W0 = jnp.asarray(RNG.normal(size=(4, 1)), jnp.float32)
+
+    def loss(params, ids, y):
+        e = sp.lookup(params["E"], ids)
+        return jnp.mean((e @ params["W"] - y) ** 2)
+
+    grad_fn = sp.value_and_grad(loss, tables="E")
+    seen_k = []
+
+    def run(lr, seed):
+        tx = optax.inject_hyperparams(mxopt_jax.adam)(learning_rate=lr, lazy_update=True)
+        params = {"E": TABLE[:rows], "W": W0}
+        key = jax.random.PRNGKey(seed)
+
+        def step(carry, key):
+            params, state = carry
+            k1, k2 = jax.random.split(key)
+            ids = jax.random.randint(k1, (n_ids,), 0, rows)
+            y = jax.random.normal(k2, (n_ids, 1))
+            value, grads = grad_fn(params, ids, y)
+            seen_k.append(grads["E"].num_rows)
+            assert isinstance(grads["E"], RowSparse)
+            updates, state = tx.update(grads, state, params)
+            assert isinstance(updates["E"], RowSparse)
+            return (optax.apply_updates(params, updates), state), value
+
+        (params, _), losses = jax.lax.scan(step, (params, tx.init(params)), jax.random.split(key, steps))
+        return params, losses
+
+    lrs = jnp.array([0.01, 0.1, 0.3])
+    seeds = jnp.array([0, 1])
+    batched = jax.jit(jax.vmap(jax.vmap(run, in_axes=(None, 0)), in_axes=(0, None)))(lrs, seeds)
+    assert seen_k and set(seen_k) == {n_ids}
+    for i, lr in enumerate(lrs):
+        for j, seed in enumerate(seeds):
+            params, losses = jax.jit(run)(lr, seed)
+            np.testing.assert_allclose(batched[1][i, j], losses, rtol=1e-6, atol=1e-7)
+            for name in ("E", "W"):
+                np.testing.assert_allclose(batched[0][name][i, j], params[name], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(batched[0]["E"][0, 0], batched[0]["E"][2, 0])  # the learning rates mattered
 
 
 def test_dense_use_of_a_named_table_is_a_clear_error():
@@ -136,12 +226,22 @@ def _run(tx, grads, n=1, params=None):
     return params["t"]
 
 
-def test_optax_clip_by_global_norm_names_the_counterpart():
-    """Regression: it died in lax.select (float32 vs int32)."""
+def test_optax_clip_by_global_norm_fails_loudly_on_the_integer_indices():
+    """Regression: it must never run silently (it would count the row indices in the norm). The int32 indices
+    of the RowSparse make optax's select fail; the counterpart in mxopt_jax.sparse is the remedy."""
     tx = optax.chain(optax.clip_by_global_norm(1.0), mxopt_jax.adam(lazy_update=True))
-    with pytest.raises(
-        TypeError, match=r"optax.clip_by_global_norm .* use mxopt_jax.sparse.clip_by_global_norm"
-    ):
+    with pytest.raises(TypeError, match=r"int32"):
+        _run(tx, G)
+
+
+def test_element_wise_optax_transform_with_a_float_factor_names_the_counterparts():
+    for foreign in (optax.scale(0.5), optax.clip(0.5)):
+        tx = optax.chain(foreign, mxopt_jax.adam(lazy_update=True))
+        with pytest.raises(TypeError, match=r"indices.*mxopt_jax.sparse.clip_by_global_norm"):
+            _run(tx, G)
+    # after the lazy update: optax.apply_updates refuses the float indices
+    tx = optax.chain(mxopt_jax.adam(lazy_update=True), optax.scale(-1.0))
+    with pytest.raises(TypeError, match=r"RowSparse indices have dtype float32"):
         _run(tx, G)
 
 
@@ -167,8 +267,9 @@ def test_optax_apply_if_finite_around_a_lazy_update():
     np.testing.assert_array_equal(_run(optax.apply_if_finite(lazy, 3), [G, bad]), _run(lazy, G))
 
 
-def test_optax_multisteps_names_the_counterpart():
-    with pytest.raises(TypeError, match=r"optax.MultiSteps .* use mxopt_jax.sparse.MultiSteps"):
+def test_optax_multisteps_fails_loudly():
+    """Its dense accumulators do not match a RowSparse gradient's structure: an error, never a silent run."""
+    with pytest.raises((ValueError, TypeError), match=r"(?i)type|structure"):
         _run(optax.MultiSteps(mxopt_jax.adam(lazy_update=True), 2), G)
 
 
@@ -217,7 +318,7 @@ def test_wrappers_pass_lazy_updates_through(wrap):
     elif wrap == "masked":
         tx = optax.masked(mxopt_jax.adam(learning_rate=0.1, lazy_update=True), {"t": True})
     else:
-        tx = optax.partition({"a": mxopt_jax.adam(learning_rate=0.1, lazy_update=True)}, {"t": "a"})
+        tx = partition({"a": mxopt_jax.adam(learning_rate=0.1, lazy_update=True)}, {"t": "a"})
     np.testing.assert_array_equal(_run(tx, G, n=2), want)
 
 

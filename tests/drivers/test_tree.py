@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from compat import enable_x64
 
 import mxopt_jax
 
@@ -164,7 +165,14 @@ def test_jit_and_eager_agree_on_nested_pytrees(name):
     eager, s_eager = run(make(name, wd=wd, clip_gradient=1.5), params, jit=False)
     jitted, s_jit = run(make(name, wd=wd, clip_gradient=1.5), params, jit=True)
     # XLA contracts multiply-adds into FMAs under jit, so the two differ by float32 rounding only.
-    chex.assert_trees_all_close(eager, jitted, rtol=2e-5, atol=1e-6)
+    atol = 1e-6
+    if name in ("adamw", "adabelief"):
+        # MXNet's multi-tensor association (ema_multi: beta2 * (v - g^2) + g^2, kept to match MXNet's
+        # trajectories) cancels while v << g^2 (the first steps): rounded once under jit (FMA) and twice op by
+        # op, v differs by up to 2^-24 / (1 - beta2) = 6e-5 of itself, a step by 3e-5 of itself. That error is
+        # relative to the step (~lr), not to the weight: 5 steps of ~lr = 0.05 give up to 5 * 0.05 * 3e-5.
+        atol = 5 * 0.05 * 3e-5
+    chex.assert_trees_all_close(eager, jitted, rtol=2e-5, atol=atol)
     chex.assert_trees_all_close(s_eager, s_jit, rtol=2e-5, atol=1e-6)
     chex.assert_trees_all_equal_structs(eager, params)
     # the weights really moved
@@ -241,7 +249,7 @@ def test_multi_precision_master_follows_the_float32_math(name):
 
 
 def test_float64_under_x64():
-    with jax.enable_x64(True):
+    with enable_x64():
         for name in NAMES:
             params = params_for(name, jnp.float64)
             new, state = run(make(name), params, steps=2)

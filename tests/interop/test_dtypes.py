@@ -1,6 +1,6 @@
 """Dtypes of states and updates, as the README promises ("Multi-precision" bullets, Differences #10), for
 every optimizer: float32, bfloat16 and float16 with and without ``multi_precision``, and float64 (and
-float32/bfloat16 next to it) under ``jax_enable_x64``, enabled only inside ``jax.enable_x64(True)`` blocks.
+float32/bfloat16 next to it) under ``jax_enable_x64``, enabled only inside ``enable_x64()`` blocks.
 
 The dtype checks evaluate ``init``/``update`` abstractly (``jax.eval_shape``: traced, never compiled);
 tests/drivers/test_tree.py already runs the numbers (weights stay finite, masters land exactly).
@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from compat import enable_x64
 from interop_common import NAMES, grads_for, make, params_for
 
 import mxopt_jax
@@ -118,7 +119,7 @@ X64_CASES = [
 @pytest.mark.filterwarnings("ignore:Accumulating with float16:UserWarning")
 @pytest.mark.parametrize("name", NAMES)
 def test_dtypes_under_x64(name):
-    with jax.enable_x64(True):
+    with enable_x64():
         for _, dtype, mp in X64_CASES:
             check_dtypes(name, make(name, multi_precision=mp), params_for(name, dtype), dtype, mp)
     assert not jax.config.jax_enable_x64  # the context did not leak
@@ -130,7 +131,7 @@ def test_float64_injected_hyperparameters_keep_float32_parameters(name):
     """float64 hyperparameters (inject_hyperparams with hyperparam_dtype=float64 under x64) do not promote
     float32 parameters, updates or state to float64."""
     static = ("seed",) if name == "sgld" else ()
-    with jax.enable_x64(True):
+    with enable_x64():
         params = params_for(name, jnp.float32)
         inject = optax.inject_hyperparams(
             mxopt_jax.OPTIMIZERS[name], static_args=static, hyperparam_dtype=jnp.float64
@@ -147,7 +148,7 @@ def test_float64_injected_hyperparameters_keep_float32_parameters(name):
 def test_float64_numbers_under_x64():
     """A float64 run computes in float64: Adam's first step matches a NumPy float64 evaluation of MXNet's
     formula to 1e-13 (float32 arithmetic is off by ~1e-7 here)."""
-    with jax.enable_x64(True):
+    with enable_x64():
         params = {"w": jnp.asarray([0.3, -1.2, 2.5], jnp.float64)}
         g = {"w": jnp.asarray([1e-3, 2.0, -0.7], jnp.float64)}
         tx = mxopt_jax.adam(learning_rate=0.1, epsilon=1e-12)

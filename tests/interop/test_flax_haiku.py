@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import optax
 import pytest
+from compat import nnx_leaves, nnx_optimizer, nnx_update, partition
 from flax import nnx
 from flax.training import train_state
 from interop_common import NAMES
@@ -115,7 +116,7 @@ LR_ALL = {
 def test_flax_train_state_every_optimizer(name):
     if name == "groupadagrad":  # 2-D parameters only: route the others elsewhere (docs/interop.md)
         labels = lambda p: jax.tree.map(lambda x: "g" if x.ndim == 2 else "other", p)  # noqa: E731
-        tx = optax.partition({"g": make(name, learning_rate=0.05), "other": make("adam")}, labels)
+        tx = partition({"g": make(name, learning_rate=0.05), "other": make("adam")}, labels)
     else:
         tx = make(name, **({"learning_rate": LR_ALL[name]} if name in LR_ALL else {}))
     loss_fn, params, state = _linen_train(tx)
@@ -148,7 +149,7 @@ def test_flax_nnx_optimizer(name, compare_all):
     x, y = data(image=False)
     model = MLP(nnx.Rngs(0))
     graphdef, params0 = nnx.split(nnx.clone(model), nnx.Param)  # an untouched copy for the reference
-    optimizer = nnx.Optimizer(model, make(name), wrt=nnx.Param)
+    optimizer = nnx_optimizer(model, make(name))
 
     def model_loss(m):
         return jnp.mean((m(x) - y) ** 2)
@@ -156,7 +157,7 @@ def test_flax_nnx_optimizer(name, compare_all):
     @nnx.jit
     def step(m, opt):
         grads = nnx.grad(model_loss)(m)
-        opt.update(m, grads)
+        nnx_update(opt, m, grads)
 
     for _ in range(STEPS):
         step(model, optimizer)
@@ -170,8 +171,8 @@ def test_flax_nnx_optimizer(name, compare_all):
     if name == "ftml" or compare_all:
         ref_params, _ = plain_loop(make(name), loss_fn, params0)
         chex.assert_trees_all_close(
-            jax.tree.leaves(nnx.to_pure_dict(trained)),
-            jax.tree.leaves(nnx.to_pure_dict(ref_params)),
+            nnx_leaves(trained),
+            nnx_leaves(ref_params),
             rtol=1e-5,
             atol=1e-6,
         )

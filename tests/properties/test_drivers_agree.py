@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from compat import keystr
 from flax import serialization
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
@@ -236,10 +237,7 @@ def check_drivers_agree(name: str, data) -> None:
 
 def check_facade(name: str, kw: dict, params, ref, dtype: str) -> None:
     leaves, treedef = jax.tree.flatten(params)
-    paths = [
-        jax.tree_util.keystr(p, simple=True, separator="/")
-        for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]
-    ]
+    paths = [keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
     results = []
     for fused in (False, True):
         with warnings.catch_warnings():

@@ -19,8 +19,9 @@ import optax
 
 from ..flatparams import FlatParams, Layout, segment_info
 from ..numerics import compute_dtype, expand
-from ..rowsparse import RowSparse
+from ..rowsparse import RowSparse, is_row_sparse
 from ..rule import Rule, Slot, StepContext, hparams, leaf_update, one_pass, pre_step
+from ..validation import structure_text, tree_mismatch
 from . import dense
 
 
@@ -63,10 +64,11 @@ def multiplier(owner: str, argname: str, spec: Any, path: str, leaf: FlatParams)
     else:
         try:
             vals = layout.treedef.flatten_up_to(spec)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError):
             raise ValueError(
                 f"{owner}: `{argname}` for the FlatParams at {path or '<root>'!r} must match the structure of "
-                f"the parameters it was built from: {exc}"
+                f"the parameters it was built from: `{argname}` is {structure_text(spec)}, the parameters "
+                f"{layout.treedef}"
             ) from None
     return [dense.check_mult(owner, argname, p, v) for p, v in zip(paths, vals, strict=True)]
 
@@ -147,9 +149,10 @@ def aggregate(
         if params is not None:
             try:
                 p_leaves = g_def.flatten_up_to(params)
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError):
                 raise ValueError(
-                    f"{owner}: `params` and the gradients have different tree structures: {exc}"
+                    f"{owner}: `params` and the gradients have different tree structures: "
+                    + tree_mismatch("`params`", params, "the gradients", updates, is_leaf=is_row_sparse)
                 ) from None
             flat(params, "params")
         if not any(sparse):

@@ -83,4 +83,4 @@ def update(ctx: StepContext, slot: Slot) -> tuple[Any, tuple, Any]:
     new_master = None if master is None else scatter_rows(master, rows, new_m_rows)
     # The update keeps the gradient's static metadata (shape, sorted_unique promise), so a ``lax.cond``
     # choosing between it and a zero-valued copy of the gradient (``optax.apply_if_finite``) type-checks.
-    return RowSparse.tree_unflatten((g.shape, g.unique), (rows, upd)), new_s, new_master
+    return RowSparse.tree_unflatten((g.shape, g.unique), (upd, rows)), new_s, new_master

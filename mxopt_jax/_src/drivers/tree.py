@@ -20,7 +20,15 @@ import optax
 from .. import hyperparams
 from ..numerics import is_low_precision
 from ..rule import FP16_WARNING, Prepared, Slot, StepContext
-from ..validation import check_state_type, concrete_value, is_static_zero, path_name, warn
+from ..validation import (
+    check_state_type,
+    concrete_value,
+    is_static_zero,
+    path_name,
+    structure_text,
+    tree_mismatch,
+    warn,
+)
 from . import flat, is_unit, kind_of
 from . import update as update_leaf
 
@@ -48,10 +56,11 @@ def multipliers(owner: str, argname: str, mult: Any, treedef: Any, paths: list[s
     else:
         try:
             specs = treedef.flatten_up_to(mult)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError):
             raise ValueError(
                 f"{owner}: `{argname}` must be a pytree with the same structure as the parameters "
-                f"(one float per parameter) or a callable (path, leaf) -> float; structure mismatch: {exc}"
+                f"(one float per parameter) or a callable (path, leaf) -> float; `{argname}` is "
+                f"{structure_text(mult)}, the parameters {treedef}"
             ) from None
     return [
         kind_of(ref).multiplier(owner, argname, spec, path, ref)
@@ -62,10 +71,11 @@ def multipliers(owner: str, argname: str, mult: Any, treedef: Any, paths: list[s
 def _flatten_state(owner: str, name: str, treedef: Any, tree: Any) -> list:
     try:
         return treedef.flatten_up_to(tree)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError):
         raise ValueError(
             f"{owner}: optimizer state `{name}` does not match the gradients' tree structure "
-            f"(was the state created by init() on these parameters?): {exc}"
+            f"(was the state created by init() on these parameters?): `{name}` is {structure_text(tree)}, the "
+            f"gradients {treedef}"
         ) from None
 
 
@@ -131,9 +141,10 @@ def transform(prep: Prepared) -> optax.GradientTransformation:
         else:
             try:
                 p_leaves = treedef.flatten_up_to(params)
-            except (ValueError, TypeError) as exc:
+            except (ValueError, TypeError):
                 raise ValueError(
-                    f"{owner}: `params` and the gradients have different tree structures: {exc}"
+                    f"{owner}: `params` and the gradients have different tree structures: "
+                    + tree_mismatch("`params`", params, "the gradients", updates, is_leaf=is_unit)
                 ) from None
             refs = p_leaves
         fields = [
