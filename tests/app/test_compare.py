@@ -653,7 +653,7 @@ def test_every_app_module_imports_and_the_graph_has_no_cycles():
         "records",  # the study
     }
     pkg = "mxopt_jax.compare"
-    for name, files in nodes.items():
+    for files in nodes.values():
         for path, package in files:
             mod = package if path.stem == "__init__" else f"{package}.{path.stem}"
             importlib.import_module(mod)
