@@ -164,9 +164,8 @@ class Study:
         }
         written.append(_report.write_json(out / "study.json", doc))
         if plots:
-            identical = {rep: o for p in self.problems for rep, o in self.identical_map(p.name).items()}
             written += _report.save_all(
-                out, self.problems, records, self.selections(), self.families, identical
+                out, self.problems, records, self.selections(), self.families, self.identical_everywhere()
             )
         return written
 
