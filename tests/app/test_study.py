@@ -109,7 +109,10 @@ def tiny() -> Problem:
 
 
 # --------------------------------------------------------------------------- the engine equals runs made alone
-@pytest.mark.parametrize("names", [("adam", "ftml", "sgld", "groupadagrad"), ("optax.adam", "lamb")])
+@pytest.mark.parametrize(
+    "names",
+    [("adam", "ftml", "sgld", "groupadagrad"), pytest.param(("optax.adam", "lamb"), marks=pytest.mark.slow)],
+)
 def test_vmapped_runs_equal_runs_made_alone(tiny, names):
     cs = C.resolve(names)
     lrs = np.array([1e-3, 3e-2])
@@ -154,6 +157,7 @@ def test_row_sparse_problem_runs_lazily_and_equals_runs_alone():
             np.testing.assert_allclose(rec.val[g, 1], alone[1], rtol=2e-5, err_msg=c.name)
 
 
+@pytest.mark.slow  # a few seconds of compiling: the default run keeps the equality tests above
 def test_rates_and_seeds_are_inputs_not_constants(tiny):
     group = engine.compile_group(tiny, [C.mxopt_contender("adam")], 2, 2)
     a = group.run(0, [1e-3, 1e-2], [0, 1])
@@ -163,6 +167,7 @@ def test_rates_and_seeds_are_inputs_not_constants(tiny):
         group.run(0, [1e-3, 1e-2, 1e-1], [0, 1])
 
 
+@pytest.mark.slow  # a few seconds of compiling: the default run keeps the equality tests above
 def test_seeds_change_init_and_batches_but_not_data(tiny):
     group = engine.compile_group(tiny, [C.mxopt_contender("sgd")], 1, 2)
     rec = group.run(0, [0.05], [0, 1])
@@ -261,6 +266,7 @@ def test_bad_arguments(tiny):
         dataclasses.replace(tiny, steps=22)
 
 
+@pytest.mark.slow  # a few seconds of compiling: the default run keeps the equality tests above
 def test_sharded_over_two_devices_equals_one(tmp_path):
     """The (rate, seed) axis sharded over 2 host devices gives the same records as one device."""
     script = textwrap.dedent(
