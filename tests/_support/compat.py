@@ -40,16 +40,10 @@ def keystr(path: Any) -> str:
     """``jax.tree_util.keystr(path, simple=True, separator="/")`` (newer JAX): keys joined by ``/``."""
     try:
         return jax.tree_util.keystr(path, simple=True, separator="/")
-    except TypeError:  # JAX 0.4.35: keystr has no `simple` / `separator`
-        parts = []
-        for k in path:
-            for attr in ("key", "name", "idx"):
-                if hasattr(k, attr):
-                    parts.append(str(getattr(k, attr)))
-                    break
-            else:
-                parts.append(str(k))
-        return "/".join(parts)
+    except TypeError:  # JAX 0.4.35: keystr has no `simple` / `separator`: the library's own join
+        from mxopt_jax._src.validation import path_name
+
+        return path_name(path)
 
 
 def nnx_optimizer(model: Any, tx: optax.GradientTransformation) -> Any:

@@ -29,6 +29,7 @@ from compat import keystr
 from flax import serialization
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
+from strategies import float_in
 
 import mxopt_jax
 from mxopt_jax._src import registry
@@ -72,21 +73,6 @@ def trees(draw, two_d: bool = False):
     return {"layer": {k: s for k, s in zip(names[:-1], leaves[:-1], strict=True)}, names[-1]: [leaves[-1]]}
 
 
-def _float_in(check: dict) -> st.SearchStrategy:
-    low = check.get("low", 0.0)
-    high = check.get("high")
-    if high is None:
-        high = low + (1e-2 if low == 0.0 and check.get("low_open") else 1.0)
-    if check.get("low_open"):
-        low = low + min(1e-6, (high - low) / 10)
-    if check.get("high_open"):
-        high = high - (high - low) / 100
-    # No subnormal values: XLA's CPU code may flush them to zero in one fused kernel and not in another (the
-    # suite found LAMB's upper_bound=1.4e-45 switching its clamp on under jit and off in eager mode; such
-    # bounds are now refused, tests/regressions/test_defects.py).
-    return st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False)
-
-
 @st.composite
 def hyperparameters(draw, name: str) -> dict:
     """Valid hyperparameters for ``name``: its own float ones from the rule's checks, switches, base ones."""
@@ -99,7 +85,7 @@ def hyperparameters(draw, name: str) -> dict:
         if check.get("allow_none") and draw(st.booleans()):
             kw[hp] = None
         else:
-            kw[hp] = draw(_float_in(check))
+            kw[hp] = draw(float_in(check))
     for switch in rule.static:
         if switch != "lazy_update":  # lazy_update is exercised by the row-sparse properties
             kw[switch] = draw(st.booleans())

@@ -26,6 +26,7 @@ import optax
 import pytest
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
+from strategies import float_in
 
 import mxopt_jax
 from mxopt_jax._src import registry
@@ -45,18 +46,6 @@ PEAK = 0.05
 UNIT_WARMUP = optax.warmup_cosine_decay_schedule(0.0, 1.0, 10, 100)
 
 
-def _float_in(check: dict) -> st.SearchStrategy:
-    low = check.get("low", 0.0)
-    high = check.get("high")
-    if high is None:
-        high = low + (1e-2 if low == 0.0 and check.get("low_open") else 1.0)
-    if check.get("low_open"):
-        low = low + min(1e-6, (high - low) / 10)
-    if check.get("high_open"):
-        high = high - (high - low) / 100
-    return st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False)
-
-
 @st.composite
 def problems(draw, name: str):
     """Valid hyperparameters (learning rate left out), a parameter tree and a quadratic's targets."""
@@ -65,7 +54,7 @@ def problems(draw, name: str):
     kw: dict = {}
     for hp, check in rule.checks.items():
         if hp in sig and isinstance(sig[hp].default, float | int) and hp != "clip_weights":
-            kw[hp] = draw(_float_in(check), label=hp)
+            kw[hp] = draw(float_in(check), label=hp)
     for switch in rule.static:
         if switch != "lazy_update":
             kw[switch] = draw(st.booleans(), label=switch)
