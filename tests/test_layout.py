@@ -175,3 +175,62 @@ def test_base_keywords_written_once_and_shown_in_every_signature():
     module_sources = {inspect.getsource(inspect.getmodule(e.constructor)) for e in registry.TABLE}
     for src in module_sources:
         assert "rescale_grad: Any = 1.0" not in src and "begin_num_update: int = 0" not in src
+
+
+# The study app's own layers, from the bottom up (a module may import only from its own layer or below). Data
+# flows one way: what is compared -> the engine -> the protocol and its statistics -> the reports -> the
+# orchestration -> the command line. The tour is a sub-package beside the study, reached from the command line.
+APP_LAYERS = [
+    ["compare.checks", "compare.figures", "compare.stats", "compare.records", "compare.problems.*"],
+    ["compare.contenders"],
+    ["compare.engine", "compare.protocol"],
+    ["compare.report.*"],
+    ["compare.study"],
+    ["compare.tour.*"],
+    ["compare.cli", "compare", "__main__"],
+]
+
+
+def _app_layer(mod: str) -> int:
+    for i, names in enumerate(APP_LAYERS):
+        for n in names:
+            if n == mod or (n.endswith(".*") and (mod == n[:-2] or mod.startswith(n[:-1]))):
+                return i
+    raise AssertionError(f"{mod} is in no layer of APP_LAYERS: place it")
+
+
+def test_the_app_flows_one_way():
+    graph = import_graph()
+    app = [m for m in graph if m == "__main__" or m == "compare" or m.startswith("compare.")]
+    bad = [
+        f"{m} (layer {_app_layer(m)}) imports {n} (layer {_app_layer(n)})"
+        for m in app
+        for n in graph[m]
+        if (n == "compare" or n.startswith("compare.")) and _app_layer(n) > _app_layer(m)
+    ]
+    assert not bad, "\n".join(bad)
+    # no module of the app imports the package's __init__ (a module imports what it uses, where it lives)
+    assert not [m for m in app if m != "__main__" and "compare" in graph[m]]
+
+
+def test_the_study_never_imports_the_tour():
+    graph = import_graph()
+    study_side = [
+        m for m in graph if m.startswith("compare.") and not m.startswith(("compare.tour", "compare.cli"))
+    ]
+    for m in study_side + ["compare"]:
+        assert not any(t.startswith("compare.tour") for t in graph[m]), m
+
+
+def test_importing_the_library_or_the_study_loads_neither_the_app_nor_the_tour():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mxopt_jax; a = sorted(m for m in sys.modules if m.startswith('mxopt_jax.compare')); "
+        "import mxopt_jax.compare; b = sorted(m for m in sys.modules if m.startswith('mxopt_jax.compare.tour')); "
+        "print(a, b)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[] []"

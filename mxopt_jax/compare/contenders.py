@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -23,17 +23,44 @@ from .. import OPTIMIZERS
 from .. import sparse as _sparse
 
 __all__ = [
+    "FAMILY_ORDER",
     "OPTAX_BASELINES",
     "OPTAX_FAMILY",
     "Contender",
     "contender",
     "default_contenders",
+    "family_of",
+    "group_by_family",
     "mxopt_contender",
     "resolve",
 ]
 
 #: The family label of the optax baselines (used to group programs and plot panels).
 OPTAX_FAMILY = "optax baselines"
+#: The families in display order (programs, table sections, plot panels): mxopt_jax's table order, then the
+#: optax baselines; other families (a user's) come after, in the order met.
+FAMILY_ORDER: tuple[str, ...] = (*_FAMILIES, OPTAX_FAMILY)
+
+
+def family_of(name: str) -> str:
+    """The family of a built-in contender's name: mxopt_jax's table, ``optax.*`` the optax baselines,
+    anything else ``"other"``."""
+    for family, members in _FAMILIES.items():
+        if name in members:
+            return family
+    return OPTAX_FAMILY if name.startswith("optax.") else "other"
+
+
+def group_by_family(
+    names: Sequence[str], families: Mapping[str, str] | None = None
+) -> list[tuple[str, list[str]]]:
+    """``names`` grouped by family, families in :data:`FAMILY_ORDER` (others after, in the order met), names
+    in the order given. ``families`` (``{name: family}``, e.g. a study's contenders) overrides
+    :func:`family_of`."""
+    fam = {n: (families or {}).get(n) or family_of(n) for n in dict.fromkeys(names)}
+    order = [f for f in FAMILY_ORDER if f in fam.values()]
+    order += [f for f in dict.fromkeys(fam.values()) if f not in order]
+    return [(f, [n for n in fam if fam[n] == f]) for f in order]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +124,7 @@ def mxopt_contender(name: str) -> Contender:
     fn = OPTIMIZERS[name]
     params = inspect.signature(fn).parameters
     default_lr = float(params["learning_rate"].default)
-    family = next(f for f, names in _FAMILIES.items() if name in names)
+    family = family_of(name)
 
     def build(lr: Any, key: jax.Array, **extra: Any) -> optax.GradientTransformation:
         kwargs: dict[str, Any] = {"learning_rate": lr, **extra}

@@ -57,7 +57,7 @@ class Study:
         result does not depend on the other rates in the program).
       programs: one dict per compiled program: problem, name, contenders, compile_s, devices.
       wall_s: wall-clock seconds of the whole study.
-      protocol: the protocol in words (:func:`protocol.describe`).
+      protocol: the protocol in words (:func:`mxopt_jax.compare.report.text.describe`).
     """
 
     preset: protocol.Preset
@@ -353,7 +353,7 @@ def study(
             for member in group[1:]:
                 records[name][member].note = f"identical to {group[0]} (same records at every shared rate)"
     grids = {c.name: records[problems[0].name][c.name].lrs for c in cs}
-    text = protocol.describe(preset, problems, [c.name for c in cs], grids=grids)
+    text = _report.describe(preset, problems, [c.name for c in cs], grids=grids)
     return Study(
         preset=preset,
         problems=problems,

@@ -11,6 +11,7 @@ import pytest
 
 from mxopt_jax.compare import protocol as P
 from mxopt_jax.compare.records import Records
+from mxopt_jax.compare.report.text import describe
 
 PROBLEM = SimpleNamespace(
     name="toy",
@@ -278,7 +279,7 @@ def test_profile_score_bounds():
 # --------------------------------------------------------------------------- the protocol in words
 def test_describe_states_the_rules():
     grids = {"adam": P.PRESETS["quick"].grid(1e-3), "sgd": P.PRESETS["quick"].grid(0.1)}
-    text = P.describe(P.PRESETS["quick"], [PROBLEM], ["adam", "sgd"], grids)
+    text = describe(P.PRESETS["quick"], [PROBLEM], ["adam", "sgd"], grids)
     flat = " ".join(text.split())
     for phrase in (
         "preset 'quick'",

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare.contenders import FAMILY_ORDER
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import export, plots, tables
+from mxopt_jax.compare.report.text import describe
 
 MXOPT = (
     "sgd", "nag", "signum", "sgld", "dcasgd", "lbsgd", "ccsgd", "test",
@@ -230,7 +232,7 @@ def test_summary_csv(study, tmp_path):
 
 
 def test_json_round_trip(study, tmp_path):
-    protocol_text = P.describe(P.PRESETS["quick"], study.problems, list(MXOPT + OPTAX))
+    protocol_text = describe(P.PRESETS["quick"], study.problems, list(MXOPT + OPTAX))
     doc = {
         "records": study.records[:30] + study.one_shot_records[:30],
         "selections": study.tuned[:30] + study.one_shot[:30],
@@ -294,7 +296,7 @@ def test_plots_save_pngs(study, tmp_path):
 def test_family_panels():
     names = list(MXOPT + OPTAX)
     groups = plots._groups(names, None)
-    assert [g for g, _ in groups] == list(plots.FAMILY_ORDER)
+    assert [g for g, _ in groups] == list(FAMILY_ORDER)
     assert sorted(n for _, m in groups for n in m) == sorted(names)
     assert all(len(m) <= 8 for _, m in groups)
     assert plots._groups(["adam", "sgd"], None) == [("", ["adam", "sgd"])]

@@ -195,7 +195,7 @@ def write_json(path: str | Path, study: Any) -> Path:
 
     ``study`` is a mapping or an object with (any of) these keys/attributes: ``records`` (a sequence of
     :class:`Records`, tuned and one-shot alike), ``selections`` (a sequence of :class:`Selection`),
-    ``protocol`` (the text of :func:`~mxopt_jax.compare.protocol.describe`), ``preset`` (a
+    ``protocol`` (the text of :func:`~mxopt_jax.compare.report.text.describe`), ``preset`` (a
     :class:`~mxopt_jax.compare.protocol.Preset` or its name), ``presets`` (defaults to every preset),
     ``timings`` (a mapping, e.g. total, compile and run seconds) and ``meta`` (anything JSON-ready). The
     file also records :func:`versions` and :data:`FORMAT`.

@@ -6,23 +6,23 @@
 * :func:`plot_profile`: the performance profiles (``rho`` against ``tau``), legend sorted by score.
 
 Each figure has one row per problem (the profile: one row) and, when more than
-:data:`~mxopt_jax.compare.plotting.ONE_PANEL_MAX` contenders are drawn, one column per family (at most eight
+:data:`~mxopt_jax.compare.figures.ONE_PANEL_MAX` contenders are drawn, one column per family (at most eight
 lines per axes); the panels of a row share their y range. Colours, line styles, figure set-up and PNG
-writing are those of :mod:`mxopt_jax.compare.plotting` (the 2-D tour), so a contender looks the same in
-every figure of the app.
+writing are the app's one style (:mod:`mxopt_jax.compare.figures`), so a contender looks the same in every
+figure of the app.
 """
 
 from __future__ import annotations
 
 import math
-import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import plotting as _base
+from .. import figures
+from ..contenders import group_by_family
 from ..protocol import TAU_MAX, Selection, performance_profile, profile_score, profile_taus, select
 from ..records import Records
 from .tables import collapse, group_by_problem, label
@@ -33,39 +33,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
 
 __all__ = [
-    "FAMILY_ORDER",
-    "OPTAX_FAMILY",
-    "default_families",
     "plot_curves",
     "plot_profile",
     "plot_sensitivity",
     "save_all",
 ]
 
-OPTAX_FAMILY = "optax baselines"
-#: Order of the family panels (families not listed come after, in the order met).
-FAMILY_ORDER = ("SGD family", "adaptive family", "Adam family", "layer-wise family", OPTAX_FAMILY)
-_BAND_ALPHA = 0.13
 _STRIP = 0.2  # top fraction of a sensitivity panel where diverged rates are marked
 _TARGET = {"color": "#777777", "linestyle": (0, (4, 3)), "linewidth": 1.0, "zorder": 1}
-
-
-def default_families(names: Sequence[str]) -> dict[str, str]:
-    """``{name: family}`` from mxopt_jax's optimizer table; ``optax.*`` names are ``"optax baselines"``."""
-    from mxopt_jax import FAMILIES
-
-    table = {n: fam for fam, members in FAMILIES.items() for n in members}
-    return {n: OPTAX_FAMILY if n.startswith("optax.") else table.get(n, "other") for n in names}
 
 
 def _groups(names: Sequence[str], families: Mapping[str, str] | None) -> list[tuple[str, list[str]]]:
     """``names`` split into panels: one ``("", names)`` panel for few names, else one per family."""
     names = list(dict.fromkeys(names))
-    if len(names) <= _base.ONE_PANEL_MAX:
+    if len(names) <= figures.ONE_PANEL_MAX:
         return [("", names)]
-    fam = {**default_families(names), **(families or {})}
-    order = list(FAMILY_ORDER) + [f for f in dict.fromkeys(fam[n] for n in names) if f not in FAMILY_ORDER]
-    return [(f, [n for n in names if fam[n] == f]) for f in order if any(fam[n] == f for n in names)]
+    return group_by_family(names, families)
 
 
 def _as_list(problems: Problem | Sequence[Problem]) -> list[Problem]:
@@ -168,35 +151,8 @@ def _strip(ax: Any, lo: float, hi: float, log: bool, show: bool = True) -> Any:
 
 def _set_y(ax: Any, lo: float, hi: float, log: bool) -> None:
     if log:
-        from matplotlib.ticker import LogLocator, NullFormatter
-
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(_plain_formatter())
-        ax.yaxis.set_minor_formatter(NullFormatter())
-        _no_minor(ax.yaxis)
+        figures.set_log_axis(ax.yaxis)
     ax.set_ylim(lo, hi)
-
-
-def _no_minor(axis: Any) -> None:
-    from matplotlib.ticker import NullLocator
-
-    axis.set_minor_locator(NullLocator())
-
-
-def _legend(fig: Figure, ax: Any, n: int) -> None:
-    """A legend under ``ax``: two columns for more than four short labels (long ones would widen the
-    column of panels), else one."""
-    longest = max((len(t) for t in ax.get_legend_handles_labels()[1]), default=0)
-    ax.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.2),
-        ncol=2 if n > 4 and longest <= 20 else 1,
-        fontsize=8,
-        frameon=False,
-        handlelength=2.8,
-        columnspacing=1.0,
-    )
 
 
 def _target_line(ax: Any, target: float) -> None:
@@ -211,7 +167,7 @@ def _panels(
     ncols = len(groups)
     rows = len(problems)
     legend_rows = max(math.ceil(len(m) / (1 if len(m) <= 4 else 2)) for _, m in groups)
-    fig = _base._figure(
+    fig = figures.figure(
         figsize=(3.4 * ncols + 0.8 + (2.0 if ncols == 1 else 0), height * rows + 0.9 + 0.2 * legend_rows)
     )
     axes = fig.subplots(rows, ncols, squeeze=False, sharex="row", sharey="row")
@@ -261,7 +217,9 @@ def plot_sensitivity(
                 mean, low, high, bad = means[n]
                 lrs = np.asarray(recs[n].lrs, np.float64)
                 artists = ax.plot(lrs, mean, marker="o", markersize=2.5, label=label(n, identical), **style)
-                artists.append(ax.fill_between(lrs, low, high, color=style["color"], alpha=_BAND_ALPHA, lw=0))
+                artists.append(
+                    ax.fill_between(lrs, low, high, color=style["color"], alpha=figures.BAND_ALPHA, lw=0)
+                )
                 if bad.any():  # in the strip above the data, one row per contender
                     ax.plot(
                         lrs[bad],
@@ -291,8 +249,10 @@ def plot_sensitivity(
                     artist.set_clip_path(clip)
             _target_line(ax, p.target)
             ax.set_xscale("log")
-            _no_minor(ax.xaxis)  # minor ticks on 25 log axes cost seconds to lay out, and add nothing
-            ax.grid(True, **_base._GRID)
+            figures.no_minor_ticks(
+                ax.xaxis
+            )  # minor ticks on 25 log axes cost seconds to lay out, and add nothing
+            ax.grid(True, **figures.GRID)
             ax.tick_params(labelsize=8)
             if row == 0 and family:
                 ax.set_title(_family_title(family, members), fontsize=9.5)
@@ -300,8 +260,8 @@ def plot_sensitivity(
                 ax.set_ylabel(f"{p.name}\nfinal val {p.metric_name}" + (" (log)" if logy else ""), fontsize=9)
             if row == len(probs) - 1:
                 ax.set_xlabel("learning rate", fontsize=9)
-                _legend(fig, ax, len(members))
-    _suptitle(
+                figures.legend_below(ax, len(members))
+    figures.suptitle(
         fig,
         "Learning-rate sensitivity: final validation metric, mean over seeds (band: min-max); "
         "○ chosen rate; × (grey strip) a seed diverged at that rate; dashed: target",
@@ -310,7 +270,7 @@ def plot_sensitivity(
 
 
 def _style(i: int, n: int) -> dict[str, Any]:
-    return {**_base._style(i), "linewidth": 1.4}
+    return figures.style(i, linewidth=1.4)
 
 
 def _shown(
@@ -380,10 +340,10 @@ def plot_curves(
                 if bad:
                     text += f", {bad} diverged"
                 ax.plot(steps, mean, label=text, **style)
-                ax.fill_between(steps, low, high, color=style["color"], alpha=_BAND_ALPHA, linewidth=0)
+                ax.fill_between(steps, low, high, color=style["color"], alpha=figures.BAND_ALPHA, linewidth=0)
             _target_line(ax, p.target)
             _set_y(ax, lo, hi, logy)
-            ax.grid(True, **_base._GRID)
+            ax.grid(True, **figures.GRID)
             ax.tick_params(labelsize=8)
             if row == 0 and family:
                 ax.set_title(_family_title(family, members), fontsize=9.5)
@@ -391,8 +351,8 @@ def plot_curves(
                 ax.set_ylabel(f"{p.name}\nval {p.metric_name}" + (" (log)" if logy else ""), fontsize=9)
             if row == len(probs) - 1:
                 ax.set_xlabel("step", fontsize=9)
-                _legend(fig, ax, len(members))
-    _suptitle(
+                figures.legend_below(ax, len(members))
+    figures.suptitle(
         fig,
         "Validation metric at the chosen rate (legend: contender (rate)): mean over seeds, band: min-max; "
         "dashed: target",
@@ -416,9 +376,9 @@ def plot_profile(
     scores = {n: profile_score(r, taus) for n, r in rho.items()}
     groups = _groups(list(rho), families)
     ncols = len(groups)
-    fig = _base._figure(figsize=(3.3 * ncols + 0.8 + (1.5 if ncols == 1 else 0), 4.6))
+    fig = figures.figure(figsize=(3.3 * ncols + 0.8 + (1.5 if ncols == 1 else 0), 4.6))
     axes = fig.subplots(1, ncols, squeeze=False, sharex=True, sharey=True)[0]
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+    from matplotlib.ticker import FixedLocator
 
     for ax, (family, members) in zip(axes, groups, strict=True):
         order = sorted(members, key=lambda n: (-scores[n], n))
@@ -436,34 +396,21 @@ def plot_profile(
         ax.set_ylim(-0.03, 1.03)
         ticks = [t for t in (1, 1.5, 2, 3, 4, 6, 10, 20, 50, 100) if t <= tau_max]
         ax.xaxis.set_major_locator(FixedLocator(ticks))
-        ax.xaxis.set_major_formatter(_plain_formatter())
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.grid(True, **_base._GRID)
+        ax.xaxis.set_major_formatter(figures.plain_formatter())
+        figures.no_minor_ticks(ax.xaxis)
+        ax.grid(True, **figures.GRID)
         ax.tick_params(labelsize=8)
         ax.set_xlabel("tau (steps / fastest's steps)", fontsize=9)
         if family:
             ax.set_title(family, fontsize=9.5)
-        _legend(fig, ax, len(members))
+        figures.legend_below(ax, len(members))
     axes[0].set_ylabel("fraction of problems within tau", fontsize=9)
-    _suptitle(
+    figures.suptitle(
         fig,
         f"Performance profiles over {len(by_problem)} problem(s): steps to the validation target "
         "(median over seeds) at the chosen rate; legend: contender (score)",
     )
     return fig
-
-
-def _suptitle(fig: Figure, text: str) -> None:
-    """A figure title wrapped to the figure's width."""
-    width = max(40, int(fig.get_figwidth() * 12))
-    fig.suptitle(textwrap.fill(text, width), fontsize=10.5)
-
-
-def _plain_formatter() -> Any:
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda v, _: f"{v:g}")
 
 
 def save_all(
@@ -492,9 +439,9 @@ def save_all(
     tuned = [s for s in selections if s.mode == "tuned"] or selections
     written = []
     fig = plot_sensitivity(probs, records, tuned, families, identical)
-    written.append(_base.save(fig, out / "sensitivity.png"))
+    written.append(figures.save(fig, out / "sensitivity.png"))
     fig = plot_curves(probs, records, tuned, families, identical)
-    written.append(_base.save(fig, out / "curves.png"))
+    written.append(figures.save(fig, out / "curves.png"))
     fig = plot_profile(tuned, families, identical, tau_max)
-    written.append(_base.save(fig, out / "profile.png"))
+    written.append(figures.save(fig, out / "profile.png"))
     return written

@@ -1,7 +1,7 @@
 """Plain-text tables of a study: one per problem, an overall table, and one-shot against tuned.
 
 Every table is fixed-width text meant to be read at a glance in a terminal; :func:`format_report` puts them
-together under the printed protocol (:func:`mxopt_jax.compare.protocol.describe`).
+together under the printed protocol (:func:`mxopt_jax.compare.report.text.describe`).
 """
 
 from __future__ import annotations

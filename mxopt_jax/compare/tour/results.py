@@ -1,4 +1,4 @@
-"""Results of the comparison: :class:`Result`, ranking, the printed tables and the CSV file."""
+"""Results of the tour: :class:`Result`, ranking by final loss, the printed tables and the CSV file."""
 
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def format_overall(results: dict[str, list[Result]]) -> str:
     return "\n".join(lines)
 
 
-def write_csv(results: dict[str, list[Result]], path: str | Path) -> Path:
+def write_csv(path: str | Path, results: dict[str, list[Result]]) -> Path:
     """All results as CSV (task, rank, optimizer, lr, final_loss, accuracy, steps, ms_per_step, compile_s).
 
     ``rank`` is the shared rank of :func:`with_ranks`; numbers are written unrounded.

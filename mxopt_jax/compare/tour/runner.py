@@ -1,21 +1,22 @@
-"""Running optimizers on the tasks (:mod:`mxopt_jax.compare.tasks`): one ``jax.lax.scan`` per run.
+"""Running optimizers on the tour's tasks (:mod:`mxopt_jax.compare.tour.tasks`): one ``jax.lax.scan`` per run.
 
-Every run is one ``jax.lax.scan`` (no Python loop over steps). Several optimizers are compiled together as
-one XLA program, a ``lax.switch`` over their runs (:func:`train_all`, :func:`minimize_all`; :func:`compare`
-makes one program per optimizer family and kind of task), which compiles in well under half the time of one
-program each; every optimizer is then run on its own, so the reported time per step is its own, without
-compilation.
+Optimizers are built as the study builds them (:func:`mxopt_jax.compare.contenders.mxopt_contender`: MXNet's
+defaults but for the learning rate). Every run is one ``jax.lax.scan`` (no Python loop over steps). Several
+optimizers are compiled together as one XLA program, a ``lax.switch`` over their runs (:func:`train_all`,
+:func:`minimize_all`; :func:`run` makes one program per optimizer family and kind of task), which compiles in
+well under half the time of one program each; every optimizer is then run on its own, so the reported time
+per step is its own, without compilation.
 
-Learning rates default to the tuned tables (:data:`~mxopt_jax.compare.tasks.TUNED_LR` for the spiral task,
-:data:`~mxopt_jax.compare.testfns.LEARNING_RATES` for the test functions); pass ``learning_rate(s)`` to
-:func:`train` / :func:`train_all` / :func:`minimize` / :func:`minimize_all` / :func:`compare` to try others.
+Learning rates default to the tuned tables (:data:`~mxopt_jax.compare.tour.tasks.TUNED_LR` for the spiral
+task, :data:`~mxopt_jax.compare.tour.functions.LEARNING_RATES` for the test functions); pass
+``learning_rate(s)`` to :func:`train` / :func:`train_all` / :func:`minimize` / :func:`minimize_all` /
+:func:`run` to try others.
 """
 
 from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -24,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..contenders import group_by_family, mxopt_contender
 from .results import Result, _fmt_loss
 from .tasks import (
     DEFAULT_OPTIMIZERS,
@@ -33,7 +35,6 @@ from .tasks import (
     TASKS,
     TUNED_LR,
     Function2D,
-    family_groups,
     init_mlp,
     mlp,
     spiral_dataset,
@@ -41,7 +42,7 @@ from .tasks import (
 
 
 class ProgressLike(Protocol):
-    """What :func:`compare` reports progress to (:class:`mxopt_jax.compare.cli.Progress` is one)."""
+    """What :func:`run` reports progress to (:class:`mxopt_jax.compare.tour.cli.Progress` is one)."""
 
     def status(self, label: str) -> None: ...
 
@@ -50,17 +51,15 @@ class ProgressLike(Protocol):
 
 # --------------------------------------------------------------------------- running an optimizer
 def make_optimizer(name: str, learning_rate: float, seed: int = 0) -> optax.GradientTransformation:
-    """``OPTIMIZERS[name](learning_rate=...)`` with MXNet's other defaults; SGLD is seeded with ``seed``.
+    """The study's contender ``name`` (:func:`~mxopt_jax.compare.contenders.mxopt_contender`: MXNet's defaults
+    but for the learning rate) at ``learning_rate``; SGLD draws its noise from ``PRNGKey(seed)``.
 
-    The deprecation warnings of the MXNet 1.x optimizers (``lbsgd``, ``ccsgd``) are silenced here: comparing
-    them is deliberate.
+    GroupAdaGrad keeps one accumulator per row of a 2-D weight; other leaves (the spiral MLP's biases) go to
+    AdaGrad with the same rate, as in the study.
     """
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {name!r}; known: {', '.join(OPTIMIZERS)}")
-    kwargs: dict[str, Any] = {"seed": seed} if name == "sgld" else {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return OPTIMIZERS[name](learning_rate=learning_rate, **kwargs)
+    return mxopt_contender(name).make(learning_rate, jax.random.PRNGKey(seed))
 
 
 def _compile_and_run_each(
@@ -165,11 +164,6 @@ def train_all(
 
     def branch(name: str, lr: float) -> Callable[[dict], Any]:
         tx = make_optimizer(name, lr, seed)
-        if name == "groupadagrad":
-            tx = optax.multi_transform(
-                {"rows": tx, "bias": make_optimizer("adagrad", lr)},
-                lambda p: {k: "rows" if v.ndim == 2 else "bias" for k, v in p.items()},
-            )
         return lambda p: _scan_updates(objective, p, tx, steps, record_params=False)[:2]
 
     branches = [branch(n, lr) for n, lr in zip(names, lrs, strict=True)]
@@ -284,7 +278,7 @@ def run_task(
     raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
 
 
-def compare(
+def run(
     names: Sequence[str] = DEFAULT_OPTIMIZERS,
     tasks: Sequence[str] = TASKS,
     steps: int = 300,
@@ -312,7 +306,7 @@ def compare(
         raise ValueError(f"unknown task(s) {unknown}; known: {', '.join(TASKS)}")
     results: dict[str, list[Result]] = {t: [] for t in tasks}
     functions = [t for t in tasks if t in FUNCTIONS]
-    for family, members in family_groups(names):
+    for family, members in group_by_family(names):
         if "spiral" in tasks:
             if progress is not None:
                 progress.status(f"spiral: compiling and running {family}: {', '.join(members)}")
@@ -343,6 +337,6 @@ def compare(
 
 
 def progress_total(names: Sequence[str], tasks: Sequence[str]) -> int:
-    """The number of programs :func:`compare` compiles (its progress steps)."""
+    """The number of programs :func:`run` compiles (its progress steps)."""
     kinds = ("spiral" in tasks) + any(t in FUNCTIONS for t in tasks)
-    return len(family_groups(list(names))) * kinds
+    return len(group_by_family(list(names))) * kinds

@@ -13,8 +13,12 @@ import jax
 import numpy as np
 import pytest
 
-from mxopt_jax import OPTIMIZERS, compare
-from mxopt_jax.compare import Result, plotting, testfns
+from mxopt_jax import FAMILIES, OPTIMIZERS, compare
+from mxopt_jax.compare import figures, tour
+from mxopt_jax.compare.tour import Result
+from mxopt_jax.compare.tour import cli as _tour_cli  # noqa: F401  (tour.cli)
+from mxopt_jax.compare.tour import functions as testfns
+from mxopt_jax.compare.tour import plots as plotting
 
 PIL_Image = pytest.importorskip("PIL.Image")
 pytest.importorskip("matplotlib")
@@ -58,14 +62,14 @@ def cli(tmp_path_factory):
 
 def test_cli_prints_ranked_tables(cli):
     proc, _ = cli
-    for task in compare.TASKS:
+    for task in tour.TASKS:
         rows = _table_rows(proc.stdout, task)
         assert [r[0] for r in rows] == ["1", "2", "3", "4"]
         assert sorted(r[1] for r in rows) == sorted(CLI_NAMES)
         losses = [float(r[3]) for r in rows]
         assert losses == sorted(losses)
         for r in rows:
-            expected = compare.TUNED_LR[r[1]] if task == "spiral" else testfns.LEARNING_RATES[task][r[1]]
+            expected = tour.TUNED_LR[r[1]] if task == "spiral" else testfns.LEARNING_RATES[task][r[1]]
             assert float(r[2]) == pytest.approx(expected, rel=1e-3)
             assert r[-2] == "5"  # steps
             assert float(r[-1]) > 0  # ms/step
@@ -99,7 +103,7 @@ def test_cli_writes_valid_pngs_and_csv(cli):
             assert colors is None or len(colors) > 20, f"{name} looks blank"
     lines = (out / "results.csv").read_text().splitlines()
     assert lines[0].startswith("task,rank,optimizer,lr,final_loss")
-    assert len(lines) == 1 + len(CLI_NAMES) * len(compare.TASKS)
+    assert len(lines) == 1 + len(CLI_NAMES) * len(tour.TASKS)
 
 
 def test_python_m_form_deprecated_optimizers_and_no_matplotlib(tmp_path):
@@ -166,7 +170,7 @@ def test_lr_override_errors(value, message, capsys):
 
 
 def test_lr_override_parses_and_changes_the_runs(tmp_path, capsys):
-    from mxopt_jax.compare.cli import _lr_arg
+    from mxopt_jax.compare.tour.cli import _lr_arg
 
     assert _lr_arg(" Adam=1e-2, ftml = 0.1 ") == {"adam": 0.01, "ftml": 0.1}
     argv = ["tour", "--optimizers", "adam,ftml", "--tasks", "spiral,beale", "--steps", "3"]
@@ -176,17 +180,17 @@ def test_lr_override_parses_and_changes_the_runs(tmp_path, capsys):
     assert "except adam=0.0123 (--lr)" in out.splitlines()[0]
     for task in ("spiral", "beale"):
         lrs = {r[1]: float(r[2]) for r in _table_rows(out, task)}
-        tuned = compare.TUNED_LR if task == "spiral" else testfns.LEARNING_RATES[task]
+        tuned = tour.TUNED_LR if task == "spiral" else testfns.LEARNING_RATES[task]
         assert lrs == {"adam": 0.0123, "ftml": pytest.approx(tuned["ftml"])}
-    with_lr = compare.compare(["adam", "ftml"], ["spiral", "beale"], steps=3, learning_rates={"adam": 0.0123})
-    tuned = compare.compare(["adam", "ftml"], ["spiral", "beale"], steps=3)
+    with_lr = tour.run(["adam", "ftml"], ["spiral", "beale"], steps=3, learning_rates={"adam": 0.0123})
+    tuned = tour.run(["adam", "ftml"], ["spiral", "beale"], steps=3)
     for task in ("spiral", "beale"):
         a, f = with_lr[task]
         assert a.learning_rate == 0.0123 and a.final_loss != tuned[task][0].final_loss
         assert f.learning_rate == tuned[task][1].learning_rate and f.final_loss == tuned[task][1].final_loss
-    assert a.final_loss == compare.minimize("adam", "beale", steps=3, learning_rate=0.0123).final_loss
+    assert a.final_loss == tour.minimize("adam", "beale", steps=3, learning_rate=0.0123).final_loss
     with pytest.raises(ValueError, match="not among"):
-        compare.compare(["adam"], ["beale"], steps=1, learning_rates={"ftml": 0.1})
+        tour.run(["adam"], ["beale"], steps=1, learning_rates={"ftml": 0.1})
 
 
 def test_missing_matplotlib_still_prints_table(tmp_path, monkeypatch, capsys):
@@ -207,7 +211,7 @@ def test_missing_matplotlib_still_prints_table(tmp_path, monkeypatch, capsys):
 # --------------------------------------------------------------------------- the functions behind it
 def test_minimize_records_trajectory_and_matches_the_function():
     steps = 4
-    by_fn = compare.minimize_all(["adam", "lamb", "sgld"], steps=steps, seed=0)
+    by_fn = tour.minimize_all(["adam", "lamb", "sgld"], steps=steps, seed=0)
     assert list(by_fn) == list(testfns.FUNCTIONS)
     for task, (r, *others) in by_fn.items():
         assert [x.task for x in (r, *others)] == [task] * 3 and [x.name for x in others] == ["lamb", "sgld"]
@@ -220,19 +224,19 @@ def test_minimize_records_trajectory_and_matches_the_function():
         assert r.learning_rate == testfns.LEARNING_RATES[r.task]["adam"]
     # one optimizer compiled alone (and its rate given explicitly) runs exactly as in the shared program
     lr = testfns.LEARNING_RATES["beale"]["lamb"]
-    single = compare.minimize("lamb", "beale", steps=steps, learning_rate=lr)
+    single = tour.minimize("lamb", "beale", steps=steps, learning_rate=lr)
     np.testing.assert_array_equal(single.trajectory, by_fn["beale"][1].trajectory)
     # SGLD's noise follows the seed
-    other_seed = compare.minimize("sgld", "beale", steps=steps, seed=1)
+    other_seed = tour.minimize("sgld", "beale", steps=steps, seed=1)
     assert not np.array_equal(other_seed.trajectory, by_fn["beale"][2].trajectory)
 
 
 def test_learning_rate_tables_cover_every_optimizer():
-    assert set(compare.TUNED_LR) == set(OPTIMIZERS)
+    assert set(tour.TUNED_LR) == set(OPTIMIZERS)
     for fn in testfns.FUNCTIONS:
         assert set(testfns.LEARNING_RATES[fn]) == set(OPTIMIZERS)
-    assert set(compare.DEFAULT_OPTIMIZERS) == set(OPTIMIZERS) and len(OPTIMIZERS) == 22
-    assert sorted(n for members in compare.FAMILIES.values() for n in members) == sorted(OPTIMIZERS)
+    assert set(tour.DEFAULT_OPTIMIZERS) == set(OPTIMIZERS) and len(OPTIMIZERS) == 22
+    assert sorted(n for members in FAMILIES.values() for n in members) == sorted(OPTIMIZERS)
 
 
 def test_testfns_minima():
@@ -260,20 +264,18 @@ def _fake(name: str, task: str, final: float, steps: int = 20, seed: int = 0) ->
 def test_format_table_ranks_nan_last():
     rs = [_fake("sgd", "spiral", math.nan), _fake("adam", "spiral", 0.5), _fake("nag", "spiral", 0.1)]
     rs.append(_fake("lamb", "spiral", math.inf))
-    lines = compare.format_table(rs, title="T").splitlines()
+    lines = tour.format_table(rs, title="T").splitlines()
     assert lines[0] == "T"
     assert [line.split()[1] for line in lines[3:]] == ["nag", "adam", "lamb", "sgd"]
     assert "accuracy" in lines[1]
-    fn_table = compare.format_table([_fake("sgd", "beale", 0.1)])
+    fn_table = tour.format_table([_fake("sgd", "beale", 0.1)])
     assert "accuracy" not in fn_table
-    overall = compare.format_overall(
-        {"spiral": rs, "beale": [_fake(n, "beale", 0.1) for n in ("sgd", "nag")]}
-    )
+    overall = tour.format_overall({"spiral": rs, "beale": [_fake(n, "beale", 0.1) for n in ("sgd", "nag")]})
     assert "mean rank" in overall
 
 
 def test_ties_share_a_rank_and_the_overall_table_uses_them(tmp_path):
-    from mxopt_jax.compare import results as res
+    from mxopt_jax.compare.tour import results as res
 
     x = 0.123456789
     rs = [
@@ -295,15 +297,15 @@ def test_ties_share_a_rank_and_the_overall_table_uses_them(tmp_path):
         (6, "lamb"),
         (6, "lans"),
     ]
-    assert res.ranks(rs)["sgd"] == 2 and [r.name for r in compare.ranked(rs)][:2] == ["nag", "ccsgd"]
-    table = compare.format_table(rs).splitlines()
+    assert res.ranks(rs)["sgd"] == 2 and [r.name for r in tour.ranked(rs)][:2] == ["nag", "ccsgd"]
+    table = tour.format_table(rs).splitlines()
     assert [line.split()[0] for line in table[2:9]] == ["1", "2", "2", "2", "5", "6", "6"]
     assert "equal ranks" in table[-1] and "1e-06" in table[-1]
-    assert "equal ranks" not in compare.format_table(rs[2:5:2])
+    assert "equal ranks" not in tour.format_table(rs[2:5:2])
     # no tie, but alike to 4 digits: the table prints enough digits to tell them apart
     close = [_fake("adam", "beale", 0.00852653943), _fake("adamw", "beale", 0.00852657016)]
     close.append(_fake("nag", "beale", 0.5))
-    assert [line.split()[:4:3] for line in compare.format_table(close).splitlines()[2:]] == [
+    assert [line.split()[:4:3] for line in tour.format_table(close).splitlines()[2:]] == [
         ["1", "0.0085265"],
         ["2", "0.0085266"],
         ["3", "0.5"],
@@ -311,30 +313,30 @@ def test_ties_share_a_rank_and_the_overall_table_uses_them(tmp_path):
     # the overall table averages the shared ranks (and ties on equal means share its rank too)
     fn = [_fake(n, "beale", v) for n, v in (("test", 0.5), ("sgd", 0.5), ("nag", 0.1), ("ccsgd", 0.5))]
     fn += [_fake(n, "beale", 1.0) for n in ("adam", "lamb", "lans")]
-    overall = compare.format_overall({"spiral": rs, "beale": fn}).splitlines()
+    overall = tour.format_overall({"spiral": rs, "beale": fn}).splitlines()
     rows = {line.split()[1]: line.split() for line in overall[3:]}
     assert rows["nag"][:3] == ["1", "nag", "1.00"]
     for name in ("ccsgd", "sgd", "test"):  # spiral 2, beale 2: mean 2.00, all three at overall rank 2
         assert rows[name] == ["2", name, "2.00", "2", "2"]
     assert rows["adam"] == ["5", "adam", "5.00", "5", "5"]
     assert [line.split()[1] for line in overall[3:]][:4] == ["nag", "ccsgd", "sgd", "test"]
-    lines = compare.write_csv({"spiral": rs}, tmp_path / "r.csv").read_text().splitlines()
+    lines = tour.write_csv(tmp_path / "r.csv", {"spiral": rs}).read_text().splitlines()
     assert [line.split(",")[1] for line in lines[1:]] == ["1", "2", "2", "2", "5", "6", "6"]
 
 
 def test_ms_per_step_has_one_format():
-    from mxopt_jax.compare.results import fmt_ms
+    from mxopt_jax.compare.tour.results import fmt_ms
 
     got = [fmt_ms(v) for v in (0.000749, 0.0012, 0.154, 9.996, 12.34, 1234.5)]
     assert got == ["0.000749", "0.00120", "0.154", "10.0", "12.3", "1230"]
     rs = [_fake("sgd", "beale", 0.1)._replace(ms_per_step=5.123e-5), _fake("nag", "beale", 0.2)]
-    cells = [line.split()[-1] for line in compare.format_table(rs).splitlines()[2:]]
+    cells = [line.split()[-1] for line in tour.format_table(rs).splitlines()[2:]]
     assert cells == ["0.0000512", "0.0100"]  # no exponent, 3 significant digits, milliseconds
 
 
 def test_progress_bar_tty_and_log():
     log = io.StringIO()
-    p = compare.Progress(2, stream=log)
+    p = tour.cli.Progress(2, stream=log)
     p.status("adam on spiral")
     p.advance("adam done")
     p.advance("sgd done")
@@ -345,7 +347,7 @@ def test_progress_bar_tty_and_log():
             return True
 
     tty = Tty()
-    p = compare.Progress(2, stream=tty, width=10)
+    p = tour.cli.Progress(2, stream=tty, width=10)
     p.status("adam on spiral")
     p.advance("adam")
     p.advance("sgd")
@@ -453,10 +455,10 @@ def test_plot_training_large_selection_family_panels():
     rs = [_fake(n, "spiral", 0.01 * (i + 1), seed=i) for i, n in enumerate(ALL)]
     fig = plotting.plot_training(rs)
     axes = _check_curve_grid(fig, 2, ALL)
-    assert axes.shape == (2, len(compare.FAMILIES))
+    assert axes.shape == (2, len(FAMILIES))
     assert axes[0, 0].get_ylabel() == "training loss" and axes[0, 0].get_yscale() == "log"
     assert axes[1, 0].get_ylabel() == "training accuracy (%)" and axes[1, 0].get_ylim() == (0, 102)
-    assert [_named(ax.get_title()) for ax in axes[0]] == [set(m) for m in compare.FAMILIES.values()]
+    assert [_named(ax.get_title()) for ax in axes[0]] == [set(m) for m in FAMILIES.values()]
     assert fig.get_suptitle()
     drawn = [t.get_text().split()[0] for ax in axes[-1] for t in ax.get_legend().get_texts()]
     assert sorted(drawn) == sorted(ALL)  # every optimizer appears exactly once per row
@@ -509,7 +511,7 @@ def _check_one_comparison(fig, names, n_axes):
 
 
 def test_small_selection_is_one_comparison_per_task():
-    assert plotting.ONE_PANEL_MAX == 8
+    assert figures.ONE_PANEL_MAX == 8
     names = ("ftml", "adam", "lamb")
     rs = [_fake(n, "spiral", 0.1 * (i + 1), seed=i) for i, n in enumerate(names)]
     loss, acc = _check_one_comparison(plotting.plot_training(rs), names, 2)  # the task's two quantities
@@ -531,20 +533,20 @@ def test_small_selection_is_one_comparison_per_task():
 
 
 def test_cli_small_selection_draws_one_axes_per_task(tmp_path, monkeypatch):
-    figures = {}
+    drawn = {}
     monkeypatch.setattr(
-        plotting, "save", lambda fig, path, **kw: figures.setdefault(Path(path).name, fig) and path
+        figures, "save", lambda fig, path, **kw: drawn.setdefault(Path(path).name, fig) and path
     )
-    results = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(NAMES)] for t in compare.TASKS}
+    results = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(NAMES)] for t in tour.TASKS}
     plotting.save_all(results, tmp_path)
-    assert sorted(figures) == sorted(PNGS)
-    assert len(_visible(figures["spiral.png"])) == 2
+    assert sorted(drawn) == sorted(PNGS)
+    assert len(_visible(drawn["spiral.png"])) == 2
     for task in testfns.FUNCTIONS:
-        assert len(_visible(figures[f"{task}.png"])) == 1
-    many = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(MANY)] for t in compare.TASKS}
-    figures.clear()
+        assert len(_visible(drawn[f"{task}.png"])) == 1
+    many = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(MANY)] for t in tour.TASKS}
+    drawn.clear()
     plotting.save_all(many, tmp_path)
-    assert len(_visible(figures["rosenbrock.png"])) == len(MANY)  # one panel per optimizer
+    assert len(_visible(drawn["rosenbrock.png"])) == len(MANY)  # one panel per optimizer
 
 
 def test_plot_trajectories_and_overlay():
@@ -558,7 +560,7 @@ def test_plot_trajectories_and_overlay():
     assert (
         titles[2].startswith("3. sgld") and titles[3].startswith("3. signum") and titles[4].startswith("5.")
     )
-    for ax, r in zip(axes, compare.ranked(rs), strict=True):
+    for ax, r in zip(axes, tour.ranked(rs), strict=True):
         assert _named(ax.get_title()) == {r.name}
         assert len(ax.get_images()) == 1  # the function's contours
         traj = [ln for ln in ax.get_lines() if ln.get_label() == r.name]
@@ -572,8 +574,8 @@ def test_plot_trajectories_and_overlay():
     assert ax.get_xlabel() == "x" and ax.get_title() and len(ax.get_images()) == 1
     fig = plotting.plot_family_trajectories("beale", rs)
     axes = _visible(fig)
-    assert [_named(ax.get_title()) for ax in axes] == [set(m) for m in compare.FAMILIES.values()]
-    for ax, members in zip(axes, compare.FAMILIES.values(), strict=True):
+    assert [_named(ax.get_title()) for ax in axes] == [set(m) for m in FAMILIES.values()]
+    for ax, members in zip(axes, FAMILIES.values(), strict=True):
         lines = _check_curves(ax, members)
         assert [ln.get_label().split()[0] for ln in lines] == list(members)
         assert len(ax.get_images()) == 1
@@ -585,129 +587,10 @@ def test_plot_time_per_step_and_save(tmp_path):
     (ax,) = _visible(fig)
     assert len(ax.patches) == 3 and [t.get_text() for t in ax.get_yticklabels()] == list(NAMES)
     assert [t.get_text() for t in ax.texts] == ["0.100", "0.200", "0.300"]  # the tables' ms/step format
-    path = plotting.save(fig, tmp_path / "t.png")
+    path = figures.save(fig, tmp_path / "t.png")
     with PIL_Image.open(path) as im:
         assert im.format == "PNG" and im.mode == "P" and im.size == (480, 156)  # 6 x 1.95 inches at 80 dpi
-    full = plotting.png_bytes(fig, colors=None)
+    full = figures.png_bytes(fig, colors=None)
     assert full.startswith(b"\x89PNG") and len(full) > path.stat().st_size
     with pytest.raises(ValueError, match="no results"):
         plotting.plot_training([])
-
-
-# --------------------------------------------------------------------------- the app's module structure
-PKG = Path(compare.__file__).resolve().parent
-LIB = PKG.parent
-
-
-def _imports(path: Path, package: str) -> set[str]:
-    """Dotted names imported anywhere in ``path`` (lazy, function-level imports too), a module of ``package``.
-
-    ``from .x import y`` gives ``pkg.x`` and ``pkg.x.y``; ``from . import x`` gives ``pkg.x`` only (it imports
-    the submodule, not the names of the package's ``__init__``).
-    """
-    import ast
-
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            parts = package.split(".")[: len(package.split(".")) - max(node.level - 1, 0)]
-            src = ".".join(parts + [node.module]) if node.level and node.module else node.module
-            if node.level and not node.module:
-                src = ".".join(parts)
-            else:
-                found.add(src)
-            found |= {f"{src}.{a.name}" for a in node.names}
-    return found
-
-
-def _app_nodes() -> dict[str, list[tuple[Path, str]]]:
-    """The app's modules and sub-packages (``problems``, ``report``) as nodes: name -> [(file, its package)]."""
-    nodes: dict[str, list[tuple[Path, str]]] = {}
-    for p in sorted(PKG.glob("*.py")):
-        if p.stem != "__init__":
-            nodes[p.stem] = [(p, "mxopt_jax.compare")]
-    for sub in sorted(d for d in PKG.iterdir() if (d / "__init__.py").exists()):
-        nodes[sub.name] = [(f, f"mxopt_jax.compare.{sub.name}") for f in sorted(sub.glob("*.py"))]
-    return nodes
-
-
-def test_every_app_module_imports_and_the_graph_has_no_cycles():
-    import importlib
-
-    nodes = _app_nodes()
-    assert set(nodes) == {
-        "cli",
-        "runner",
-        "results",
-        "plotting",
-        "tasks",
-        "testfns",  # the tour
-        "study",
-        "engine",
-        "protocol",
-        "report",
-        "contenders",
-        "problems",
-        "records",  # the study
-    }
-    pkg = "mxopt_jax.compare"
-    for files in nodes.values():
-        for path, package in files:
-            mod = package if path.stem == "__init__" else f"{package}.{path.stem}"
-            importlib.import_module(mod)
-            assert pkg not in _imports(path, package), f"{mod} imports the app's __init__"
-    graph = {
-        name: {
-            m[len(pkg) + 1 :].split(".")[0]
-            for path, package in files
-            for m in _imports(path, package)
-            if m.startswith(pkg + ".")
-        }
-        - {name}
-        for name, files in nodes.items()
-    }
-    # the intended layering: the command line -> the study -> its engine, protocol and reports -> the records,
-    # contenders and problems; the tour: cli -> runner, results, plotting -> tasks -> testfns
-    assert graph == {
-        "cli": {"plotting", "problems", "results", "runner", "study", "tasks", "contenders"},
-        "study": {"contenders", "engine", "problems", "protocol", "records", "report"},
-        "engine": {"contenders", "problems", "records"},
-        "report": {"plotting", "problems", "protocol", "records"},
-        "protocol": {"problems", "records"},
-        "contenders": set(),
-        "problems": set(),
-        "records": set(),
-        "runner": {"results", "tasks"},
-        "plotting": {"results", "tasks"},
-        "results": set(),
-        "tasks": {"testfns"},
-        "testfns": set(),
-    }, graph
-    state: dict[str, int] = {}
-
-    def visit(node: str, path: tuple[str, ...]) -> None:
-        assert state.get(node) != 1, f"import cycle: {' -> '.join((*path, node))}"
-        if state.get(node) == 2:
-            return
-        state[node] = 1
-        for nxt in sorted(graph[node]):
-            visit(nxt, (*path, node))
-        state[node] = 2
-
-    for name in graph:
-        visit(name, ())
-
-
-def test_the_library_never_imports_the_app():
-    code = "import sys, mxopt_jax; print(sorted(m for m in sys.modules if m.startswith('mxopt_jax.compare')))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
-    core = [p for p in LIB.rglob("*.py") if PKG not in p.parents and p.name != "__main__.py"]
-    assert core
-    for path in core:
-        package = ".".join(path.parent.relative_to(LIB.parent).parts)
-        bad = [m for m in _imports(path, package) if m.startswith("mxopt_jax.compare")]
-        assert not bad, f"{path.relative_to(LIB.parent)} imports {bad}"

@@ -1,28 +1,22 @@
-"""Plots of :mod:`mxopt_jax.compare` results (needs matplotlib: ``pip install 'mxopt_jax[plot]'``).
+"""Figures of the tour (needs matplotlib: ``pip install 'mxopt_jax[plot]'``; drawn in the app's one style,
+:mod:`mxopt_jax.compare.figures`, which also writes the PNGs).
 
-matplotlib is imported lazily, so ``import mxopt_jax.compare`` never needs it. The functions build
-``matplotlib.figure.Figure`` objects directly (no ``pyplot``, no global figure registry, no GUI backend):
-:func:`save` / :func:`png_bytes` render them with the Agg canvas (as compact palette PNGs), and a notebook
-displays a returned figure as its cell's value (or ``IPython.display.Image(png_bytes(fig))`` for a smaller one).
-
-Two layouts, picked by the number of optimizers (:data:`ONE_PANEL_MAX`):
+Two layouts, picked by the number of optimizers (:data:`mxopt_jax.compare.figures.ONE_PANEL_MAX`):
 
 * a small selection (up to eight) is drawn as **one comparison per task**: every optimizer on the same axes,
   each with its own colour *and* line style (the same in every figure of a run), one legend naming exactly
   the optimizers that ran;
-* a large selection is split into **one panel per optimizer family** (:data:`mxopt_jax.compare.FAMILIES`), so
-  that at most eight lines share an axes; a panel is titled with the optimizers that ran in it (never with
-  its family's other members) and its curves differ in colour and line style, so optimizers whose curves
-  coincide (``sgd``, ``ccsgd``, ``lbsgd`` and ``test`` with MXNet's defaults) stay visible.
+* a large selection is split into **one panel per optimizer family**, so that at most eight lines share an
+  axes; a panel is titled with the optimizers that ran in it (never with its family's other members) and its
+  curves differ in colour and line style, so optimizers whose curves coincide (``sgd``, ``ccsgd``, ``lbsgd``
+  and ``test`` with MXNet's defaults) stay visible.
 
-Panels that show the same quantity share their y axis. Figures use matplotlib's constrained layout, so tick
-labels, titles and legends never overlap.
+Panels that show the same quantity share their y axis.
 """
 
 from __future__ import annotations
 
 import functools
-import io
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -32,82 +26,19 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
+from .. import figures
+from ..contenders import group_by_family
+from .functions import FUNCTIONS, Function2D
 from .results import Result, fmt_ms, with_ranks
-from .tasks import FUNCTIONS, Function2D, family_groups
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-#: Resolution of saved PNGs and notebook figures (modest, to keep files small).
-DPI = 80
-#: Up to this many optimizers are drawn together on one axes per task; more are split into family panels.
-ONE_PANEL_MAX = 8
-# no blue (the contours are blue): red, black, green, orange, purple, brown, magenta, olive
-_COLORS = ("#d62728", "#222222", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#a0a000")
-_STYLES: tuple[Any, ...] = (
-    "-",
-    (0, (5, 2)),
-    (0, (1, 1)),
-    (0, (6, 2, 1.5, 2)),
-    (0, (10, 3)),
-    (0, (3, 1.5, 1, 1.5, 1, 1.5)),
-    (0, (2.5, 2.5)),
-    (0, (8, 2, 1.5, 2, 1.5, 2)),
-)
 _FLOOR = 1e-12  # smallest value drawn on log axes (function values reach ~1e-15 in float32)
-_GRID = {"color": "#dddddd", "linewidth": 0.6}
-
-
-def _figure(**kwargs: Any) -> Figure:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as e:  # pragma: no cover - exercised by hiding matplotlib in the tests
-        raise ImportError("matplotlib is needed for plots: pip install 'mxopt_jax[plot]'") from e
-    kwargs.setdefault("dpi", DPI)
-    kwargs.setdefault("layout", "constrained")  # no overlapping tick labels, titles or legends
-    fig = Figure(**kwargs)
-    fig.get_layout_engine().set(w_pad=0.06, h_pad=0.06, wspace=0.03, hspace=0.03)
-    return fig
-
-
-def png_bytes(fig: Figure, dpi: int = DPI, colors: int | None = 128) -> bytes:
-    """``fig`` rendered (Agg) as PNG bytes; with ``colors``, reduced to a palette of that many colours.
-
-    Plots use few colours, so a 128-colour palette (PIL's octree quantizer, no dithering) looks the same and
-    makes files three to four times smaller. ``colors=None`` keeps full RGBA.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    if colors is None:
-        return buf.getvalue()
-    from PIL import Image  # a dependency of matplotlib
-
-    with Image.open(buf) as im:
-        pal = im.convert("RGB").quantize(
-            colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
-        )
-    out = io.BytesIO()
-    pal.save(out, format="PNG", optimize=True)
-    return out.getvalue()
-
-
-def save(fig: Figure, path: str | Path, dpi: int = DPI, colors: int | None = 128) -> Path:
-    """Write ``fig`` as a PNG (see :func:`png_bytes`) and return the path."""
-    path = Path(path)
-    path.write_bytes(png_bytes(fig, dpi=dpi, colors=colors))
-    return path
-
-
-def _style(i: int) -> dict[str, Any]:
-    """The ``i``-th colour and line style: both differ for up to eight curves."""
-    return {"color": _COLORS[i % len(_COLORS)], "linestyle": _STYLES[i % len(_STYLES)], "linewidth": 1.5}
-
-
-def _styles(names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    return {name: _style(i) for i, name in enumerate(dict.fromkeys(names))}
+_figure = figures.figure
+_style = figures.style
+_styles = figures.styles
+_GRID = figures.GRID
 
 
 def _positive(values: np.ndarray) -> np.ndarray:
@@ -128,9 +59,9 @@ def _names_title(names: Sequence[str], width: int) -> str:
 
 
 def is_small(results: Sequence[Result] | Mapping[str, Sequence[Result]]) -> bool:
-    """Whether ``results`` involve few enough optimizers (:data:`ONE_PANEL_MAX`) for one axes per task."""
+    """Whether ``results`` involve few enough optimizers (:data:`~mxopt_jax.compare.figures.ONE_PANEL_MAX`) for one axes per task."""
     rs = [r for v in results.values() for r in v] if isinstance(results, Mapping) else list(results)
-    return len({r.name for r in rs}) <= ONE_PANEL_MAX
+    return len({r.name for r in rs}) <= figures.ONE_PANEL_MAX
 
 
 def _lr_labels(rows: Sequence[Sequence[Result]]) -> dict[str, str]:
@@ -211,7 +142,7 @@ def _family_curves(
     is titled with the optimizers that ran in it.
     """
     names = list(dict.fromkeys(r.name for _, rs, _ in rows for r in rs))
-    groups = family_groups(names)
+    groups = group_by_family(names)
     axes = fig.subplots(len(rows), len(groups), squeeze=False, sharex=True, sharey=sharey)
     labels = _lr_labels([rs for _, rs, _ in rows])
     for row, (label, results, kind) in enumerate(rows):
@@ -255,7 +186,7 @@ def plot_training(
         rows = [("training loss", results, "loss")]
         if has_acc:
             rows.append(("training accuracy (%)", results, "accuracy"))
-        ncols = len(family_groups([r.name for r in results]))
+        ncols = len(group_by_family([r.name for r in results]))
         fig = _figure(figsize=(3.5 * ncols + 0.6, 2.6 * len(rows) + 2.2))
         _family_curves(fig, rows)
     fig.suptitle(title, fontsize=11)
@@ -282,7 +213,7 @@ def plot_function_losses(
     else:
         rows = [(f"{task}: f(x, y)", rs, "loss") for task, rs in results.items()]
         names = list(dict.fromkeys(r.name for rs in results.values() for r in rs))
-        ncols = len(family_groups(names))
+        ncols = len(group_by_family(names))
         fig = _figure(figsize=(3.5 * ncols + 0.6, 2.2 * len(rows) + 2.0))
         _family_curves(fig, rows, sharey=True)  # one y scale: every panel shows a function value
     fig.suptitle(title, fontsize=11)
@@ -385,7 +316,7 @@ def plot_family_trajectories(function: str | Function2D, results: Sequence[Resul
     if not results:
         raise ValueError("no results to plot")
     by_name = {r.name: r for r in results}
-    groups = family_groups(list(by_name))
+    groups = group_by_family(list(by_name))
     fig = _figure(figsize=(3.4 * len(groups) + 0.4, 5.0))
     axes = fig.subplots(1, len(groups), squeeze=False, sharex=True, sharey=True)[0]
     background = _background(fn)
@@ -465,26 +396,24 @@ def save_all(results: dict[str, list[Result]], out: str | Path) -> list[Path]:
 
     ``spiral.png`` (loss and accuracy curves), ``<function>.png`` (the paths over the contours: all on one
     plot for a small selection, one panel per optimizer for a large one), ``testfns_loss.png`` (function
-    value curves). See :data:`ONE_PANEL_MAX`.
+    value curves). See :data:`mxopt_jax.compare.figures.ONE_PANEL_MAX`.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     small = is_small(results)
     if results.get("spiral"):
-        written.append(save(plot_training(results["spiral"], one_panel=small), out / "spiral.png"))
+        written.append(figures.save(plot_training(results["spiral"], one_panel=small), out / "spiral.png"))
     fns = {t: rs for t, rs in results.items() if t in FUNCTIONS and rs}
     for task, rs in fns.items():
         fig = plot_overlay(task, rs) if small else plot_trajectories(task, rs)
-        written.append(save(fig, out / f"{task}.png"))
+        written.append(figures.save(fig, out / f"{task}.png"))
     if fns:
-        written.append(save(plot_function_losses(fns, one_panel=small), out / "testfns_loss.png"))
+        written.append(figures.save(plot_function_losses(fns, one_panel=small), out / "testfns_loss.png"))
     return written
 
 
 __all__ = [
-    "DPI",
-    "ONE_PANEL_MAX",
     "is_small",
     "plot_family_trajectories",
     "plot_function_losses",
@@ -492,7 +421,5 @@ __all__ = [
     "plot_time_per_step",
     "plot_trajectories",
     "plot_training",
-    "png_bytes",
-    "save",
     "save_all",
 ]

@@ -1,5 +1,5 @@
 """The comparison's tasks: the spiral classification set, its MLP and loss, the 2-D test functions
-(:mod:`mxopt_jax.compare.testfns`), the learning rates tuned for each, and the optimizer families.
+(:mod:`mxopt_jax.compare.tour.functions`), the learning rates tuned for each, and the optimizer families.
 
 Nothing is downloaded. Two kinds of task:
 
@@ -11,7 +11,7 @@ Nothing is downloaded. Two kinds of task:
 
 Learning rates: MXNet's default rates (mostly 0.01 or 0.001) are made for mini-batch training and barely move
 within a few hundred full-batch steps, so each optimizer uses a tuned rate: :data:`TUNED_LR` for the spiral
-task, :data:`mxopt_jax.compare.testfns.LEARNING_RATES` for the test functions. Every other hyperparameter is
+task, :data:`mxopt_jax.compare.tour.functions.LEARNING_RATES` for the test functions. Every other hyperparameter is
 MXNet's default.
 """
 
@@ -24,13 +24,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .. import FAMILIES as _FAMILIES
-from .. import OPTIMIZERS
-from .testfns import FUNCTIONS, LEARNING_RATES, Function2D
+from ... import OPTIMIZERS
+from .functions import FUNCTIONS, LEARNING_RATES, Function2D
 
 __all__ = [
     "DEFAULT_OPTIMIZERS",
-    "FAMILIES",
     "FUNCTIONS",
     "LEARNING_RATES",
     "OPTIMIZERS",
@@ -38,7 +36,6 @@ __all__ = [
     "TASK_DESCRIPTIONS",
     "TUNED_LR",
     "Function2D",
-    "family_groups",
     "init_mlp",
     "loss_fn",
     "mlp",
@@ -90,25 +87,6 @@ TASK_DESCRIPTIONS: dict[str, str] = {
     "beale": "Beale's function from (1, 1.5); minimum 0 at (3, 0.5)",
     "saddle": "saddle x^2 + (y^2/2 - 1)^2 from (-1.5, 0.01); saddle point (0, 0); minima 0 at (0, +/-1.41)",
 }
-
-#: Optimizers grouped by family: one compiled program per family, and the panels of the plots of a large
-#: selection. The names are labels for progress messages only: a plot's panel is titled with the optimizers
-#: that ran in it, never with its family's other members.
-FAMILIES: dict[str, tuple[str, ...]] = dict(_FAMILIES)  # from the optimizer table
-
-
-def family_groups(names: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """``names`` grouped by family (families in :data:`FAMILIES` order; unknown names last, as 'other')."""
-    groups = []
-    known = {n for members in FAMILIES.values() for n in members}
-    for family, members in FAMILIES.items():
-        present = [n for n in names if n in members]
-        if present:
-            groups.append((family, present))
-    other = [n for n in names if n not in known]
-    if other:
-        groups.append(("other", other))
-    return groups
 
 
 # --------------------------------------------------------------------------- the spiral task

@@ -1,0 +1,179 @@
+"""One figure style for the app: sizes, colours, line styles, axes set-up and PNG writing.
+
+The study's figures (:mod:`mxopt_jax.compare.report.plots`) and the tour's
+(:mod:`mxopt_jax.compare.tour.plots`) both draw with what is here, so a contender looks the same in every
+figure. matplotlib is imported lazily (``pip install 'mxopt_jax[plot]'``): the functions build
+``matplotlib.figure.Figure`` objects directly (no ``pyplot``, no global figure registry, no GUI backend);
+:func:`save` / :func:`png_bytes` render them with the Agg canvas as compact palette PNGs, and a notebook
+displays a returned figure as its cell's value.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "BAND_ALPHA",
+    "PLOT_HINT",
+    "COLORS",
+    "DPI",
+    "GRID",
+    "LINESTYLES",
+    "ONE_PANEL_MAX",
+    "figure",
+    "legend_below",
+    "no_minor_ticks",
+    "plain_formatter",
+    "png_bytes",
+    "save",
+    "set_log_axis",
+    "style",
+    "styles",
+    "suptitle",
+]
+
+#: What to do when matplotlib is missing (the study and the tour print it and write no PNGs).
+PLOT_HINT = (
+    "matplotlib is not installed, so no plots were written; install it with: pip install 'mxopt_jax[plot]'"
+)
+#: Resolution of saved PNGs and notebook figures (modest, to keep files small).
+DPI = 80
+#: Up to this many curves share one axes; more are split into one panel per family.
+ONE_PANEL_MAX = 8
+#: Line colours (no blue: the tour's contours are blue): red, black, green, orange, purple, brown, magenta,
+#: olive.
+COLORS = ("#d62728", "#222222", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#a0a000")
+#: Line styles, paired with :data:`COLORS`: eight curves differ in colour *and* style.
+LINESTYLES: tuple[Any, ...] = (
+    "-",
+    (0, (5, 2)),
+    (0, (1, 1)),
+    (0, (6, 2, 1.5, 2)),
+    (0, (10, 3)),
+    (0, (3, 1.5, 1, 1.5, 1, 1.5)),
+    (0, (2.5, 2.5)),
+    (0, (8, 2, 1.5, 2, 1.5, 2)),
+)
+#: Grid lines of every axes.
+GRID = {"color": "#dddddd", "linewidth": 0.6}
+#: Opacity of a band (a confidence interval or a spread) around a line.
+BAND_ALPHA = 0.13
+
+
+def figure(**kwargs: Any) -> Figure:
+    """A ``Figure`` with constrained layout (no overlapping tick labels, titles or legends) at :data:`DPI`."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as e:  # pragma: no cover - exercised by hiding matplotlib in the tests
+        raise ImportError("matplotlib is needed for plots: pip install 'mxopt_jax[plot]'") from e
+    kwargs.setdefault("dpi", DPI)
+    kwargs.setdefault("layout", "constrained")
+    fig = Figure(**kwargs)
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        engine.set(w_pad=0.06, h_pad=0.06, wspace=0.03, hspace=0.03)
+    return fig
+
+
+def png_bytes(fig: Figure, dpi: int = DPI, colors: int | None = 128) -> bytes:
+    """``fig`` rendered (Agg) as PNG bytes; with ``colors``, reduced to a palette of that many colours.
+
+    Plots use few colours, so a 128-colour palette (PIL's octree quantizer, no dithering) looks the same and
+    makes files three to four times smaller. ``colors=None`` keeps full RGBA.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    if colors is None:
+        return buf.getvalue()
+    from PIL import Image  # a dependency of matplotlib
+
+    with Image.open(buf) as im:
+        pal = im.convert("RGB").quantize(
+            colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+        )
+    out = io.BytesIO()
+    pal.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def save(fig: Figure, path: str | Path, dpi: int = DPI, colors: int | None = 128) -> Path:
+    """Write ``fig`` as a PNG (see :func:`png_bytes`) and return the path."""
+    path = Path(path)
+    path.write_bytes(png_bytes(fig, dpi=dpi, colors=colors))
+    return path
+
+
+def style(i: int, linewidth: float = 1.5) -> dict[str, Any]:
+    """The ``i``-th colour and line style: both differ for up to eight curves."""
+    return {
+        "color": COLORS[i % len(COLORS)],
+        "linestyle": LINESTYLES[i % len(LINESTYLES)],
+        "linewidth": linewidth,
+    }
+
+
+def styles(names: Sequence[str], linewidth: float = 1.5) -> dict[str, dict[str, Any]]:
+    """``{name: style}`` in the order given (repeated names keep their first style)."""
+    return {name: style(i, linewidth) for i, name in enumerate(dict.fromkeys(names))}
+
+
+def plain_formatter() -> Any:
+    """Tick labels as plain numbers (``0.5``, ``2``, ``1e-05``), never ``10^x`` mathtext."""
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _: f"{v:g}")
+
+
+def no_minor_ticks(axis: Axis) -> None:
+    """No minor ticks (on many log axes they cost seconds to lay out and add nothing)."""
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    axis.set_minor_locator(NullLocator())
+    axis.set_minor_formatter(NullFormatter())
+
+
+def set_log_axis(axis: Axis, subs: Sequence[float] = (1.0, 2.0, 5.0)) -> None:
+    """A log axis labelled where values lie: major ticks at ``subs`` times each power of ten (1, 2, 5: a
+    range inside one decade still gets labels), plain-number labels, no minor ticks."""
+    from matplotlib.ticker import LogLocator
+
+    if axis is axis.axes.xaxis:
+        axis.axes.set_xscale("log")
+    else:
+        axis.axes.set_yscale("log")
+    axis.set_major_locator(LogLocator(base=10, subs=tuple(subs)))
+    axis.set_major_formatter(plain_formatter())
+    no_minor_ticks(axis)
+
+
+def legend_below(ax: Axes, n: int, offset: float = -0.2, max_label: int = 20) -> None:
+    """A legend under ``ax``: two columns for more than four short labels (long ones would widen the
+    column of panels), else one."""
+    longest = max((len(t) for t in ax.get_legend_handles_labels()[1]), default=0)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, offset),
+        ncol=2 if n > 4 and longest <= max_label else 1,
+        fontsize=8,
+        frameon=False,
+        handlelength=2.8,
+        columnspacing=1.0,
+    )
+
+
+def suptitle(fig: Figure, text: str, fontsize: float = 10.5) -> None:
+    """A figure title wrapped to the figure's width."""
+    width = max(40, int(fig.get_figwidth() * 12))
+    fig.suptitle(textwrap.fill(text, width), fontsize=fontsize)
