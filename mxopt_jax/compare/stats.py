@@ -537,7 +537,7 @@ def bootstrap_mean_ranks(
     typically shifted (towards larger ranks for contenders in the crowded middle).
 
     Time (vectorized: every pair of contenders of every replicate in a few array operations): 26
-    contenders, 5 problems, 10 seeds, 1000 replicates take 0.6 to 0.9 s on one core (NumPy 2.4, measured);
+    contenders, 5 problems, 10 seeds, 1000 replicates take 0.4 to 0.9 s on one core (NumPy 2.4, measured);
     memory is bounded by chunks of replicates (:data:`_CHUNK` differences at a time).
 
     Raises

@@ -501,7 +501,7 @@ def test_bootstrap_ties_split_and_missing_everywhere():
 
 
 def test_bootstrap_time():
-    # the study's largest overall table: 26 contenders, 5 problems, 10 seeds, 1000 replicates (docstring: 0.6-0.9 s)
+    # the study's largest overall table: 26 contenders, 5 problems, 10 seeds, 1000 replicates (docstring: 0.4-0.9 s)
     per = _study(8, C=26, P=5, n=10, offsets=np.linspace(0, 3, 26))
     start = time.perf_counter()
     res = S.bootstrap_mean_ranks(per, [f"c{k}" for k in range(26)], n_boot=1000)
