@@ -48,7 +48,7 @@ def usual_loop(problem, contender, lrs, seeds, steps):
     metric = jax.jit(problem.metric)
     first_steps = 0.0
     for lr in lrs:
-        tx = contender.make(float(lr), jax.random.PRNGKey(0))
+        tx = contender.build(float(lr), jax.random.PRNGKey(0))
 
         @jax.jit
         def step(params, state, batch, tx=tx):
@@ -85,8 +85,8 @@ def one_by_one(problem, contender, lrs, seeds, steps):
 
 
 def vmapped(problem, contender, lrs, seeds, steps, devices):
-    group = engine.compile_group(problem, [contender], len(lrs), len(seeds), steps=steps, devices=devices)
-    group.run(0, lrs, seeds)
+    group = engine.compile_group(problem, [contender], len(lrs) * len(seeds), steps=steps, devices=devices)
+    group.run(0, {"learning_rate": lrs}, seeds)
     return group.compile_s
 
 
@@ -145,11 +145,11 @@ def main() -> None:
         print("|---|---|---|")
         families: dict[str, list] = {}
         for c in C.default_contenders():
-            g = engine.compile_group(problem, [c], args.rates, args.seeds, steps=steps)
+            g = engine.compile_group(problem, [c], args.rates * args.seeds, steps=steps)
             print(f"| {c.name} | 1 | {g.compile_s:.2f} |", flush=True)
             families.setdefault(c.family, []).append(c)
         for fam, cs in families.items():
-            g = engine.compile_group(problem, cs, args.rates, args.seeds, steps=steps)
+            g = engine.compile_group(problem, cs, args.rates * args.seeds, steps=steps)
             print(f"| {fam} (lax.switch) | {len(cs)} | {g.compile_s:.2f} |", flush=True)
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
 

@@ -181,7 +181,14 @@ def test_base_keywords_written_once_and_shown_in_every_signature():
 # flows one way: what is compared -> the engine -> the protocol and its statistics -> the reports -> the
 # orchestration -> the command line. The tour is a sub-package beside the study, reached from the command line.
 APP_LAYERS = [
-    ["compare.checks", "compare.figures", "compare.stats", "compare.records", "compare.problems.*"],
+    [
+        "compare.checks",
+        "compare.figures",
+        "compare.stats",
+        "compare.records",
+        "compare.space",
+        "compare.problems.*",
+    ],
     ["compare.contenders"],
     ["compare.engine", "compare.protocol"],
     ["compare.report.*"],

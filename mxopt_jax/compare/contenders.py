@@ -1,16 +1,17 @@
-"""The optimizers a study compares: :class:`Contender` (a name, a family, a default rate, a factory).
+"""The optimizers a study compares: :class:`Contender` (a name, a family, its hyperparameters, a factory).
 
-Every mxopt_jax optimizer of the table (:data:`mxopt_jax.OPTIMIZERS`) is a contender with MXNet's defaults
-for everything but the learning rate, plus baselines from optax (:data:`OPTAX_BASELINES`) run through the
-same harness. A user's own contender is any ``(learning_rate, key) -> optax.GradientTransformation``; the
-learning rate arrives as a traced JAX scalar (the engine vmaps over it), so the factory must not branch on it
-in Python.
+Every mxopt_jax optimizer of the table (:data:`mxopt_jax.OPTIMIZERS`) is a contender with MXNet's defaults,
+plus baselines from optax (:data:`OPTAX_BASELINES`) run through the same harness. A user's own contender is
+any factory of an ``optax.GradientTransformation`` (:func:`contender`). Hyperparameters arrive as traced JAX
+scalars (the engine vmaps over them), and the learning rate as a traced scalar or, under a schedule, as a
+schedule ``step -> rate`` built from the traced peak, so a factory must not branch on them in Python.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -21,19 +22,38 @@ import optax
 from .. import FAMILIES as _FAMILIES
 from .. import OPTIMIZERS
 from .. import sparse as _sparse
+from .space import Hyperparameter
+from .space import names as _names
 
 __all__ = [
     "FAMILY_ORDER",
     "OPTAX_BASELINES",
     "OPTAX_FAMILY",
     "Contender",
+    "Factory",
+    "Hyperparameter",
     "contender",
     "default_contenders",
     "family_of",
     "group_by_family",
     "mxopt_contender",
+    "rate",
     "resolve",
 ]
+
+#: A contender's factory in the engine's form: ``(hp, key, steps) -> transform``. ``hp`` maps every
+#: hyperparameter of the contender to its value: ``"learning_rate"`` a traced scalar (or a schedule
+#: ``step -> rate``), a tuned one a traced scalar, the others their default (a Python float). ``key`` is the
+#: run's optimizer key (independent of the initialization and the mini-batches); ``steps`` the run's budget.
+Factory = Callable[[Mapping[str, Any], jax.Array, int], optax.GradientTransformation]
+
+
+def rate(default: float, decades: float = 3.0) -> Hyperparameter:
+    """The learning rate as a hyperparameter: ``default`` and a log range ``decades`` either side of it."""
+    return Hyperparameter(
+        "learning_rate", float(default), default * 10**-decades, default * 10**decades, "log"
+    )
+
 
 #: The family label of the optax baselines (used to group programs and plot panels).
 OPTAX_FAMILY = "optax baselines"
@@ -69,39 +89,82 @@ class Contender:
 
     Attributes:
       name: how tables name it (``"adam"``; optax baselines ``"optax.adam"``).
-      make: ``(learning_rate, key) -> optax.GradientTransformation``. ``learning_rate`` is a traced scalar;
-        ``key`` is the run's PRNG key (for optimizers that draw random numbers, such as SGLD), the same for
-        every contender of a run's seed.
-      default_lr: the rate of the "one-shot" mode (MXNet's default for mxopt_jax's optimizers) and the centre
-        of the tuning grid.
+      make: the factory, :data:`Factory` (``(hp, key, steps) -> optax.GradientTransformation``).
+      hyperparameters: what a study may tune, learning rate first (:class:`~mxopt_jax.compare.space.Hyperparameter`:
+        default and search range each). The grid mode tunes the learning rate alone around its default.
       family: groups contenders into one compiled program and one plot panel.
       row_sparse: takes :class:`mxopt_jax.sparse.RowSparse` gradients (on problems with embedding tables,
         gradients come from :func:`mxopt_jax.sparse.value_and_grad`); otherwise gradients are dense.
       sparse_make: ``make`` for problems with embedding tables, when it differs (lazy updates).
       description: one line for the printed protocol (what is not MXNet's/optax's default).
+      settings: every setting of the optimizer that the study does not tune, with its value (printed with the
+        protocol, so that defaults that differ between libraries are stated).
     """
 
     name: str
-    make: Callable[[Any, jax.Array], optax.GradientTransformation]
-    default_lr: float
+    make: Factory
+    hyperparameters: tuple[Hyperparameter, ...]
     family: str
     row_sparse: bool = False
-    sparse_make: Callable[[Any, jax.Array], optax.GradientTransformation] | None = None
+    sparse_make: Factory | None = None
     description: str = ""
+    settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"Contender name must be a non-empty str, got {self.name!r}")
         if not callable(self.make):
             raise TypeError(
                 f"Contender {self.name!r}: `make` must be callable, got {type(self.make).__name__}"
             )
-        if not (isinstance(self.default_lr, float | int) and self.default_lr > 0):
+        hps = tuple(self.hyperparameters)
+        if not hps or not all(isinstance(h, Hyperparameter) for h in hps) or hps[0].name != "learning_rate":
             raise ValueError(
-                f"Contender {self.name!r}: `default_lr` must be a number > 0, got {self.default_lr!r}"
+                f"Contender {self.name!r}: `hyperparameters` must be Hyperparameter objects, the learning rate "
+                f"first, got {self.hyperparameters!r}"
             )
+        if len(set(_names(hps))) != len(hps):
+            raise ValueError(f"Contender {self.name!r}: hyperparameter names repeat: {_names(hps)}")
+        if not self.default_lr > 0:
+            raise ValueError(
+                f"Contender {self.name!r}: the default learning rate must be > 0, got {self.default_lr!r}"
+            )
+        object.__setattr__(self, "hyperparameters", hps)
 
-    def factory(self, sparse: bool) -> Callable[[Any, jax.Array], optax.GradientTransformation]:
+    @property
+    def default_lr(self) -> float:
+        """The learning rate of the one-shot mode (MXNet's default for mxopt_jax's optimizers) and the centre of
+        the tuning grid."""
+        return float(self.hyperparameters[0].default)
+
+    @property
+    def defaults(self) -> dict[str, float]:
+        """``{name: default}`` of every hyperparameter."""
+        return {h.name: float(h.default) for h in self.hyperparameters}
+
+    def factory(self, sparse: bool) -> Factory:
         """The factory for a problem with (``sparse=True``) or without embedding tables."""
         return self.sparse_make if (sparse and self.sparse_make is not None) else self.make
+
+    def build(
+        self,
+        learning_rate: Any,
+        key: jax.Array | None = None,
+        steps: int = 0,
+        sparse: bool = False,
+        **hyperparameters: Any,
+    ) -> optax.GradientTransformation:
+        """The transform at ``learning_rate`` (and any of its ``hyperparameters``; the others keep their
+        defaults), outside the engine: ``key`` defaults to ``PRNGKey(0)``."""
+        unknown = sorted(set(hyperparameters) - set(_names(self.hyperparameters)))
+        if unknown:
+            raise TypeError(
+                f"contender {self.name!r} has no hyperparameter(s) {unknown}; known: "
+                f"{', '.join(_names(self.hyperparameters))}"
+            )
+        key = jax.random.PRNGKey(0) if key is None else key
+        hp = {**self.defaults, **hyperparameters, "learning_rate": learning_rate}
+        return self.factory(sparse)(hp, key, steps)
 
 
 def _quiet(fn: Callable[..., optax.GradientTransformation], **kwargs: Any) -> optax.GradientTransformation:
@@ -111,29 +174,60 @@ def _quiet(fn: Callable[..., optax.GradientTransformation], **kwargs: Any) -> op
         return fn(**kwargs)
 
 
+#: Keywords of mxopt_jax's constructors that are plumbing, not settings of the optimizer (not printed).
+_PLUMBING = frozenset(
+    {
+        "lr_scheduler",
+        "lr_mult",
+        "wd_mult",
+        "begin_num_update",
+        "aggregate_num",
+        "use_fused_step",
+        "axis_name",
+        "seed",
+    }
+)
+
+
+def _settings(fn: Callable[..., Any], tuned: Sequence[str], **overrides: Any) -> dict[str, Any]:
+    """Every keyword of ``fn`` with a plain default (numbers, bools, None) that is not tuned, with its value."""
+    out: dict[str, Any] = {}
+    for k, p in inspect.signature(fn).parameters.items():
+        if k in tuned or k in _PLUMBING or p.default is inspect.Parameter.empty:
+            continue
+        v = overrides.get(k, p.default)
+        if v is None or isinstance(v, bool | int | float | str):
+            out[k] = v
+    return out
+
+
 def mxopt_contender(name: str) -> Contender:
-    """The contender for ``mxopt_jax.OPTIMIZERS[name]``: MXNet's defaults but for the learning rate.
+    """The contender for ``mxopt_jax.OPTIMIZERS[name]``: MXNet's defaults for everything not tuned.
 
     GroupAdaGrad keeps one accumulator per row of a 2-D weight; the other leaves (biases, scalars) go to
-    AdaGrad with the same rate (a row of one). SGLD draws its noise from the run's key. On problems with
-    embedding tables the optimizers that have MXNet's ``lazy_update`` switch run with ``lazy_update=True``
-    (MXNet's sparse recipe); AdaGrad and GroupAdaGrad update listed rows only anyway (their sparse kernels).
+    AdaGrad with the same rate (a row of one). SGLD draws its noise from the run's optimizer key. On problems
+    with embedding tables the optimizers that have MXNet's ``lazy_update`` switch run with
+    ``lazy_update=True`` (MXNet's sparse recipe); AdaGrad and GroupAdaGrad update listed rows only anyway
+    (their sparse kernels).
     """
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {name!r}; known: {', '.join(OPTIMIZERS)}")
     fn = OPTIMIZERS[name]
     params = inspect.signature(fn).parameters
-    default_lr = float(params["learning_rate"].default)
-    family = family_of(name)
+    hyperparameters = (rate(float(params["learning_rate"].default)),)
 
-    def build(lr: Any, key: jax.Array, **extra: Any) -> optax.GradientTransformation:
-        kwargs: dict[str, Any] = {"learning_rate": lr, **extra}
+    def build(
+        hp: Mapping[str, Any], key: jax.Array, steps: int, **extra: Any
+    ) -> optax.GradientTransformation:
+        kwargs: dict[str, Any] = {**hp, **extra}
         if name == "sgld":
             kwargs["seed"] = key
         tx = _quiet(fn, **kwargs)
         if name == "groupadagrad":
             rows = tx
-            other = _quiet(OPTIMIZERS["adagrad"], learning_rate=lr)
+            other = _quiet(
+                OPTIMIZERS["adagrad"], **{k: v for k, v in hp.items() if k in ("learning_rate", "wd")}
+            )
             tx = optax.multi_transform(
                 {"rows": rows, "other": other},
                 # labels of params and of updates alike: a RowSparse gradient is one leaf (its shape is the table's)
@@ -150,63 +244,149 @@ def mxopt_contender(name: str) -> Contender:
     return Contender(
         name=name,
         make=build,
-        default_lr=default_lr,
-        family=family,
+        hyperparameters=hyperparameters,
+        family=family_of(name),
         row_sparse=True,
-        sparse_make=(lambda lr, key: build(lr, key, lazy_update=True)) if lazy else None,
+        sparse_make=(lambda hp, key, steps: build(hp, key, steps, lazy_update=True)) if lazy else None,
         description=desc,
+        settings=_settings(fn, [h.name for h in hyperparameters]),
     )
 
 
 def _optax(
     name: str, fn: Callable[..., optax.GradientTransformation], lr: float, desc: str, **kw: Any
 ) -> Contender:
+    hyperparameters = (rate(lr),)
+
+    def build(hp: Mapping[str, Any], key: jax.Array, steps: int) -> optax.GradientTransformation:
+        return fn(**{**kw, **hp})
+
     return Contender(
         name=f"optax.{name}",
-        make=lambda rate, key: fn(rate, **kw),
-        default_lr=lr,
+        make=build,
+        hyperparameters=hyperparameters,
         family=OPTAX_FAMILY,
         row_sparse=False,
         description=desc,
+        settings=_settings(fn, [h.name for h in hyperparameters], **kw),
     )
 
 
-#: optax's optimizers that people use today, run through the same harness (dense gradients everywhere).
+#: optax's optimizers that people use today, run through the same harness (dense gradients everywhere). Where
+#: optax's defaults differ from MXNet's, the description says so (and the printed settings list every value).
 OPTAX_BASELINES: dict[str, Contender] = {
     c.name: c
     for c in (
-        _optax("sgd", optax.sgd, 0.1, "optax.sgd(lr, momentum=0.9)", momentum=0.9),
+        _optax("sgd", optax.sgd, 0.1, "optax.sgd(lr, momentum=0.9) (MXNet's sgd: momentum 0)", momentum=0.9),
         _optax("adam", optax.adam, 1e-3, "optax.adam(lr), optax's defaults"),
-        _optax("adamw", optax.adamw, 1e-3, "optax.adamw(lr), optax's defaults (weight_decay=1e-4)"),
-        _optax("lamb", optax.lamb, 1e-3, "optax.lamb(lr), optax's defaults"),
+        _optax(
+            "adamw",
+            optax.adamw,
+            1e-3,
+            "optax.adamw(lr), optax's defaults (weight_decay=1e-4; mxopt's adamw: wd 0)",
+        ),
+        _optax("lamb", optax.lamb, 1e-3, "optax.lamb(lr), optax's defaults (eps=1e-6, as MXNet's lamb)"),
     )
 }
 
 
 def contender(
     name: str,
-    make: Callable[[Any, jax.Array], optax.GradientTransformation] | optax.GradientTransformation | Callable,
+    make: Callable[..., optax.GradientTransformation],
     default_lr: float,
     family: str = "user",
     description: str = "",
+    hyperparameters: Sequence[Hyperparameter] = (),
+    settings: Mapping[str, Any] | None = None,
 ) -> Contender:
-    """A user's contender: ``make(learning_rate)`` or ``make(learning_rate, key)`` returning a transform.
+    """A user's contender from a factory of an optax transform.
 
-    For example ``contender("optax.lion", lambda lr: optax.lion(lr), 1e-4)``.
+    ``make``'s first parameter receives the learning rate (a traced scalar, or a schedule under
+    ``schedule=``); a parameter named ``key`` receives the run's optimizer key, one named ``steps`` the run's
+    step budget, and one named like a declared hyperparameter its (traced) value. For backward compatibility a
+    second positional parameter of another name receives the key. For example::
+
+        contender("optax.lion", lambda lr: optax.lion(lr), 1e-4)
+        contender("adam b1", lambda lr, b1: optax.adam(lr, b1=b1), 1e-3,
+                  hyperparameters=[Hyperparameter("b1", 0.9, 0.5, 0.999, "log1m")])
+
+    ``hyperparameters`` are the tunable ones besides the learning rate (whose range is ``default_lr`` times
+    ``10**-3 .. 10**3``; pass a ``Hyperparameter("learning_rate", ...)`` first to set another).
     """
     if isinstance(make, optax.GradientTransformation):
         raise TypeError(
             f"contender {name!r}: `make` must be a factory `learning_rate -> GradientTransformation` (the study "
-            "sweeps the rate), got a GradientTransformation; e.g. `lambda lr: optax.adam(lr)`"
+            "tunes the rate), got a GradientTransformation; e.g. `lambda lr: optax.adam(lr)`"
         )
     if not callable(make):
         raise TypeError(f"contender {name!r}: `make` must be callable, got {type(make).__name__}")
+    if (
+        isinstance(default_lr, bool)
+        or not isinstance(default_lr, int | float)
+        or not (math.isfinite(default_lr) and default_lr > 0)
+    ):
+        raise ValueError(f"contender {name!r}: `default_lr` must be a finite number > 0, got {default_lr!r}")
+    hps = list(hyperparameters)
+    if not all(isinstance(h, Hyperparameter) for h in hps):
+        raise TypeError(f"contender {name!r}: `hyperparameters` must be Hyperparameter objects, got {hps!r}")
+    if not hps or hps[0].name != "learning_rate":
+        hps.insert(0, rate(float(default_lr)))
+    declared = set(_names(hps)) - {"learning_rate"}
     try:
-        n_args = len(inspect.signature(make).parameters)
-    except (TypeError, ValueError):
-        n_args = 2
-    fn = make if n_args >= 2 else (lambda lr, key: make(lr))
-    return Contender(name, fn, float(default_lr), family, row_sparse=False, description=description)
+        sig = inspect.signature(make)
+    except (TypeError, ValueError):  # a builtin or C callable: (learning_rate, key)
+        sig = None
+    params = list(sig.parameters.values()) if sig is not None else []
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if sig is not None and not positional:
+        raise TypeError(f"contender {name!r}: `make` must take the learning rate as its first argument")
+    # how each parameter of `make` is filled: "lr", "key", "steps" or a hyperparameter's name
+    plan: list[tuple[inspect.Parameter, str]] = []
+    for i, p in enumerate(params):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if i == 0:
+            plan.append((p, "lr"))
+        elif p.name in ("key", "steps") or p.name in declared:
+            plan.append((p, p.name))
+        elif i == 1 and p.kind != p.KEYWORD_ONLY:
+            plan.append((p, "key"))
+        elif p.default is inspect.Parameter.empty:
+            raise TypeError(
+                f"contender {name!r}: `make` takes {p.name!r}, which is neither the learning rate, `key`, `steps` "
+                f"nor a declared hyperparameter ({', '.join(sorted(declared)) or 'none declared'})"
+            )
+    missing = declared - {w for _, w in plan}
+    if sig is not None and missing and not any(p.kind == p.VAR_KEYWORD for p in params):
+        raise TypeError(
+            f"contender {name!r}: `make` takes no parameter for hyperparameter(s) {sorted(missing)}"
+        )
+
+    defaults = {h.name: float(h.default) for h in hps}
+
+    def build(hp: Mapping[str, Any], key: jax.Array, steps: int) -> optax.GradientTransformation:
+        if sig is None:
+            return make(hp["learning_rate"], key)
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        values = {"lr": hp["learning_rate"], "key": key, "steps": steps}
+        for p, what in plan:
+            v = values[what] if what in values else hp.get(what, defaults[what])
+            if p.kind == p.KEYWORD_ONLY:
+                kwargs[p.name] = v
+            else:
+                args.append(v)
+        return make(*args, **kwargs)
+
+    return Contender(
+        name,
+        build,
+        tuple(hps),
+        family,
+        row_sparse=False,
+        description=description,
+        settings=dict(settings or {}),
+    )
 
 
 def default_contenders() -> list[Contender]:

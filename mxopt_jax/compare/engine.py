@@ -2,27 +2,32 @@
 
 For one problem (:class:`~mxopt_jax.compare.problems.base.Problem`) and a group of contenders
 (:class:`~mxopt_jax.compare.contenders.Contender`), :func:`compile_group` builds **one** XLA program that trains
-every ``(learning rate, seed)`` pair at once: a run is a ``lax.scan`` over evaluation intervals of a
-``lax.scan`` over steps, ``jax.vmap``-ed over the flattened ``(rate, seed)`` axis, and the contenders of the
-group are branches of one ``lax.switch`` (the index picks one contender per call, so each call runs only that
-contender and its time is its own; one program for a family compiles in well under half the time of one
-program each). Learning rates are traced inputs: any grid of the same size, and any seeds, run through the same
-compiled program without recompiling.
+a batch of runs at once: a run is a ``lax.scan`` over evaluation intervals of a ``lax.scan`` over steps,
+``jax.vmap``-ed over the run axis, and the contenders of the group are branches of one ``lax.switch`` (the index
+picks one contender per call, so each call runs only that contender and its time is its own; one program for
+a family compiles in well under half the time of one program each). A run's configuration (its learning rate
+and every other hyperparameter the study tunes) and its seed are traced inputs: any grid, any random search and
+any seeds run through the same compiled program without recompiling.
 
-The ``(rate, seed)`` axis is sharded over every device (``jax.sharding``; on CPU, start the process with
+The run axis is sharded over every device (``jax.sharding``; on CPU, start the process with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` to get N host devices, which the command line does for
 you), so the same study runs on one CPU, a GPU or many devices unchanged.
 
 What a run does (every contender sees exactly the same data, initializations and mini-batches for a seed):
 
-1. ``key = PRNGKey(seed)``; ``init_key, batch_key = split(key)``; ``params = problem.init(init_key)``;
-   ``tx = contender.make(lr, key)``; ``state = tx.init(params)``.
+1. ``key = PRNGKey(seed)``; ``init_key, batch_key, opt_key = split(key, 3)``: three independent streams, for
+   the initialization, the mini-batches and the optimizer's own randomness (SGLD's noise);
+   ``params = problem.init(init_key)``; ``tx = contender.make(hp, opt_key, steps)``; ``state = tx.init(params)``.
+   ``hp`` holds the configuration: the learning rate (turned into a schedule when the study has one, its peak
+   the configuration's rate) and every tuned hyperparameter as traced scalars, the others at their defaults.
 2. Step ``i`` draws ``batch_size`` row indices uniformly with replacement from the training split (from
    ``batch_key``), differentiates ``problem.loss`` (row-sparse through :func:`mxopt_jax.sparse.value_and_grad`
    for a contender that takes row-sparse gradients on a problem with embedding tables), and applies
    ``tx.update``.
 3. After every ``eval_every`` steps it records the mean mini-batch loss of the interval and
-   ``problem.metric`` on the validation and the test splits.
+   ``problem.metric`` on the validation and the test splits, and whether the run is still alive: a run whose
+   training loss or any parameter has become non-finite has **diverged**, and its metrics are NaN from that
+   point on, whatever the problem's metric returns (NaN logits still give an ``argmax``).
 
 Nothing here selects or reports: that is :mod:`mxopt_jax.compare.protocol` and :mod:`mxopt_jax.compare.report`.
 """
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -44,7 +49,20 @@ from .contenders import Contender
 from .problems.base import Problem
 from .records import Records
 
-__all__ = ["CompiledGroup", "compile_group", "run_one", "single_run", "steps_to_target", "train_run"]
+__all__ = [
+    "CompiledGroup",
+    "Schedule",
+    "compile_group",
+    "run_one",
+    "single_run",
+    "steps_to_target",
+    "train_run",
+]
+
+#: A learning-rate schedule the engine applies to every contender: ``(peak, steps) -> learning_rate``, where
+#: ``peak`` is the configuration's (traced) rate and ``steps`` the run's budget; it returns a traced scalar (a
+#: constant rate) or an optax-style schedule ``count -> rate``. ``None`` means a constant rate.
+Schedule = Callable[[Any, int], Any]
 
 
 def _grad_fn(problem: Problem, contender: Contender) -> Callable[..., Any]:
@@ -53,24 +71,40 @@ def _grad_fn(problem: Problem, contender: Contender) -> Callable[..., Any]:
     return jax.value_and_grad(problem.loss)
 
 
+def _all_finite(tree: Any) -> jax.Array:
+    leaves = [
+        jnp.all(jnp.isfinite(leaf))
+        for leaf in jax.tree.leaves(tree)
+        if jnp.issubdtype(leaf.dtype, jnp.inexact)
+    ]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.bool_(True)
+
+
 def train_run(
     problem: Problem,
     contender: Contender,
-    lr: Any,
+    hp: Mapping[str, Any],
     key: jax.Array,
     data: Any,
     steps: int,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """One training run (traceable): returns ``(train_loss, val, test)``, each of shape ``(steps // eval_every,)``.
+    schedule: Schedule | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """One training run (traceable): ``(train_loss, val, test, alive)``, each of shape ``(steps // eval_every,)``.
 
-    ``data`` is the problem's :class:`~mxopt_jax.compare.problems.base.Splits` as JAX arrays. This is the
-    unbatched definition the engine vmaps; the tests hold the vmapped program equal to it.
+    ``hp`` maps the contender's hyperparameters to their values (``"learning_rate"`` always; missing ones take
+    their defaults); ``data`` is the problem's :class:`~mxopt_jax.compare.problems.base.Splits` as JAX arrays.
+    ``alive[e]`` is False once the run has diverged (a non-finite training loss or parameter); ``val`` and
+    ``test`` are NaN from there on. This is the unbatched definition the engine vmaps; the tests hold the
+    vmapped program equal to it.
     """
     train, val, test = data
     n_train = jax.tree.leaves(train)[0].shape[0]
-    init_key, batch_key = jax.random.split(key)
+    init_key, batch_key, opt_key = jax.random.split(key, 3)
     params = problem.init(init_key)
-    tx = contender.factory(bool(problem.tables))(lr, key)
+    values = {**contender.defaults, **hp}
+    if schedule is not None:
+        values["learning_rate"] = schedule(values["learning_rate"], steps)
+    tx = contender.factory(bool(problem.tables))(values, opt_key, steps)
     state = tx.init(params)
     grad_fn = _grad_fn(problem, contender)
     every = problem.eval_every
@@ -85,13 +119,18 @@ def train_run(
         return (optax.apply_updates(p, updates), s), loss
 
     def interval(carry, keys):
-        carry, losses = jax.lax.scan(step, carry, keys)
-        p = carry[0]
-        return carry, (jnp.mean(losses), problem.metric(p, val), problem.metric(p, test))
+        (p, s), alive = carry
+        (p, s), losses = jax.lax.scan(step, (p, s), keys)
+        mean_loss = jnp.mean(losses)
+        alive = alive & jnp.isfinite(mean_loss) & _all_finite(p)
+        nan = jnp.float32(jnp.nan)
+        v = jnp.where(alive, problem.metric(p, val), nan)
+        t = jnp.where(alive, problem.metric(p, test), nan)
+        return ((p, s), alive), (mean_loss, v, t, alive)
 
     keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
-    _, (train_loss, val_m, test_m) = jax.lax.scan(interval, (params, state), keys)
-    return train_loss, val_m, test_m
+    _, (train_loss, val_m, test_m, alive) = jax.lax.scan(interval, ((params, state), jnp.bool_(True)), keys)
+    return train_loss, val_m, test_m, alive
 
 
 def steps_to_target(val: np.ndarray, eval_steps: np.ndarray, target: float) -> np.ndarray:
@@ -102,95 +141,180 @@ def steps_to_target(val: np.ndarray, eval_steps: np.ndarray, target: float) -> n
     return np.where(hit.any(axis=-1), np.asarray(eval_steps, dtype=np.float64)[first], np.inf)
 
 
+def _diverged_at(alive: np.ndarray, eval_steps: np.ndarray) -> np.ndarray:
+    dead = ~np.asarray(alive, bool)
+    first = np.argmax(dead, axis=-1)
+    return np.where(dead.any(axis=-1), np.asarray(eval_steps, np.float64)[first], np.inf)
+
+
 def _mesh(devices: Sequence[jax.Device] | None) -> jax.sharding.Mesh:
     devs = list(jax.devices() if devices is None else devices)
     return jax.sharding.Mesh(np.array(devs), ("runs",))
 
 
+def _to_device(host: np.ndarray, sharding: jax.sharding.Sharding) -> jax.Array:
+    """A host array placed with ``sharding`` (every process holds the whole host array; each device gets its
+    shard)."""
+    return jax.device_put(host, sharding)
+
+
+def _to_host(array: jax.Array) -> np.ndarray:
+    """A (sharded) result as one host array."""
+    return np.asarray(array)
+
+
+def _columns(configs: Mapping[str, Any] | Sequence[Mapping[str, float]]) -> dict[str, np.ndarray]:
+    """Configurations as columns ``{name: (G,) float64}`` (a sequence of dicts or a dict of sequences)."""
+    if isinstance(configs, Mapping):
+        cols = {k: np.atleast_1d(np.asarray(v, np.float64)) for k, v in configs.items()}
+    else:
+        configs = list(configs)
+        keys = list(dict.fromkeys(k for c in configs for k in c))
+        if any(set(c) != set(keys) for c in configs):
+            raise ValueError("every configuration must name the same hyperparameters")
+        cols = {k: np.array([float(c[k]) for c in configs], np.float64) for k in keys}
+    sizes = {v.shape for v in cols.values()}
+    if len(sizes) != 1 or len(next(iter(sizes))) != 1:
+        raise ValueError(f"configurations must be equally long 1-D columns, got shapes {sorted(sizes)}")
+    return cols
+
+
 @dataclasses.dataclass
 class CompiledGroup:
-    """One compiled program: a group of contenders on one problem, for ``grid_size`` rates x ``n_seeds`` seeds.
+    """One compiled program: a group of contenders on one problem, ``capacity`` runs per call.
 
-    Call :meth:`run` with a contender's index and its grid (any ``grid_size`` rates) and seeds.
+    Call :meth:`run` with a contender's index, its configurations and seeds: every (configuration, seed) pair is
+    one run; more pairs than ``capacity`` take several calls, fewer are padded.
     """
 
     problem: Problem
     contenders: list[Contender]
-    grid_size: int
-    n_seeds: int
+    capacity: int
+    tuned: dict[str, tuple[str, ...]]
     steps: int
     compiled: Any
     compile_s: float
     name: str
     mesh: jax.sharding.Mesh
     data: Any
+    schedule: Schedule | None = None
 
     @property
     def n_devices(self) -> int:
         return int(self.mesh.devices.size)
 
-    def run(self, index: int, lrs: Sequence[float], seeds: Sequence[int]) -> Records:
-        """Run contender ``index`` on every ``(lr, seed)`` pair; returns its :class:`Records`."""
-        lrs = np.asarray(lrs, dtype=np.float64)
-        seeds = np.asarray(seeds, dtype=np.int64)
-        if lrs.shape != (self.grid_size,) or seeds.shape != (self.n_seeds,):
-            raise ValueError(
-                f"program {self.name!r} was compiled for {self.grid_size} rates x {self.n_seeds} seeds, got "
-                f"{lrs.shape[0] if lrs.ndim else lrs} rates x {seeds.shape[0] if seeds.ndim else seeds} seeds"
-            )
-        flat_lr, flat_key = _flatten(lrs.astype(np.float32), seeds, self.n_devices)
-        sharded = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec("runs"))
-        flat_lr = jax.device_put(flat_lr, sharded)
-        flat_key = jax.device_put(flat_key, sharded)
-        t0 = time.perf_counter()
-        out = jax.block_until_ready(self.compiled(np.int32(index), flat_lr, flat_key, self.data))
-        run_s = time.perf_counter() - t0
-        n = lrs.size * seeds.size
-        train_loss, val, test = (np.asarray(a)[:n].reshape(lrs.size, seeds.size, -1) for a in out)
+    @property
+    def eval_steps(self) -> np.ndarray:
         every = self.problem.eval_every
-        eval_steps = every * np.arange(1, self.steps // every + 1)
+        return every * np.arange(1, self.steps // every + 1)
+
+    def run(
+        self,
+        index: int,
+        configs: Mapping[str, Any] | Sequence[Mapping[str, float]],
+        seeds: Sequence[int] | np.ndarray,
+        role: str = "selection",
+    ) -> Records:
+        """Run contender ``index`` at every configuration x seed; returns its :class:`Records` (``role``).
+
+        ``configs`` gives the tuned hyperparameters of each configuration (``{"learning_rate": rates, ...}`` or a
+        list of ``{"learning_rate": rate, ...}``): exactly the names this program traces for that contender.
+        """
+        c = self.contenders[index]
+        cols = _columns(configs)
+        names = self.tuned[c.name]
+        if set(cols) != set(names):
+            raise ValueError(
+                f"program {self.name!r} tunes {', '.join(names)} of {c.name!r}; the configurations give "
+                f"{', '.join(cols) or 'nothing'}"
+            )
+        seeds = np.asarray(seeds, np.int64).ravel()
+        G, S = len(cols["learning_rate"]), len(seeds)
+        if G == 0 or S == 0:
+            raise ValueError(f"program {self.name!r}: need at least one configuration and one seed")
+        hp = np.stack([np.repeat(cols[n], S) for n in names], axis=1).astype(
+            np.float32
+        )  # (G*S, K), rate-major
+        width = max(len(v) for v in self.tuned.values())
+        hp = np.pad(hp, ((0, 0), (0, width - hp.shape[1])))
+        keys = np.tile(np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds]), (G, 1))
+        outs, run_s = self._call(index, hp, keys)
+        train_loss, val, test, alive = (o.reshape(G, S, -1) for o in outs)
+        eval_steps = self.eval_steps
         return Records(
-            contender=self.contenders[index].name,
+            contender=c.name,
             problem=self.problem.name,
-            lrs=lrs,
+            lrs=cols["learning_rate"],
             seeds=seeds,
             eval_steps=eval_steps,
             train_loss=train_loss.astype(np.float64),
             val=val.astype(np.float64),
             test=test.astype(np.float64),
             steps_to_target=steps_to_target(val, eval_steps, self.problem.target),
+            diverged_at=_diverged_at(alive, eval_steps),
+            hparams={n: cols[n] for n in names if n != "learning_rate"},
+            role=role,
             compile_s=self.compile_s,
             run_s=run_s,
             program=self.name,
             devices=self.n_devices,
         )
 
+    def _call(self, index: int, hp: np.ndarray, keys: np.ndarray) -> tuple[list[np.ndarray], float]:
+        """Run the ``N`` rows of ``hp``/``keys`` in calls of ``capacity`` (the last one padded with copies of its
+        last run, whose results are dropped); returns the outputs (``N`` rows each) and the seconds spent."""
+        n = len(hp)
+        sharded = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec("runs"))
+        parts: list[list[np.ndarray]] = []
+        run_s = 0.0
+        for start in range(0, n, self.capacity):
+            h, k = hp[start : start + self.capacity], keys[start : start + self.capacity]
+            pad = self.capacity - len(h)
+            if pad:
+                h = np.concatenate([h, np.repeat(h[-1:], pad, axis=0)])
+                k = np.concatenate([k, np.repeat(k[-1:], pad, axis=0)])
+            h_dev, k_dev = _to_device(h, sharded), _to_device(k, sharded)
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(self.compiled(np.int32(index), h_dev, k_dev, self.data))
+            run_s += time.perf_counter() - t0
+            parts.append([_to_host(a)[: self.capacity - pad] for a in out])
+        return [np.concatenate(p, axis=0) for p in zip(*parts, strict=True)], run_s
 
-def _flatten(lrs: np.ndarray, seeds: np.ndarray, n_devices: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``(rate, seed)`` grid as one run axis (rate-major), padded to a multiple of the device count."""
-    flat_lr = np.repeat(lrs, seeds.size)
-    keys = np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds])
-    flat_key = np.tile(keys, (lrs.size, 1))
-    pad = (-flat_lr.size) % n_devices
-    if pad:  # padding runs repeat the last one; their results are dropped
-        flat_lr = np.concatenate([flat_lr, np.repeat(flat_lr[-1:], pad)])
-        flat_key = np.concatenate([flat_key, np.repeat(flat_key[-1:], pad, axis=0)])
-    return flat_lr, flat_key
+
+def _tuned_names(
+    contenders: Sequence[Contender], tuned: Sequence[str] | Mapping[str, Sequence[str]]
+) -> dict[str, tuple[str, ...]]:
+    out = {}
+    for c in contenders:
+        names = tuple(tuned.get(c.name, ("learning_rate",)) if isinstance(tuned, Mapping) else tuned)
+        known = [h.name for h in c.hyperparameters]
+        unknown = [n for n in names if n not in known]
+        if unknown or "learning_rate" not in names:
+            raise ValueError(
+                f"contender {c.name!r}: tuned hyperparameters must include learning_rate and be among "
+                f"{', '.join(known)}; got {', '.join(names)}"
+            )
+        out[c.name] = ("learning_rate", *(n for n in known if n in names and n != "learning_rate"))
+    return out
 
 
 def compile_group(
     problem: Problem,
     contenders: Sequence[Contender],
-    grid_size: int,
-    n_seeds: int,
+    runs: int,
+    *,
     steps: int | None = None,
+    tuned: Sequence[str] | Mapping[str, Sequence[str]] = ("learning_rate",),
+    schedule: Schedule | None = None,
     devices: Sequence[jax.Device] | None = None,
     name: str = "",
 ) -> CompiledGroup:
-    """Compile one program that trains any of ``contenders`` on ``grid_size x n_seeds`` runs of ``problem``.
+    """Compile one program that trains any of ``contenders`` on ``runs`` runs of ``problem`` per call.
 
-    ``steps`` defaults to ``problem.steps`` (a multiple of ``problem.eval_every``). The program is compiled
-    ahead of time (``jax.jit(...).lower(...).compile()``), once: rates and seeds are inputs.
+    ``tuned`` names the hyperparameters that are traced inputs (for every contender, or ``{contender name:
+    names}``); the others stay at their defaults, as constants. ``steps`` defaults to ``problem.steps`` (a
+    multiple of ``problem.eval_every``). ``runs`` is rounded up to a multiple of the device count. The program
+    is compiled ahead of time (``jax.jit(...).lower(...).compile()``), once.
     """
     contenders = list(contenders)
     if not contenders:
@@ -201,70 +325,100 @@ def compile_group(
             f"steps must be a positive multiple of problem {problem.name!r}'s eval_every ({problem.eval_every}), "
             f"got {steps!r}"
         )
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be an int >= 1, got {runs!r}")
+    names = _tuned_names(contenders, tuned)
+    width = max(len(v) for v in names.values())
     mesh = _mesh(devices)
     n_dev = int(mesh.devices.size)
-    n_runs = grid_size * n_seeds
-    n_runs += (-n_runs) % n_dev
+    capacity = runs + (-runs) % n_dev
     replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     sharded = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("runs"))
     data = jax.device_put(jax.tree.map(jnp.asarray, tuple(problem.data())), replicated)
 
     def branch(c: Contender) -> Callable[..., Any]:
-        def runs(lrs, keys, data):
-            return jax.vmap(lambda lr, k: train_run(problem, c, lr, k, data, steps))(lrs, keys)
+        cols = names[c.name]
 
-        return runs
+        def one(row, key, data):
+            hp = {n: row[j] for j, n in enumerate(cols)}
+            return train_run(problem, c, hp, key, data, steps, schedule)
+
+        def batch(hp, keys, data):
+            return jax.vmap(one, in_axes=(0, 0, None))(hp, keys, data)
+
+        return batch
 
     branches = [branch(c) for c in contenders]
 
-    def program(index, lrs, keys, data):
+    def program(index, hp, keys, data):
         if len(branches) == 1:
-            return branches[0](lrs, keys, data)
-        return jax.lax.switch(index, branches, lrs, keys, data)
+            return branches[0](hp, keys, data)
+        return jax.lax.switch(index, branches, hp, keys, data)
 
     jitted = jax.jit(
         program,
         in_shardings=(replicated, sharded, sharded, replicated),
         out_shardings=sharded,
     )
-    lr_spec = jax.ShapeDtypeStruct((n_runs,), jnp.float32, sharding=sharded)
-    key_spec = jax.ShapeDtypeStruct((n_runs, 2), jnp.uint32, sharding=sharded)
+    hp_spec = jax.ShapeDtypeStruct((capacity, width), jnp.float32, sharding=sharded)
+    key_spec = jax.ShapeDtypeStruct((capacity, 2), jnp.uint32, sharding=sharded)
     t0 = time.perf_counter()
-    compiled = jitted.lower(np.int32(0), lr_spec, key_spec, data).compile()
+    compiled = jitted.lower(np.int32(0), hp_spec, key_spec, data).compile()
     compile_s = time.perf_counter() - t0
     return CompiledGroup(
         problem=problem,
         contenders=contenders,
-        grid_size=grid_size,
-        n_seeds=n_seeds,
+        capacity=capacity,
+        tuned=names,
         steps=steps,
         compiled=compiled,
         compile_s=compile_s,
         name=name or "+".join(c.name for c in contenders),
         mesh=mesh,
         data=data,
+        schedule=schedule,
     )
 
 
-def single_run(problem: Problem, contender: Contender, steps: int | None = None) -> Callable[..., Any]:
-    """A jitted single run ``(lr, seed) -> (train_loss, val, test)`` as NumPy: the reference for the engine.
+def single_run(
+    problem: Problem,
+    contender: Contender,
+    steps: int | None = None,
+    tuned: Sequence[str] = ("learning_rate",),
+    schedule: Schedule | None = None,
+) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """A jitted single run ``(config, seed) -> (train_loss, val, test, alive)`` as NumPy: the reference for the
+    engine. ``config`` maps the ``tuned`` names to values (a bare number is the learning rate).
 
-    Compiled once per call of this function; the rate and the seed are traced, so call the result for as many
-    as you like.
+    Compiled once per call of this function; the configuration and the seed are traced, so call the result for
+    as many as you like.
     """
     steps = problem.steps if steps is None else steps
+    names = _tuned_names([contender], tuned)[contender.name]
     data = jax.tree.map(jnp.asarray, tuple(problem.data()))
-    fn = jax.jit(lambda lr, key: train_run(problem, contender, lr, key, data, steps))
+    fn = jax.jit(lambda hp, key: train_run(problem, contender, hp, key, data, steps, schedule))
 
-    def run(lr: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        out = fn(jnp.float32(lr), jax.random.PRNGKey(seed))
-        return tuple(np.asarray(a, dtype=np.float64) for a in out)  # type: ignore[return-value]
+    def run(
+        config: float | Mapping[str, float], seed: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        cfg = {"learning_rate": config} if not isinstance(config, Mapping) else dict(config)
+        if set(cfg) != set(names):
+            raise ValueError(f"config must give {', '.join(names)}, got {', '.join(cfg)}")
+        hp = {k: jnp.float32(v) for k, v in cfg.items()}
+        out = fn(hp, jax.random.PRNGKey(seed))
+        train_loss, val, test, alive = (np.asarray(a) for a in out)
+        return (train_loss.astype(np.float64), val.astype(np.float64), test.astype(np.float64), alive)
 
     return run
 
 
 def run_one(
-    problem: Problem, contender: Contender, lr: float, seed: int, steps: int | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One run made alone (jitted, unbatched): ``(train_loss, val, test)``; see :func:`single_run`."""
-    return single_run(problem, contender, steps)(lr, seed)
+    problem: Problem,
+    contender: Contender,
+    config: float | Mapping[str, float],
+    seed: int,
+    steps: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One run made alone (jitted, unbatched): ``(train_loss, val, test, alive)``; see :func:`single_run`."""
+    tuned = ("learning_rate",) if not isinstance(config, Mapping) else tuple(config)
+    return single_run(problem, contender, steps, tuned)(config, seed)

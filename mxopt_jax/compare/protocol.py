@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .records import Records
+from .records import Records, canonical
 
 if TYPE_CHECKING:  # pragma: no cover
     from .problems.base import Problem
 
 __all__ = [
+    "CONFIRM_OFFSET",
     "LEVEL",
     "PRESETS",
     "TAU_MAX",
@@ -59,6 +60,11 @@ Edge = Literal["low", "high"]
 
 
 # --------------------------------------------------------------------------- presets and grids
+#: Confirmation seeds start here: seeds ``CONFIRM_OFFSET, CONFIRM_OFFSET + 1, ...`` never meet the
+#: selection seeds ``0, 1, ...`` (and stay the same when the number of selection seeds changes).
+CONFIRM_OFFSET = 1000
+
+
 @dataclasses.dataclass(frozen=True)
 class Preset:
     """How much of the protocol a study runs.
@@ -66,7 +72,9 @@ class Preset:
     Attributes:
       name: ``"quick"`` or ``"full"``.
       grid_points: learning rates per contender (a log grid centred on the contender's default rate).
-      seeds: seeds per learning rate.
+      seeds: selection seeds per configuration (the runs that choose).
+      confirm_seeds: fresh seeds the chosen configuration (and, for the one-shot mode, the default one) is
+        re-run on; the reported test results come from these runs only.
       spacing: decades between neighbouring rates (0.5: half a decade, a factor of about 3.16).
       quick: whether runs use the problem's ``quick_steps`` (else its ``steps``).
       description: one line for the printed protocol.
@@ -75,6 +83,7 @@ class Preset:
     name: str
     grid_points: int
     seeds: int
+    confirm_seeds: int = 10
     spacing: float = 0.5
     quick: bool = False
     description: str = ""
@@ -96,7 +105,15 @@ class Preset:
             raise ValueError(f"grid centre must be a positive number, got {center!r}")
         below = self.grid_points // 2
         offsets = (np.arange(self.grid_points) - below) * self.spacing
-        return float(center) * 10.0**offsets
+        return canonical(float(center) * 10.0**offsets)
+
+    def selection_seeds(self) -> list[int]:
+        """The selection seeds: ``0 .. seeds - 1``."""
+        return list(range(self.seeds))
+
+    def confirmation_seeds(self) -> list[int]:
+        """The confirmation seeds: ``CONFIRM_OFFSET .. CONFIRM_OFFSET + confirm_seeds - 1``."""
+        return list(range(CONFIRM_OFFSET, CONFIRM_OFFSET + self.confirm_seeds))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -107,17 +124,21 @@ PRESETS: dict[str, Preset] = {
         "quick",
         grid_points=7,
         seeds=5,
+        confirm_seeds=10,
         spacing=0.5,
         quick=True,
-        description="7 rates half a decade apart (3 decades), 5 seeds, each problem's quick step budget",
+        description="7 rates half a decade apart (3 decades), 5 selection seeds, 10 confirmation seeds, each "
+        "problem's quick step budget",
     ),
     "full": Preset(
         "full",
         grid_points=11,
         seeds=10,
+        confirm_seeds=20,
         spacing=0.5,
         quick=False,
-        description="11 rates half a decade apart (5 decades), 10 seeds, each problem's full step budget",
+        description="11 rates half a decade apart (5 decades), 10 selection seeds, 20 confirmation seeds, each "
+        "problem's full step budget",
     ),
 }
 
@@ -169,10 +190,16 @@ def combine(a: Records, b: Records) -> Records:
     ``run_s`` is the sum, scaled to the runs kept, so :attr:`Records.ms_per_step` stays the per-run average;
     ``compile_s`` is ``a``'s (the shifted grid reuses the compiled program).
     """
-    if (a.contender, a.problem) != (b.contender, b.problem):
-        raise ValueError(f"cannot combine {a.contender}/{a.problem} with {b.contender}/{b.problem}")
+    if (a.contender, a.problem, a.role) != (b.contender, b.problem, b.role):
+        raise ValueError(
+            f"cannot combine {a.contender}/{a.problem} ({a.role}) with {b.contender}/{b.problem} ({b.role})"
+        )
     if not (np.array_equal(a.seeds, b.seeds) and np.array_equal(a.eval_steps, b.eval_steps)):
         raise ValueError("cannot combine records with different seeds or evaluation steps")
+    if a.hparams or b.hparams:
+        raise ValueError(
+            "combine() joins learning-rate grids; records with other tuned hyperparameters do not join"
+        )
     a_lrs, b_lrs = np.asarray(a.lrs, np.float64), np.asarray(b.lrs, np.float64)
     keep_b = ~np.isclose(b_lrs[:, None], a_lrs[None, :], rtol=1e-9, atol=0).any(axis=1)
     lrs = np.concatenate([a.lrs, np.asarray(b.lrs)[keep_b]])
@@ -190,6 +217,7 @@ def combine(a: Records, b: Records) -> Records:
         val=cat(a.val, b.val),
         test=cat(a.test, b.test),
         steps_to_target=cat(a.steps_to_target, b.steps_to_target),
+        diverged_at=cat(np.asarray(a.diverged_at), np.asarray(b.diverged_at)),
         run_s=run_s,
     )
 
@@ -283,27 +311,30 @@ def time_to_target(steps_to_target: Sequence[float] | np.ndarray) -> float:
 
 @dataclasses.dataclass
 class Selection:
-    """What the protocol reports for one contender on one problem (see :func:`select`).
+    """What the protocol reports for one contender on one problem, in one mode (see :func:`select`).
 
     Attributes:
       contender, problem: names.
-      mode: ``"tuned"`` (a grid of rates) or ``"one-shot"`` (one rate: the default).
-      lrs: the grid's rates; ``index``: the chosen one's index; ``lr``: the chosen rate.
-      scores: ``(G,)`` the selection score of each rate: mean over seeds of the final validation metric,
-        ``inf`` where a seed diverged.
-      val_final: ``(S,)`` final validation metric per seed at the chosen rate.
-      val_mean, val_ci: their mean and confidence half-width.
-      test: ``(S,)`` final test metric per seed at the chosen rate (the reported result).
-      test_mean, test_ci: their mean and confidence half-width (``level``).
-      best_val: ``(S,)`` best (lowest) validation metric over each run at the chosen rate; ``best_val_mean``.
-      steps_to_target: ``(S,)`` first evaluation step reaching the target at the chosen rate (``inf``: never).
-      time_to_target: :func:`time_to_target` of those; ``reached``: how many seeds reached the target.
-      ms_per_step: :attr:`Records.ms_per_step`.
+      mode: ``"tuned"`` (chosen among several configurations) or ``"one-shot"`` (the default configuration).
+      lrs: the learning rates of the configurations tried; ``index``: the chosen one's index; ``lr``: its rate;
+        ``config``: the chosen configuration (every tuned hyperparameter, ``"learning_rate"`` included).
+      scores: ``(G,)`` the selection score of each configuration: mean over the selection seeds of the final
+        validation metric, ``inf`` where a seed diverged.
+      val_final: ``(S,)`` final validation metric per selection seed at the chosen configuration;
+        ``val_mean``, ``val_ci``: their mean and confidence half-width.
+      report_seeds: the seeds the reported numbers come from: the confirmation seeds (fresh, never used to
+        choose) when the study ran confirmation runs, else the selection seeds.
+      test: ``(R,)`` final test metric per reported seed (the reported result); ``test_mean``, ``test_ci``:
+        their mean and confidence half-width (``level``; ``inf`` mean when a seed diverged).
+      best_val: ``(R,)`` best (lowest) validation metric over each reported run; ``best_val_mean``.
+      steps_to_target: ``(R,)`` first evaluation step reaching the target in each reported run (``inf``: never).
+      time_to_target: :func:`time_to_target` of those; ``reached``: how many reported seeds reached the target.
+      ms_per_step: the selection runs' :attr:`Records.ms_per_step` (timed with nothing else running).
       on_edge: ``"low"``/``"high"`` when the chosen rate is the grid's smallest/largest (``G > 1``), else None.
-      diverged: how many ``(rate, seed)`` runs diverged (final validation metric not finite);
-        ``diverged_chosen``: how many seeds diverged at the chosen rate.
-      seeds: the number of seeds ``S``; ``steps``: training steps per run; ``level``: the interval's level.
-      metric_name, target: the problem's (for tables); ``note``: the records' note.
+      diverged: how many selection runs diverged; ``diverged_chosen``: how many reported seeds diverged.
+      seeds: the number of reported seeds ``R``; ``steps``: training steps per run; ``level``: the interval's
+        level.
+      metric_name, target: the problem's (for tables).
     """
 
     contender: str
@@ -333,7 +364,8 @@ class Selection:
     level: float = LEVEL
     metric_name: str = ""
     target: float = math.nan
-    note: str = ""
+    config: dict[str, float] = dataclasses.field(default_factory=dict)
+    report_seeds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
     _ARRAYS = ("lrs", "scores", "val_final", "test", "best_val", "steps_to_target")
 
@@ -354,6 +386,10 @@ class Selection:
             v = getattr(self, f.name)
             if f.name in self._ARRAYS:
                 v = [_enc(x) for x in np.asarray(v, np.float64).ravel().tolist()]
+            elif f.name == "report_seeds":
+                v = [int(x) for x in np.asarray(v).ravel()]
+            elif f.name == "config":
+                v = {k: _enc(x) for k, x in v.items()}
             elif isinstance(v, float):
                 v = _enc(v)
             out[f.name] = v
@@ -361,11 +397,18 @@ class Selection:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Selection:
-        kw = dict(d)
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
         for f in dataclasses.fields(cls):
+            if f.name not in kw:
+                continue
             if f.name in cls._ARRAYS:
                 kw[f.name] = np.array([_dec(x) for x in kw[f.name]], np.float64)
-            elif f.type in ("float", float) or f.name in ("target", "level"):
+            elif f.name == "report_seeds":
+                kw[f.name] = np.asarray(kw[f.name], np.int64)
+            elif f.name == "config":
+                kw[f.name] = {k: _dec(x) for k, x in kw[f.name].items()}
+            elif f.type in ("float", float) or f.name in ("target", "level", "lr"):
                 kw[f.name] = _dec(kw[f.name])
         return cls(**kw)
 
@@ -405,32 +448,57 @@ def _choose(val_final: np.ndarray) -> tuple[int, np.ndarray]:
     return int(order[0]), scores
 
 
-def select(records: Records, problem: Problem | None = None, level: float = LEVEL) -> Selection:
+def select(
+    records: Records,
+    problem: Problem | None = None,
+    level: float = LEVEL,
+    confirmation: Records | None = None,
+) -> Selection:
     """Apply the protocol to one contender's ``records`` on ``problem``.
 
-    The rate is chosen from the validation split alone (:func:`_choose` sees only ``records.val``): lowest
-    mean over seeds of the final validation metric, a diverged seed counting as ``+inf``. ``records.test`` is
-    read afterwards, at the chosen rate only, to report the result. With one rate (``G = 1``, the one-shot
-    mode) the same report, without an edge flag.
+    The configuration is chosen from the validation split of ``records`` alone (:func:`_choose` sees only
+    ``records.val``): lowest mean over seeds of the final validation metric, a diverged seed counting as
+    ``+inf``. The reported numbers (test metric, best validation value, steps to target) then come from
+    ``confirmation``, the chosen configuration re-run on fresh seeds, when given (the study always gives it),
+    else from ``records`` at the chosen configuration. With one configuration (``G = 1``: the default one, the
+    one-shot mode) nothing is chosen and there is no edge flag.
     """
     val = np.asarray(records.val, np.float64)
     if val.ndim != 3:
         raise ValueError(f"records.val must be (G, S, E), got shape {val.shape}")
     G, S, _ = val.shape
-    val_final = val[:, :, -1]
+    val_final = np.where(
+        np.asarray(records.diverged), np.nan, val[:, :, -1]
+    )  # diverged: whatever the metric says
     index, scores = _choose(val_final)
     on_edge: str | None = None
     if G > 1 and index == 0:
         on_edge = "low"
     elif G > 1 and index == G - 1:
         on_edge = "high"
-    chosen_val = val[index]
+    config = records.config(index)
+    if confirmation is not None:
+        if confirmation.val.shape[0] != 1 or (confirmation.contender, confirmation.problem) != (
+            records.contender,
+            records.problem,
+        ):
+            raise ValueError("confirmation must be one configuration of the same contender and problem")
+        chosen, rep_row = confirmation, 0
+        if not np.isclose(confirmation.lrs[0], config["learning_rate"], rtol=1e-6):
+            raise ValueError(
+                f"confirmation runs at learning rate {confirmation.lrs[0]:g}, but the chosen one is "
+                f"{config['learning_rate']:g}"
+            )
+    else:
+        chosen, rep_row = records, index
+    rep_val = np.asarray(chosen.val, np.float64)[rep_row]
     with np.errstate(invalid="ignore"):
-        best = np.where(np.isfinite(chosen_val), chosen_val, np.inf).min(axis=1)
-    stt = np.asarray(records.steps_to_target, np.float64)[index]
-    diverged = int((~np.isfinite(val_final)).sum())
-    # reporting: the test split, at the chosen rate only
-    test = np.asarray(records.test, np.float64)[index, :, -1]
+        best = np.where(np.isfinite(rep_val), rep_val, np.inf).min(axis=1)
+    stt = np.asarray(chosen.steps_to_target, np.float64)[rep_row]
+    rep_diverged = np.asarray(chosen.diverged_at, np.float64)[rep_row]
+    # reporting: the test split of the reported runs only
+    test = np.asarray(chosen.test, np.float64)[rep_row, :, -1]
+    test = np.where(np.isfinite(rep_diverged), np.inf, test)
     return Selection(
         contender=records.contender,
         problem=records.problem,
@@ -452,14 +520,15 @@ def select(records: Records, problem: Problem | None = None, level: float = LEVE
         reached=int(np.isfinite(stt).sum()),
         ms_per_step=float(records.ms_per_step),
         on_edge=on_edge,
-        diverged=diverged,
-        diverged_chosen=int((~np.isfinite(val_final[index])).sum()),
-        seeds=S,
+        diverged=int(np.asarray(records.diverged).sum()),
+        diverged_chosen=int(np.isfinite(rep_diverged).sum()),
+        seeds=len(test),
         steps=records.steps,
         level=level,
         metric_name=getattr(problem, "metric_name", ""),
         target=float(getattr(problem, "target", math.nan)),
-        note=records.note,
+        config=config,
+        report_seeds=np.asarray(chosen.seeds, np.int64).copy(),
     )
 
 

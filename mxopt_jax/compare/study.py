@@ -1,20 +1,26 @@
 """Running a study: problems x contenders under a preset of the protocol (the orchestration).
 
 :func:`study` compiles one program per problem and group of contenders (:func:`engine.compile_group`; a group is
-a family by default), in a background thread while the previous program runs, then for every contender:
+a family by default), then for every contender of the program:
 
-1. runs its grid (:meth:`protocol.Preset.grid`, centred on its default rate) x the preset's seeds;
-2. selects on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge, runs the grid
-   shifted past that edge with the same compiled program (rates are inputs) and selects again on the union,
+1. **selection**: runs every configuration (the learning-rate grid of :meth:`protocol.Preset.grid`, centred on
+   its default rate) on the selection seeds. These runs are timed (ms/step) while nothing else runs: the next
+   program starts compiling, in a background thread, only once every contender of this one has made them;
+2. chooses on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge, runs the grid
+   shifted past that edge with the same compiled program (rates are inputs) and chooses again on the union,
    up to ``extend`` times; a rate still on the edge stays flagged;
-3. checks that the chosen rate's result does not depend on the other rates batched with it: the same program
-   runs the chosen rate in every slot, and the largest relative difference of the final validation metric
-   from the grid run is recorded (``Study.batching``);
-4. takes the grid's centre (the default rate) as the one-shot result (the Crowded Valley's smallest budget:
-   MXNet's defaults, no tuning).
+3. **confirmation**: re-runs the chosen configuration on fresh seeds (disjoint from the selection seeds); the
+   tuned mode reports these runs only;
+4. **default**: runs the default configuration (MXNet's or optax's defaults) on the same fresh seeds: the
+   one-shot mode (the Crowded Valley's smallest budget, no tuning) reports them;
+5. checks that the chosen configuration's result does not depend on the other runs batched with it: the same
+   program runs it in every slot, and the largest relative difference of the final validation metric from
+   the selection run is recorded (``Study.batching``).
 
-Contenders whose records agree at every rate their grids share (the same update at these settings, e.g. SGD,
-ccSGD and Test at MXNet's defaults) are reported as one entry (``Study.identical``).
+Each program's work is one :class:`ProgramResult` (handed to ``on_program`` as soon as it is done). Contenders
+whose records agree exactly in a table's runs (the same update at these settings, e.g. SGD, ccSGD and Test at
+MXNet's defaults) are reported as one entry of that table (``Study.identical``): identity is decided per table,
+from the records that table shows.
 """
 
 from __future__ import annotations
@@ -31,44 +37,86 @@ import numpy as np
 
 from . import protocol
 from . import report as _report
-from .contenders import Contender, resolve
+from .contenders import Contender, group_by_family, resolve
 from .engine import CompiledGroup, compile_group
 from .problems.base import Problem
 from .records import Records
 
-__all__ = ["Study", "study", "identical_groups"]
+__all__ = ["MODES", "ProgramResult", "Study", "identical_groups", "study"]
 
 Progress = Callable[[str, float], None]
+
+#: The two modes a study reports: which records each one's table shows.
+MODES = {"tuned": "confirmation", "one-shot": "default"}
+
+
+@dataclasses.dataclass
+class ProgramResult:
+    """The work of one compiled program: every record of its contenders on its problem, and its timings.
+
+    Attributes:
+      problem: the problem's name; ``name``: the program's name; ``contenders``: the names, in order.
+      records: ``{contender: {role: Records}}`` (roles ``"selection"``, ``"confirmation"``, ``"default"``).
+      batching: ``{contender: largest relative difference}`` of the batching check (contenders it ran for).
+      compile_s: seconds to compile; ``devices``: devices the runs were sharded over; ``runs``: runs per call;
+      ``steps``: training steps per run.
+    """
+
+    problem: str
+    name: str
+    contenders: list[str]
+    records: dict[str, dict[str, Records]]
+    batching: dict[str, float]
+    compile_s: float
+    devices: int
+    runs: int
+    steps: int
+
+    def info(self) -> dict[str, Any]:
+        """The program's description (for the report and ``study.json``)."""
+        return {
+            "problem": self.problem,
+            "name": self.name,
+            "contenders": list(self.contenders),
+            "compile_s": self.compile_s,
+            "devices": self.devices,
+            "runs": self.runs,
+            "steps": self.steps,
+        }
 
 
 @dataclasses.dataclass
 class Study:
-    """Everything a study produced (reports read it; :mod:`mxopt_jax.compare.report` writes it out).
+    """Everything a study produced (:mod:`mxopt_jax.compare.report` renders and writes it).
 
     Attributes:
       preset: the protocol preset used.
       problems: the problems, in order; ``contenders``: the contenders, in order.
-      records: ``problem -> contender -> Records`` of the tuned grid (extensions merged).
-      tuned / one_shot: ``problem -> contender -> Selection`` (the protocol's results in each mode).
-      identical: ``problem -> [[name, name, ...], ...]``: contenders whose records agree exactly at every rate
-        their grids share (reported as one entry, the first name).
+      records: ``problem -> contender -> role -> Records`` (selection grid with its extensions merged,
+        confirmation, default).
+      tuned / one_shot: ``problem -> contender ->`` :class:`protocol.Selection` (the results of each mode).
+      identical: ``problem -> mode -> [[name, name, ...], ...]``: contenders whose records in that mode's table
+        agree exactly (reported as one entry, the first name).
       batching: ``problem -> contender ->`` the largest relative difference of the final validation metric
-        at the chosen rate between the grid run and a run where every slot holds the chosen rate (0.0: the
-        result does not depend on the other rates in the program).
-      programs: one dict per compiled program: problem, name, contenders, compile_s, devices.
+        at the chosen configuration between the selection run and a run where every slot holds it (0.0: the
+        result does not depend on the other runs in the program).
+      programs: one dict per compiled program (:meth:`ProgramResult.info`).
+      seeds / confirm_seeds: the selection and the confirmation seeds that ran.
       wall_s: wall-clock seconds of the whole study.
-      protocol: the protocol in words (:func:`mxopt_jax.compare.report.text.describe`).
+      protocol: the protocol in words, as it ran (:func:`mxopt_jax.compare.report.text.describe`).
     """
 
     preset: protocol.Preset
     problems: list[Problem]
     contenders: list[Contender]
-    records: dict[str, dict[str, Records]]
+    records: dict[str, dict[str, dict[str, Records]]]
     tuned: dict[str, dict[str, protocol.Selection]]
     one_shot: dict[str, dict[str, protocol.Selection]]
-    identical: dict[str, list[list[str]]]
+    identical: dict[str, dict[str, list[list[str]]]]
     batching: dict[str, dict[str, float]]
     programs: list[dict[str, Any]]
+    seeds: list[int]
+    confirm_seeds: list[int]
     wall_s: float
     protocol: str
 
@@ -76,21 +124,14 @@ class Study:
     def families(self) -> dict[str, str]:
         return {c.name: c.family for c in self.contenders}
 
-    def identical_map(self, problem: str) -> dict[str, list[str]]:
-        """``{representative: [the contenders identical to it]}`` on ``problem``."""
-        return {g[0]: g[1:] for g in self.identical.get(problem, [])}
+    def identical_map(self, problem: str, mode: str = "tuned") -> dict[str, list[str]]:
+        """``{representative: [the contenders identical to it]}`` in ``mode``'s table of ``problem``."""
+        return {g[0]: g[1:] for g in self.identical.get(problem, {}).get(mode, [])}
 
-    def selections(self, mode: str = "tuned") -> list[protocol.Selection]:
-        """Every selection of ``mode`` (``"tuned"`` or ``"one-shot"``), problem by problem."""
-        table = self.tuned if mode == "tuned" else self.one_shot
-        return [sel for p in self.problems for sel in table[p.name].values()]
-
-    def all_records(self) -> list[Records]:
-        return [r for p in self.problems for r in self.records[p.name].values()]
-
-    def identical_everywhere(self) -> dict[str, list[str]]:
-        """``{representative: [others]}`` for contenders identical on every problem (folded across problems)."""
-        maps = [self.identical_map(p.name) for p in self.problems]
+    def identical_everywhere(self, mode: str = "tuned") -> dict[str, list[str]]:
+        """``{representative: [others]}`` for contenders identical in ``mode`` on every problem (folded in the
+        cross-problem tables)."""
+        maps = [self.identical_map(p.name, mode) for p in self.problems]
         out: dict[str, list[str]] = {}
         for rep, others in maps[0].items() if maps else ():
             common = [o for o in others if all(o in m.get(rep, []) for m in maps[1:])]
@@ -98,81 +139,34 @@ class Study:
                 out[rep] = common
         return out
 
+    def selections(self, mode: str = "tuned") -> list[protocol.Selection]:
+        """Every selection of ``mode`` (``"tuned"`` or ``"one-shot"``), problem by problem."""
+        table = self.tuned if mode == "tuned" else self.one_shot
+        return [sel for p in self.problems for sel in table[p.name].values()]
+
+    def all_records(self, role: str | None = None) -> list[Records]:
+        """Every record (of one ``role``, or all), problem by problem, contender by contender."""
+        return [
+            r
+            for p in self.problems
+            for per in self.records[p.name].values()
+            for k, r in per.items()
+            if role is None or k == role
+        ]
+
+    def reported(self, problem: str, mode: str = "tuned") -> list[str]:
+        """The contenders shown as entries of ``mode``'s table of ``problem`` (one per group of identical ones)."""
+        table = self.tuned if mode == "tuned" else self.one_shot
+        hidden = {n for group in self.identical.get(problem, {}).get(mode, []) for n in group[1:]}
+        return [c.name for c in self.contenders if c.name in table[problem] and c.name not in hidden]
+
     def report(self) -> str:
-        """The text report: the protocol, a table per problem (tuned and one-shot), overall, modes."""
-        text = _report.format_report(
-            self.problems,
-            self.selections("tuned"),
-            self.selections("one-shot"),
-            self.protocol,
-            self.identical_everywhere(),
-            identical_by_problem={p.name: self.identical_map(p.name) for p in self.problems},
-        )
-        return text + "\n\n" + self.batching_note() + "\n\n" + self.timing_note()
-
-    def batching_note(self) -> str:
-        """Whether any result depends on the other rates batched with it (the batching check)."""
-        worst = [(d, p, c) for p, per in self.batching.items() for c, d in per.items()]
-        if not worst:
-            return "Batching check: not run."
-        d, p, c = max(worst)
-        if d == 0.0:
-            return (
-                "Batching check: every chosen rate, run in every slot of its program, gave bit-identical final "
-                "validation metrics: no result depends on which other rates shared the program."
-            )
-        moved = sorted((p, c, d) for d, p, c in worst if d > 0)
-        listing = ", ".join(f"{c} on {p} ({d:.2g})" for p, c, d in moved[:12])
-        return (
-            f"Batching check: {len(moved)} of {len(worst)} chosen rates gave a different final validation metric "
-            f"when run with copies of themselves instead of the grid (largest relative difference {d:.2g}: {c} on "
-            f"{p}); batched arithmetic rounds differently, and at unstable rates the difference grows. Compare "
-            f"such gaps with the seed spread (the confidence intervals): {listing}."
-        )
-
-    def timing_note(self) -> str:
-        compile_s = sum(p["compile_s"] for p in self.programs)
-        return (
-            f"Time: {self.wall_s:.0f} s wall clock, {len(self.programs)} compiled programs ({compile_s:.0f} s of "
-            f"compilation, overlapped with running), {self.programs[0]['devices'] if self.programs else 1} device(s)."
-        )
+        """The text report (:func:`mxopt_jax.compare.report.format_study`)."""
+        return _report.format_study(self)
 
     def write(self, out_dir: str | Path, plots: bool = True) -> list[Path]:
-        """Write ``report.txt``, ``runs.csv`` (every run's record), ``summary.csv``, ``study.json`` and, with
-        matplotlib and ``plots``, ``sensitivity.png``, ``curves.png`` and ``profile.png``."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        records = self.all_records()
-        written = [out / "report.txt"]
-        (out / "report.txt").write_text(self.report() + "\n")
-        written.append(_report.write_csv(out / "runs.csv", records))
-        written.append(
-            _report.write_summary_csv(out / "summary.csv", self.selections() + self.selections("one-shot"))
-        )
-        doc = {
-            "records": records,
-            "selections": self.selections() + self.selections("one-shot"),
-            "protocol": self.protocol,
-            "preset": self.preset,
-            "timings": {"wall_s": self.wall_s, "programs": self.programs},
-            "meta": {
-                "identical": self.identical,
-                "batching": self.batching,
-                "problems": {p.name: p.description for p in self.problems},
-                "contenders": {c.name: c.description for c in self.contenders},
-            },
-        }
-        written.append(_report.write_json(out / "study.json", doc))
-        if plots:
-            written += _report.save_all(
-                out, self.problems, records, self.selections(), self.families, self.identical_everywhere()
-            )
-        return written
-
-    def reported(self, problem: str) -> list[str]:
-        """The contenders reported as entries of ``problem`` (one per group of identical ones)."""
-        hidden = {n for group in self.identical.get(problem, []) for n in group[1:]}
-        return [c.name for c in self.contenders if c.name in self.tuned[problem] and c.name not in hidden]
+        """Write the report, records and plots into ``out_dir`` (:func:`mxopt_jax.compare.report.write_study`)."""
+        return _report.write_study(self, out_dir, plots=plots)
 
 
 def _groups(contenders: Sequence[Contender], group_by: str) -> list[list[Contender]]:
@@ -180,39 +174,62 @@ def _groups(contenders: Sequence[Contender], group_by: str) -> list[list[Contend
         return [[c] for c in contenders]
     if group_by != "family":
         raise ValueError(f"group_by must be 'family' or 'none', got {group_by!r}")
-    out: dict[str, list[Contender]] = {}
-    for c in contenders:
-        out.setdefault(c.family, []).append(c)
-    return list(out.values())
+    by_name = {c.name: c for c in contenders}
+    return [
+        [by_name[n] for n in members]
+        for _, members in group_by_family(list(by_name), {c.name: c.family for c in contenders})
+    ]
 
 
-def identical_groups(records: Mapping[str, Records], rtol: float = 0.0) -> list[list[str]]:
-    """Groups (of two or more) of contenders whose records agree at every rate their grids share (3 or more).
+def _same(a: Records, b: Records, min_shared: int) -> bool:
+    """Whether two records agree exactly (NaN equals NaN) at every configuration they share (at least
+    ``min_shared`` of them), on the same seeds and evaluation points."""
+    if not np.array_equal(a.seeds, b.seeds) or a.val.shape[2:] != b.val.shape[2:]:
+        return False
+    if set(a.hparams) != set(b.hparams):
+        return False
+    ia, ib = [], []
+    for i in range(len(a.lrs)):
+        j = np.flatnonzero(
+            np.isclose(b.lrs, a.lrs[i], rtol=1e-6, atol=0.0)
+            & np.all(
+                [np.isclose(b.hparams[k], a.hparams[k][i], rtol=1e-6) for k in a.hparams] or [True], axis=0
+            )
+        )
+        if j.size:
+            ia.append(i)
+            ib.append(int(j[0]))
+    if len(ia) < min_shared:
+        return False
+    return all(
+        np.array_equal(getattr(a, f)[ia], getattr(b, f)[ib], equal_nan=True)
+        for f in ("train_loss", "val", "test")
+    )
 
-    Agreement is exact by default (``rtol=0``; NaN equals NaN): same training losses, validation and test
-    metrics at every evaluation point and seed.
+
+def identical_groups(
+    records: Mapping[str, Records],
+    min_shared: int = 3,
+    also: Mapping[str, Records] | None = None,
+) -> list[list[str]]:
+    """Groups (of two or more) of contenders whose ``records`` agree exactly at every configuration they share
+    (at least ``min_shared``), and whose ``also`` records (when given) agree exactly too.
+
+    Agreement is exact: same training losses, validation and test metrics at every evaluation point and seed
+    (NaN equals NaN). A table decides identity from the records it shows: the tuned table from the selection
+    runs and the confirmation runs, the one-shot table from the default runs (``min_shared=1``).
     """
     names = list(records)
     parent = {n: n for n in names}
-
-    def same(a: Records, b: Records) -> bool:
-        ia, ib = [], []
-        for i, lr in enumerate(a.lrs):
-            j = np.flatnonzero(np.isclose(b.lrs, lr, rtol=1e-6, atol=0.0))
-            if j.size:
-                ia.append(i)
-                ib.append(int(j[0]))
-        if len(ia) < 3 or not np.array_equal(a.seeds, b.seeds) or a.val.shape[2:] != b.val.shape[2:]:
-            return False
-        return all(
-            np.allclose(getattr(a, f)[ia], getattr(b, f)[ib], rtol=rtol, atol=0.0, equal_nan=True)
-            for f in ("train_loss", "val", "test")
-        )
-
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            if parent[b] == b and parent[a] == a and same(records[a], records[b]):
-                parent[b] = a
+            if parent[b] != b or parent[a] != a:
+                continue
+            if not _same(records[a], records[b], min_shared):
+                continue
+            if also is not None and not (a in also and b in also and _same(also[a], also[b], 1)):
+                continue
+            parent[b] = a
     groups: dict[str, list[str]] = {}
     for n in names:
         groups.setdefault(parent[n], []).append(n)
@@ -228,17 +245,47 @@ def _rel_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.nanmax(np.where(np.isfinite(d), d, 1.0))) if d.size else 0.0
 
 
+def _seed_list(value: int | Sequence[int], what: str) -> list[int]:
+    if isinstance(value, bool):
+        raise TypeError(f"study: `{what}` must be a count or a list of ints, got {value!r}")
+    if isinstance(value, int | np.integer):
+        out = (
+            list(range(int(value)))
+            if what == "seeds"
+            else list(range(protocol.CONFIRM_OFFSET, protocol.CONFIRM_OFFSET + int(value)))
+        )
+    else:
+        try:
+            out = [int(s) for s in value]
+        except (TypeError, ValueError):
+            raise TypeError(f"study: `{what}` must be a count or a list of ints, got {value!r}") from None
+        if any(s != float(v) for s, v in zip(out, value, strict=True)):
+            raise ValueError(f"study: `{what}` must be integers, got {list(value)}")
+    if len(out) < 2:
+        raise ValueError(f"study: need at least 2 {what} for confidence intervals, got {out}")
+    if len(set(out)) != len(out):
+        dup = sorted({s for s in out if out.count(s) > 1})
+        raise ValueError(
+            f"study: `{what}` repeat {dup}: a repeated seed repeats a run and shrinks the interval"
+        )
+    if any(s < 0 or s >= 2**31 for s in out):
+        raise ValueError(f"study: `{what}` must be in [0, 2**31), got {out}")
+    return out
+
+
 def study(
     problems: Sequence[Problem] | Problem,
     contenders: Sequence[str | Contender] | None = None,
     preset: str | protocol.Preset = "quick",
     *,
     seeds: int | Sequence[int] | None = None,
+    confirm_seeds: int | Sequence[int] | None = None,
     extend: int = 2,
     check_batching: str = "best",
     group_by: str = "family",
     devices: Sequence[jax.Device] | None = None,
     progress: Progress | None = None,
+    on_program: Callable[[ProgramResult], None] | None = None,
 ) -> Study:
     """Run the protocol on ``problems`` for ``contenders`` (names, :class:`Contender` objects, or ``None``: all).
 
@@ -247,14 +294,17 @@ def study(
       contenders: names (``"adam"``, ``"optax.adam"``, ``"all"``, ``"mxopt"``, ``"optax"``) or contenders
         (:func:`mxopt_jax.compare.contenders.contender` wraps any optax optimizer factory).
       preset: ``"quick"``, ``"full"`` or a :class:`protocol.Preset`.
-      seeds: how many seeds (``0, 1, ...``) or which; defaults to the preset's.
+      seeds: the selection seeds: how many (``0, 1, ...``) or which; defaults to the preset's.
+      confirm_seeds: the confirmation seeds (the reported runs): how many (``1000, 1001, ...``) or which; they
+        must not meet ``seeds``. Defaults to the preset's.
       extend: how many times a grid may be extended past an edge where the chosen rate sits.
       check_batching: ``"all"``, ``"best"`` (default: the best contender of each compiled program, i.e. of
-        each family) or ``"none"``: run the chosen rate in every slot of the program and record the largest
-        relative difference of the final validation metric from the grid run.
+        each family) or ``"none"``: run the chosen configuration in every slot of the program and record the
+        largest relative difference of the final validation metric from the selection run.
       group_by: ``"family"`` (one compiled program per problem and family) or ``"none"`` (one per contender).
       devices: the devices to shard the runs over (default: all).
       progress: ``(label, fraction_done)`` callback (the command line draws a bar with an ETA).
+      on_program: called with each :class:`ProgramResult` as soon as its program's work is done.
     """
     t_start = time.perf_counter()
     problems = [problems] if isinstance(problems, Problem) else list(problems)
@@ -269,18 +319,21 @@ def study(
         if preset not in protocol.PRESETS:
             raise ValueError(f"preset must be one of {sorted(protocol.PRESETS)} or a Preset, got {preset!r}")
         preset = protocol.PRESETS[preset]
-    if seeds is None:
-        seeds = preset.seeds
-    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
-    if len(seed_list) < 2:
-        raise ValueError(f"study: need at least 2 seeds for confidence intervals, got {seed_list}")
-    if not isinstance(extend, int) or extend < 0:
+    seed_list = _seed_list(preset.seeds if seeds is None else seeds, "seeds")
+    confirm_list = _seed_list(
+        preset.confirm_seeds if confirm_seeds is None else confirm_seeds, "confirm_seeds"
+    )
+    shared = sorted(set(seed_list) & set(confirm_list))
+    if shared:
+        raise ValueError(f"study: confirmation seeds must be fresh; {shared} are also selection seeds")
+    if isinstance(extend, bool) or not isinstance(extend, int) or extend < 0:
         raise ValueError(f"extend must be an int >= 0, got {extend!r}")
     check = check_batching
     if check not in ("all", "best", "none"):
         raise ValueError(f"check_batching must be 'all', 'best' or 'none', got {check_batching!r}")
     cs = resolve(contenders)
-    G, S = preset.grid_points, len(seed_list)
+    G, S, C = preset.grid_points, len(seed_list), len(confirm_list)
+    capacity = max(G * S, 2 * C)
 
     jobs = [(p, g) for p in problems for g in _groups(cs, group_by)]
     # work units for the progress bar: a compile ~ 4 units, a contender's runs ~ 1 unit (measured on CPU)
@@ -296,93 +349,156 @@ def study(
 
     def build(p: Problem, group: list[Contender]) -> CompiledGroup:
         return compile_group(
-            p, group, G, S, steps=preset.steps(p), devices=devices, name=f"{p.name}/{group[0].family}"
+            p, group, capacity, steps=preset.steps(p), devices=devices, name=f"{p.name}/{group[0].family}"
         )
 
-    records: dict[str, dict[str, Records]] = {p.name: {} for p in problems}
-    tuned: dict[str, dict[str, protocol.Selection]] = {p.name: {} for p in problems}
-    one_shot: dict[str, dict[str, protocol.Selection]] = {p.name: {} for p in problems}
-    batching: dict[str, dict[str, float]] = {p.name: {} for p in problems}
-    programs: list[dict[str, Any]] = []
+    results: list[ProgramResult] = []
     if progress is not None:
         progress(f"compiling {jobs[0][0].name}/{jobs[0][1][0].family}", 0.0)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        futures = [pool.submit(build, p, g) for p, g in jobs]
-        for (p, group), fut in zip(jobs, futures, strict=True):
-            prog = fut.result()
-            programs.append(
-                {
-                    "problem": p.name,
-                    "name": prog.name,
-                    "contenders": [c.name for c in group],
-                    "compile_s": prog.compile_s,
-                    "devices": prog.n_devices,
-                    "runs": G * S,
-                    "steps": prog.steps,
-                }
-            )
+        future = pool.submit(build, *jobs[0])
+        for k, (_, group) in enumerate(jobs):
+            prog = future.result()
             tick(f"compiled {prog.name} ({prog.compile_s:.1f} s)", 4)
-            for i, c in enumerate(group):
-                grid = preset.grid(c.default_lr)
-                rec = prog.run(i, grid, seed_list)
-                one_shot[p.name][c.name] = protocol.select(_column(rec, G // 2), p)
-                sel = protocol.select(rec, p)
-                for _ in range(extend):
-                    if sel.on_edge is None:
-                        break
-                    more = prog.run(i, protocol.shift_grid(grid, sel.on_edge), seed_list)
-                    grid = more.lrs
-                    rec = protocol.combine(rec, more)
-                    sel = protocol.select(rec, p)
-                records[p.name][c.name] = rec
-                tuned[p.name][c.name] = sel
-                tick(f"{p.name}: {c.name}", 1)
-            if check != "none":
-                chosen = group if check == "all" else [_best(group, tuned[p.name])]
-                for c in chosen:
-                    i, sel = group.index(c), tuned[p.name][c.name]
-                    alone = prog.run(i, np.full(G, sel.lr), seed_list)
-                    batching[p.name][c.name] = _rel_diff(
-                        alone.val[0, :, -1], records[p.name][c.name].val[sel.index, :, -1]
-                    )
-                    tick(f"{p.name}: {c.name} (batching check)", 1)
+            selection = {
+                c.name: prog.run(i, {"learning_rate": preset.grid(c.default_lr)}, seed_list)
+                for i, c in enumerate(group)
+            }
+            if k + 1 < len(jobs):  # selection runs are timed alone; the next compile overlaps what follows
+                future = pool.submit(build, *jobs[k + 1])
+            results.append(
+                _finish(prog, group, selection, preset, seed_list, confirm_list, extend, check, tick)
+            )
+            if on_program is not None:
+                on_program(results[-1])
             del prog
-    identical = {name: identical_groups(records[name]) for name in records}
-    for name, groups in identical.items():
-        for group in groups:
-            for member in group[1:]:
-                records[name][member].note = f"identical to {group[0]} (same records at every shared rate)"
-    grids = {c.name: records[problems[0].name][c.name].lrs for c in cs}
-    text = _report.describe(preset, problems, [c.name for c in cs], grids=grids)
+    return assemble(
+        preset, problems, cs, results, seed_list, confirm_list, wall_s=time.perf_counter() - t_start
+    )
+
+
+def _finish(
+    prog: CompiledGroup,
+    group: list[Contender],
+    selection: dict[str, Records],
+    preset: protocol.Preset,
+    seed_list: list[int],
+    confirm_list: list[int],
+    extend: int,
+    check: str,
+    tick: Callable[[str, float], None],
+) -> ProgramResult:
+    """Steps 2 to 5 of the module's docstring for every contender of ``prog``."""
+    p = prog.problem
+    records: dict[str, dict[str, Records]] = {}
+    chosen: dict[str, protocol.Selection] = {}
+    for i, c in enumerate(group):
+        rec = selection[c.name]
+        sel = protocol.select(rec, p)
+        grid = rec.lrs
+        for _ in range(extend):
+            if sel.on_edge is None:
+                break
+            more = prog.run(i, {"learning_rate": protocol.shift_grid(grid, sel.on_edge)}, seed_list)
+            grid = more.lrs
+            rec = protocol.combine(rec, more)
+            sel = protocol.select(rec, p)
+        both = prog.run(i, {"learning_rate": [sel.lr, c.default_lr]}, confirm_list, role="confirmation")
+        records[c.name] = {
+            "selection": rec,
+            "confirmation": both.take(0),
+            "default": dataclasses.replace(both.take(1), role="default"),
+        }
+        chosen[c.name] = sel
+        tick(f"{p.name}: {c.name}", 1)
+    batching: dict[str, float] = {}
+    if check != "none":
+        targets = (
+            group if check == "all" else [min(group, key=lambda c: float(np.min(chosen[c.name].scores)))]
+        )
+        for c in targets:
+            i, sel = group.index(c), chosen[c.name]
+            alone = prog.run(i, {"learning_rate": np.full(preset.grid_points, sel.lr)}, seed_list)
+            batching[c.name] = _rel_diff(
+                alone.val[0, :, -1], records[c.name]["selection"].val[sel.index, :, -1]
+            )
+            tick(f"{p.name}: {c.name} (batching check)", 1)
+    return ProgramResult(
+        problem=p.name,
+        name=prog.name,
+        contenders=[c.name for c in group],
+        records=records,
+        batching=batching,
+        compile_s=prog.compile_s,
+        devices=prog.n_devices,
+        runs=prog.capacity,
+        steps=prog.steps,
+    )
+
+
+def assemble(
+    preset: protocol.Preset,
+    problems: Sequence[Problem],
+    contenders: Sequence[Contender],
+    results: Sequence[ProgramResult],
+    seeds: Sequence[int],
+    confirm_seeds: Sequence[int],
+    wall_s: float = float("nan"),
+) -> Study:
+    """A :class:`Study` from the programs' results: selections of both modes, identity per table, the protocol
+    as it ran."""
+    problems = list(problems)
+    records: dict[str, dict[str, dict[str, Records]]] = {p.name: {} for p in problems}
+    batching: dict[str, dict[str, float]] = {p.name: {} for p in problems}
+    for r in results:
+        records[r.problem].update(r.records)
+        batching[r.problem].update(r.batching)
+    known = {p.name: p for p in problems}
+    order = [c.name for c in contenders]
+    tuned: dict[str, dict[str, protocol.Selection]] = {}
+    one_shot: dict[str, dict[str, protocol.Selection]] = {}
+    identical: dict[str, dict[str, list[list[str]]]] = {}
+    for name, per in records.items():
+        per = {n: per[n] for n in order if n in per}
+        records[name] = per
+        p = known[name]
+        tuned[name] = {
+            n: protocol.select(r["selection"], p, confirmation=r["confirmation"]) for n, r in per.items()
+        }
+        one_shot[name] = {n: protocol.select(r["default"], p) for n, r in per.items()}
+        identical[name] = {
+            "tuned": identical_groups(
+                {n: r["selection"] for n, r in per.items()},
+                also={n: r["confirmation"] for n, r in per.items()},
+            ),
+            "one-shot": identical_groups({n: r["default"] for n, r in per.items()}, min_shared=1),
+        }
+    ran = [c for c in contenders if any(c.name in records[p.name] for p in problems)]
+    text = _report.describe(
+        preset,
+        problems,
+        [c.name for c in ran],
+        grids={
+            c.name: records[problems[0].name][c.name]["selection"].lrs
+            for c in ran
+            if c.name in records[problems[0].name]
+        },
+        seeds=list(seeds),
+        confirm_seeds=list(confirm_seeds),
+        settings={c.name: (c.description, dict(c.settings)) for c in ran},
+    )
     return Study(
         preset=preset,
         problems=problems,
-        contenders=cs,
+        contenders=list(contenders),
         records=records,
         tuned=tuned,
         one_shot=one_shot,
         identical=identical,
         batching=batching,
-        programs=programs,
-        wall_s=time.perf_counter() - t_start,
+        programs=[r.info() for r in results],
+        seeds=list(seeds),
+        confirm_seeds=list(confirm_seeds),
+        wall_s=wall_s,
         protocol=text,
-    )
-
-
-def _best(group: Sequence[Contender], sels: Mapping[str, protocol.Selection]) -> Contender:
-    """The contender of ``group`` with the lowest mean selection score (final validation metric)."""
-    return min(group, key=lambda c: float(np.min(sels[c.name].scores)))
-
-
-def _column(rec: Records, index: int) -> Records:
-    """The records of one rate of the grid (the one-shot view of the default rate)."""
-    sl = slice(index, index + 1)
-    return dataclasses.replace(
-        rec,
-        lrs=rec.lrs[sl],
-        train_loss=rec.train_loss[sl],
-        val=rec.val[sl],
-        test=rec.test[sl],
-        steps_to_target=rec.steps_to_target[sl],
-        run_s=rec.run_s / len(rec.lrs),  # the time of one rate's runs: ms/step stays per run
     )

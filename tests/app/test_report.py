@@ -106,13 +106,11 @@ def synthetic_records(
                 compile_s=2.5,
                 run_s=0.5 + rng.random(),
                 program=name,
-                note="identical to sgd at these settings" if name in IDENTICAL_TO_SGD else "",
             )
             out.append(r)
     if one_shot:  # the grid's centre only (the default rate)
         mid = slice((points - 1) // 2, (points - 1) // 2 + 1)
-        keys = ("lrs", "train_loss", "val", "test", "steps_to_target")
-        out = [dataclasses.replace(r, **{k: getattr(r, k)[mid] for k in keys}) for r in out]
+        out = [dataclasses.replace(r.take(mid), role="default") for r in out]
     return out
 
 
@@ -133,10 +131,11 @@ def study():
 
 
 # --------------------------------------------------------------------------- tables
-def test_identical_groups_from_notes(study):
-    groups = tables.identical_groups(study.records)
-    assert groups == {"sgd": ["lbsgd", "ccsgd", "test"]}
-    assert tables.label("sgd", groups) == "sgd (= lbsgd, ccsgd, test)"
+GROUPS = {"sgd": ["lbsgd", "ccsgd", "test"]}  # identity travels as data (a study's `identical`)
+
+
+def test_identical_label():
+    assert tables.label("sgd", GROUPS) == "sgd (= lbsgd, ccsgd, test)"
 
 
 def _rows(text: str) -> list[str]:
@@ -146,7 +145,7 @@ def _rows(text: str) -> list[str]:
 
 
 def test_problem_table_lists_every_contender_once(study):
-    identical = tables.identical_groups(study.records)
+    identical = GROUPS
     for p in study.problems:
         sels = [s for s in study.tuned if s.problem == p.name]
         text = tables.format_problem(sels, p, identical)
@@ -192,7 +191,7 @@ def test_mean_ci_format():
 
 
 def test_overall_and_modes_tables(study):
-    identical = tables.identical_groups(study.records)
+    identical = GROUPS
     text = tables.format_overall(study.tuned, identical)
     shown = len(MXOPT + OPTAX) - len(IDENTICAL_TO_SGD)
     body = text.splitlines()[3 : 3 + shown]
@@ -215,7 +214,7 @@ def test_csv_long_form(study, tmp_path):
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == list(export.RUN_COLUMNS)
     assert len(rows) == sum(r.val.size for r in recs)
-    assert {r["mode"] for r in rows} == {"tuned", "one-shot"}
+    assert {r["role"] for r in rows} == {"selection", "default"}
     r0 = recs[0]
     first = rows[0]
     assert float(first["lr"]) == r0.lrs[0] and int(first["step"]) == r0.eval_steps[0]
@@ -265,7 +264,7 @@ def test_json_round_trip(study, tmp_path):
 # --------------------------------------------------------------------------- figures
 def test_plots_save_pngs(study, tmp_path):
     pytest.importorskip("matplotlib")
-    identical = tables.identical_groups(study.records)
+    identical = GROUPS
     few = [r for r in study.records if r.contender in ("adam", "sgd", "optax.adam") and r.problem == "logreg"]
     paths = plots.save_all(tmp_path / "few", study.problems[-1], few)
     # more than eight contenders shown: one panel per family (here four), duplicates folded into sgd's line

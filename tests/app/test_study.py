@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -109,6 +110,10 @@ def tiny() -> Problem:
 
 
 # --------------------------------------------------------------------------- the engine equals runs made alone
+def _lr(values):
+    return {"learning_rate": np.asarray(values, np.float64)}
+
+
 @pytest.mark.parametrize(
     "names",
     [("adam", "ftml", "sgld", "groupadagrad"), pytest.param(("optax.adam", "lamb"), marks=pytest.mark.slow)],
@@ -117,15 +122,15 @@ def test_vmapped_runs_equal_runs_made_alone(tiny, names):
     cs = C.resolve(names)
     lrs = np.array([1e-3, 3e-2])
     seeds = [0, 3]
-    group = engine.compile_group(tiny, cs, len(lrs), len(seeds))
+    group = engine.compile_group(tiny, cs, len(lrs) * len(seeds))
     for i, c in enumerate(cs):
-        rec = group.run(i, lrs, seeds)
+        rec = group.run(i, _lr(lrs), seeds)
         assert rec.val.shape == (2, 2, tiny.steps // tiny.eval_every)
         alone_fn = engine.single_run(tiny, c)
         for g, lr in enumerate(lrs):
             for s, seed in enumerate(seeds):
                 alone = alone_fn(lr, seed)
-                for got, want in zip((rec.train_loss, rec.val, rec.test), alone, strict=True):
+                for got, want in zip((rec.train_loss, rec.val, rec.test), alone[:3], strict=True):
                     np.testing.assert_allclose(
                         got[g, s], want, rtol=2e-5, atol=1e-7, err_msg=f"{c.name} lr={lr}"
                     )
@@ -141,36 +146,59 @@ def test_row_sparse_problem_runs_lazily_and_equals_runs_alone():
         C.OPTAX_BASELINES["optax.adam"],
     ]
     # mxopt_jax's Adam gets lazy_update=True on a problem with tables, and a RowSparse gradient
-    tx = cs[0].factory(True)(0.1, jax.random.PRNGKey(0))
+    tx = cs[0].build(0.1, sparse=True)
     params = prob.init(jax.random.PRNGKey(0))
     batch = jax.tree.map(lambda a: a[:8], prob.data().train)
     _, grads = engine._grad_fn(prob, cs[0])(params, batch)
     assert isinstance(grads["emb"], mxopt_jax.sparse.RowSparse) and grads["emb"].indices.size == 24
     updates, _ = tx.update(grads, tx.init(params), params)
     assert isinstance(updates["emb"], mxopt_jax.sparse.RowSparse)
-    group = engine.compile_group(prob, cs, 2, 2)
+    group = engine.compile_group(prob, cs, 4)
     for i, c in enumerate(cs):
-        rec = group.run(i, [0.01, 0.1], [0, 1])
+        rec = group.run(i, _lr([0.01, 0.1]), [0, 1])
         alone_fn = engine.single_run(prob, c)
         for g, lr in enumerate((0.01, 0.1)):
             alone = alone_fn(lr, 1)
             np.testing.assert_allclose(rec.val[g, 1], alone[1], rtol=2e-5, err_msg=c.name)
 
 
+def test_any_hyperparameter_is_an_input_and_calls_are_chunked(tiny):
+    """A second tuned hyperparameter is a traced input like the rate (the same program serves any values), and
+    more runs than a call holds take several calls with the same results as runs made alone."""
+    adam = C.contender(
+        "adam b1",
+        lambda lr, beta1: mxopt_jax.adam(learning_rate=lr, beta1=beta1),
+        1e-2,
+        hyperparameters=[C.Hyperparameter("beta1", 0.9, 0.5, 0.99, "log1m")],
+    )
+    group = engine.compile_group(tiny, [adam], 3, tuned=("learning_rate", "beta1"))
+    configs = {"learning_rate": [1e-2, 1e-2, 3e-2], "beta1": [0.9, 0.5, 0.7]}
+    rec = group.run(0, configs, [0, 1])  # 6 runs in calls of 3
+    assert rec.hparams["beta1"].tolist() == [0.9, 0.5, 0.7] and rec.config(1) == {
+        "learning_rate": 0.01,
+        "beta1": 0.5,
+    }
+    assert not np.array_equal(rec.val[0], rec.val[1])  # beta1 reached the optimizer
+    alone = engine.single_run(tiny, adam, tuned=("learning_rate", "beta1"))
+    for g in range(3):
+        cfg = {k: v[g] for k, v in configs.items()}
+        np.testing.assert_allclose(rec.val[g, 1], alone(cfg, 1)[1], rtol=2e-5, err_msg=str(cfg))
+    with pytest.raises(ValueError, match="tunes learning_rate, beta1"):
+        group.run(0, _lr([1e-3]), [0])
+
+
 @pytest.mark.slow  # a few seconds of compiling: the default run keeps the equality tests above
 def test_rates_and_seeds_are_inputs_not_constants(tiny):
-    group = engine.compile_group(tiny, [C.mxopt_contender("adam")], 2, 2)
-    a = group.run(0, [1e-3, 1e-2], [0, 1])
-    b = group.run(0, [1e-2, 1e-3], [1, 0])  # the same runs, permuted: no recompile, same numbers
+    group = engine.compile_group(tiny, [C.mxopt_contender("adam")], 4)
+    a = group.run(0, _lr([1e-3, 1e-2]), [0, 1])
+    b = group.run(0, _lr([1e-2, 1e-3]), [1, 0])  # the same runs, permuted: no recompile, same numbers
     np.testing.assert_array_equal(a.val, b.val[::-1, ::-1])
-    with pytest.raises(ValueError, match="compiled for 2 rates x 2 seeds"):
-        group.run(0, [1e-3, 1e-2, 1e-1], [0, 1])
 
 
 @pytest.mark.slow  # a few seconds of compiling: the default run keeps the equality tests above
 def test_seeds_change_init_and_batches_but_not_data(tiny):
-    group = engine.compile_group(tiny, [C.mxopt_contender("sgd")], 1, 2)
-    rec = group.run(0, [0.05], [0, 1])
+    group = engine.compile_group(tiny, [C.mxopt_contender("sgd")], 2)
+    rec = group.run(0, _lr([0.05]), [0, 1])
     assert not np.array_equal(rec.train_loss[0, 0], rec.train_loss[0, 1])
     first, second = tiny.data(), tiny.data()
     for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(second), strict=True):
@@ -183,37 +211,126 @@ def test_steps_to_target():
     np.testing.assert_array_equal(got, [10.0, 10.0, np.inf])
 
 
+# --------------------------------------------------------------------------- regressions: wrong results fixed
+def test_sgld_noise_is_not_the_minibatch_stream(tiny):
+    """SGLD's key and the mini-batch key are independent streams of the run's seed (they were the same keys)."""
+    seen = {}
+
+    def spy(lr, key):
+        seen["opt"] = key
+        return optax.sgd(lr)
+
+    c = C.contender("spy", spy, 0.1)
+    key = jax.random.PRNGKey(3)
+    engine.train_run(tiny, c, {"learning_rate": 0.1}, key, jax.tree.map(jnp.asarray, tuple(tiny.data())), 5)
+    init_key, batch_key, opt_key = jax.random.split(key, 3)
+    first_batch_keys = jax.random.split(batch_key, 5)
+    opt = np.asarray(seen["opt"])
+    assert np.array_equal(opt, np.asarray(opt_key))
+    assert not any(np.array_equal(opt, np.asarray(k)) for k in (init_key, batch_key, *first_batch_keys))
+
+
+def test_divergence_is_seen_whatever_the_metric_says():
+    """NaN logits still give an argmax (error about 90 %): a run whose loss or parameters are non-finite is
+    diverged, its metrics NaN from there on, and selection never picks it."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 4)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int32)
+
+    def data():
+        return Splits((x[:120], y[:120]), (x[120:160], y[120:160]), (x[160:], y[160:]))
+
+    def loss(p, b):
+        return optax.softmax_cross_entropy_with_integer_labels(b[0] @ p["w"], b[1]).mean()
+
+    def error(p, b):  # an error rate: finite even when the logits are NaN
+        return 100.0 * jnp.mean(jnp.argmax(b[0] @ p["w"], axis=1) != b[1])
+
+    prob = Problem(
+        "cls",
+        "classifier",
+        "a linear classifier",
+        data,
+        lambda k: {"w": jnp.zeros((4, 2))},
+        loss,
+        error,
+        "error %",
+        10.0,
+        20,
+        16,
+        5,
+    )
+    blowup = C.contender(
+        "blowup", lambda lr: optax.scale(lr * jnp.inf), 1.0
+    )  # inf/NaN weights after one step
+    group = engine.compile_group(prob, [blowup], 2)
+    rec = group.run(0, _lr([1.0]), [0, 1])
+    assert rec.diverged.all() and np.isfinite(rec.diverged_at).all()
+    assert np.isnan(rec.val[..., -1]).all() and np.isnan(rec.test[..., -1]).all()
+    sel = protocol.select(rec, prob)
+    assert sel.diverged == 2 and not np.isfinite(sel.test_mean)
+
+
+def test_duplicate_and_shared_seeds_are_refused(tiny):
+    with pytest.raises(ValueError, match=r"`seeds` repeat \[0\]"):
+        study(tiny, ["adam"], seeds=[0, 0])
+    with pytest.raises(ValueError, match=r"fresh; \[1\] are also selection seeds"):
+        study(tiny, ["adam"], seeds=[0, 1], confirm_seeds=[1, 2])
+    with pytest.raises(ValueError, match="at least 2 confirm_seeds"):
+        study(tiny, ["adam"], confirm_seeds=1)
+
+
 # --------------------------------------------------------------------------- the study end to end
 @pytest.fixture(scope="module")
 def small_study(tiny):
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2)
+    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
     slow = C.contender(
         "slowpoke", lambda lr: optax.sgd(lr), 1e-6, family="user"
     )  # optimum far above its grid
     return study(tiny, ["sgd", "ccsgd", "test", "adam", slow], preset, extend=1, check_batching="all")
 
 
-def test_identical_updates_are_one_entry(small_study):
-    assert small_study.identical["tiny"] == [["sgd", "ccsgd", "test"]]
+def test_identical_updates_are_one_entry_per_table(small_study):
+    """Identity is decided per table from the runs it shows: SGD, ccSGD and Test are the same update, so they
+    fold in the tuned table; in the one-shot table ccSGD and Test run at their own default rate (0.01) and SGD at
+    0.1, so SGD keeps its own row there (the tuned folding was wrongly applied to the one-shot table)."""
+    assert small_study.identical["tiny"]["tuned"] == [["sgd", "ccsgd", "test"]]
+    assert small_study.identical["tiny"]["one-shot"] == [["ccsgd", "test"]]
     assert small_study.reported("tiny") == ["sgd", "adam", "slowpoke"]
-    assert small_study.records["tiny"]["ccsgd"].note.startswith("identical to sgd")
+    assert small_study.reported("tiny", "one-shot") == ["sgd", "ccsgd", "adam", "slowpoke"]
     report = small_study.report()
-    assert "sgd (= ccsgd, test)" in report
+    tuned_part, one_shot_part = report.split("one-shot (default rate)", 1)
+    assert "sgd (= ccsgd, test)" in tuned_part
+    one_shot_table = one_shot_part.split("\n\n")[0]
+    assert "ccsgd (= test)" in one_shot_table and not re.search(r"\bsgd \(=", one_shot_table)
+    assert small_study.one_shot["tiny"]["ccsgd"].lr == 0.01 and small_study.one_shot["tiny"]["sgd"].lr == 0.1
 
 
 def test_edge_of_grid_extends_then_flags(small_study):
     sel = small_study.tuned["tiny"]["slowpoke"]
-    rec = small_study.records["tiny"]["slowpoke"]
+    rec = small_study.records["tiny"]["slowpoke"]["selection"]
     assert len(rec.lrs) == 5  # the grid (3 rates) and one extension past its top edge, joined
     assert rec.lrs.max() == pytest.approx(1e-6 * 10**1.5)
     assert sel.on_edge == "high"  # still the largest rate tried: flagged
-    adam = small_study.tuned["tiny"]["adam"]
-    assert adam.on_edge is None or len(small_study.records["tiny"]["adam"].lrs) > 3
+    assert "5 rates 3.16e-07 .. 3.16e-05" in small_study.protocol  # the protocol says what ran
+
+
+def test_reported_results_come_from_fresh_seeds(small_study):
+    for name, sel in small_study.tuned["tiny"].items():
+        recs = small_study.records["tiny"][name]
+        assert sel.report_seeds.tolist() == [1000, 1001, 1002] and recs["selection"].seeds.tolist() == [0, 1]
+        conf = recs["confirmation"]
+        assert conf.lrs.tolist() == [sel.lr] and conf.role == "confirmation"
+        np.testing.assert_array_equal(sel.test, conf.test[0, :, -1])
+    assert "3 seeds (1000-1002), disjoint from the selection seeds" in small_study.protocol.replace(
+        "\n  ", " "
+    )
 
 
 def test_one_shot_is_the_default_rate(small_study):
     for name, sel in small_study.one_shot["tiny"].items():
         assert sel.lr == pytest.approx(C.resolve([name])[0].default_lr if name != "slowpoke" else 1e-6)
+        assert sel.report_seeds.tolist() == [1000, 1001, 1002]
 
 
 def test_batching_check_recorded(small_study):
@@ -222,11 +339,16 @@ def test_batching_check_recorded(small_study):
     assert "Batching check" in small_study.report()
 
 
-def test_selection_never_reads_test(tiny):
-    def poisoned(p, b):
-        return jnp.nan * jnp.sum(b[0]) + jnp.mean(b[1])
+def test_protocol_states_what_ran(tiny):
+    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=5)
+    s = study(tiny, ["adam", "optax.sgd"], preset, seeds=[0, 4, 7], extend=0, check_batching="none")
+    text = s.protocol.replace("\n  ", " ")
+    assert "3 seeds (0, 4, 7) for selection" in text and "5 seeds" not in text
+    assert "optax.sgd" in text and "momentum=0.9" in text  # a default that differs from MXNet's sgd, stated
 
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2)
+
+def test_selection_never_reads_test(tiny):
+    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=2)
     clean = study(tiny, ["adam"], preset, extend=0, check_batching="none")
 
     def metric(p, b):  # NaN on the test split only (it has 50 rows, validation has 50 too: tell by content)
@@ -249,6 +371,8 @@ def test_study_writes_csv_json_and_report(small_study, tmp_path):
     rows = (tmp_path / "runs.csv").read_text().splitlines()
     n_runs = sum(r.val.size for r in small_study.all_records())
     assert len(rows) == 1 + n_runs
+    roles = {line.split(",")[2] for line in rows[1:]}
+    assert roles == {"selection", "confirmation", "default"}
 
 
 def test_bad_arguments(tiny):
@@ -268,7 +392,7 @@ def test_bad_arguments(tiny):
 
 @pytest.mark.slow  # a few seconds of compiling: the default run keeps the equality tests above
 def test_sharded_over_two_devices_equals_one(tmp_path):
-    """The (rate, seed) axis sharded over 2 host devices gives the same records as one device."""
+    """The run axis sharded over 2 host devices gives the same records as one device."""
     script = textwrap.dedent(
         f"""
         import sys, numpy as np, jax
@@ -278,8 +402,9 @@ def test_sharded_over_two_devices_equals_one(tmp_path):
         assert len(jax.devices()) == 2
         p = _mlp_problem()
         cs = [C.mxopt_contender("adam")]
-        two = engine.compile_group(p, cs, 3, 3).run(0, [1e-3, 1e-2, 3e-2], [0, 1, 2])
-        one = engine.compile_group(p, cs, 3, 3, devices=jax.devices()[:1]).run(0, [1e-3, 1e-2, 3e-2], [0, 1, 2])
+        cfg = {{"learning_rate": [1e-3, 1e-2, 3e-2]}}
+        two = engine.compile_group(p, cs, 9).run(0, cfg, [0, 1, 2])
+        one = engine.compile_group(p, cs, 9, devices=jax.devices()[:1]).run(0, cfg, [0, 1, 2])
         assert two.devices == 2 and one.devices == 1
         np.testing.assert_allclose(two.val, one.val, rtol=2e-5)
         print("ok")
@@ -308,6 +433,8 @@ def test_identical_groups_needs_three_shared_rates():
     assert identical_groups({"a": a, "c": c}) == [["a", "c"]]
     d = rec("d", [1, 2, 3], [[[1.0]], [[1.0]], [[1.0 + 1e-7]]])
     assert identical_groups({"a": a, "d": d}) == []
+    e = rec("e", [9], np.ones((1, 1, 1)))
+    assert identical_groups({"a": a.take(0), "e": e}, min_shared=1) == []  # another rate is another run
 
 
 def _renamed(selections, problem):
@@ -320,7 +447,10 @@ def test_identical_on_one_problem_is_folded_only_there(small_study, tiny):
     s = dataclasses.replace(
         small_study,
         problems=[tiny, other],
-        identical={"tiny": [["sgd", "ccsgd", "test"]], "other": [["sgd", "test"]]},
+        identical={
+            "tiny": {"tuned": [["sgd", "ccsgd", "test"]], "one-shot": []},
+            "other": {"tuned": [["sgd", "test"]], "one-shot": []},
+        },
         tuned={"tiny": small_study.tuned["tiny"], "other": _renamed(small_study.tuned["tiny"], "other")},
         one_shot={
             "tiny": small_study.one_shot["tiny"],

@@ -5,16 +5,16 @@ They read :class:`~mxopt_jax.compare.records.Records` and the protocol's
 :class:`~mxopt_jax.compare.protocol.Selection` only; the figures need matplotlib (imported lazily).
 """
 
-from . import export, plots, tables, text
+from . import export, plots, render, tables, text
 from .export import read_json, records_equal, write_csv, write_json, write_summary_csv
 from .plots import plot_curves, plot_profile, plot_sensitivity, save_all
+from .render import format_study, write_study
 from .tables import (
     format_modes,
     format_overall,
     format_problem,
     format_report,
     group_by_problem,
-    identical_groups,
 )
 from .text import describe
 
@@ -25,12 +25,13 @@ __all__ = [
     "format_overall",
     "format_problem",
     "format_report",
+    "format_study",
     "group_by_problem",
-    "identical_groups",
     "plot_curves",
     "plot_profile",
     "plot_sensitivity",
     "plots",
+    "render",
     "read_json",
     "records_equal",
     "save_all",
@@ -38,5 +39,6 @@ __all__ = [
     "text",
     "write_csv",
     "write_json",
+    "write_study",
     "write_summary_csv",
 ]

@@ -25,7 +25,6 @@ from .tables import group_by_problem
 
 __all__ = [
     "FORMAT",
-    "mode_of",
     "read_json",
     "records_equal",
     "versions",
@@ -37,7 +36,7 @@ __all__ = [
 #: Identifies the JSON layout (bumped when it changes).
 FORMAT = "mxopt_jax.compare.study/1"
 
-RUN_COLUMNS = ("problem", "contender", "mode", "lr", "seed", "step", "train_loss", "val", "test")
+RUN_COLUMNS = ("problem", "contender", "role", "lr", "seed", "step", "train_loss", "val", "test", "diverged")
 SUMMARY_COLUMNS = (
     "problem",
     "contender",
@@ -56,13 +55,8 @@ SUMMARY_COLUMNS = (
     "ms_per_step",
     "diverged",
     "runs",
-    "note",
+    "report_seeds",
 )
-
-
-def mode_of(records: Records) -> str:
-    """``"one-shot"`` for a single rate, else ``"tuned"``."""
-    return "one-shot" if len(np.atleast_1d(records.lrs)) == 1 else "tuned"
 
 
 def _num(v: float) -> str:
@@ -71,46 +65,60 @@ def _num(v: float) -> str:
     return repr(v) if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
 
 
-def write_csv(path: str | Path, records_list: Iterable[Records]) -> Path:
-    """Every evaluation point of every run as long-form CSV, one row per ``(rate, seed, step)``.
+def _extra(names: Iterable[str]) -> list[str]:
+    """Other hyperparameters' columns, sorted (``learning_rate`` has the ``lr`` column)."""
+    return sorted(set(names) - {"learning_rate"})
 
-    Columns: problem, contender, mode (:func:`mode_of`), lr, seed, step, train_loss, val, test. Numbers are
-    unrounded; a diverged value is written ``nan`` or ``inf``.
+
+def write_csv(path: str | Path, records_list: Iterable[Records]) -> Path:
+    """Every evaluation point of every run as long-form CSV, one row per ``(configuration, seed, step)``.
+
+    Columns: problem, contender, role (``selection``, ``confirmation``, ``default``), lr, seed, step,
+    train_loss, val, test, diverged (1 from the point a run diverged), then one column per other tuned
+    hyperparameter (empty where a contender does not have it). Numbers are unrounded; a diverged value is
+    written ``nan``.
     """
     path = Path(path)
+    records_list = list(records_list)
+    extra = _extra(k for r in records_list for k in r.hparams)
     with path.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(RUN_COLUMNS)
+        w.writerow([*RUN_COLUMNS, *extra])
         for r in records_list:
-            mode = mode_of(r)
             steps = np.asarray(r.eval_steps)
+            dead = np.asarray(r.diverged_at, np.float64)
             for g, lr in enumerate(np.asarray(r.lrs, np.float64)):
+                more = [_num(r.hparams[k][g]) if k in r.hparams else "" for k in extra]
                 for s, seed in enumerate(np.asarray(r.seeds)):
                     for e, step in enumerate(steps):
                         w.writerow(
                             [
                                 r.problem,
                                 r.contender,
-                                mode,
+                                r.role,
                                 _num(lr),
                                 int(seed),
                                 int(step),
                                 _num(r.train_loss[g, s, e]),
                                 _num(r.val[g, s, e]),
                                 _num(r.test[g, s, e]),
+                                int(step >= dead[g, s]),
+                                *more,
                             ]
                         )
     return path
 
 
 def write_summary_csv(path: str | Path, selections: Iterable[Selection]) -> Path:
-    """One row per selection (contender, problem, mode): the reported numbers and the rank.
+    """One row per selection (contender, problem, mode): the reported numbers, the rank, the seeds they come
+    from, and the chosen value of every tuned hyperparameter (one column each after the fixed ones).
 
     The rank (:func:`~mxopt_jax.compare.protocol.rank`) is computed among the selections of the same problem
     and mode; ``time_to_target`` is ``inf`` when fewer than half of the seeds reached the target.
     """
     path = Path(path)
     sels = list(selections)
+    extra = _extra(k for s in sels for k in s.config)
     ranks: dict[int, int] = {}
     for mode in dict.fromkeys(s.mode for s in sels):
         for group in group_by_problem(s for s in sels if s.mode == mode).values():
@@ -118,7 +126,7 @@ def write_summary_csv(path: str | Path, selections: Iterable[Selection]) -> Path
                 ranks[id(s)] = k
     with path.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(SUMMARY_COLUMNS)
+        w.writerow([*SUMMARY_COLUMNS, *extra])
         for s in sels:
             w.writerow(
                 [
@@ -138,8 +146,9 @@ def write_summary_csv(path: str | Path, selections: Iterable[Selection]) -> Path
                     s.steps,
                     _num(s.ms_per_step),
                     s.diverged,
-                    len(s.lrs) * s.seeds,
-                    s.note,
+                    len(s.lrs) * len(s.val_final),
+                    " ".join(str(int(x)) for x in np.asarray(s.report_seeds).ravel()),
+                    *(_num(s.config[k]) if k in s.config else "" for k in extra),
                 ]
             )
     return path
@@ -243,6 +252,9 @@ def records_equal(a: Sequence[Records], b: Sequence[Records]) -> bool:
                 if f.name in ("train_loss", "val", "test"):  # JSON keeps a diverged value as NaN
                     u, v = np.where(np.isfinite(u), u, np.nan), np.where(np.isfinite(v), v, np.nan)
                 if not np.array_equal(u, v, equal_nan=True):
+                    return False
+            elif f.name == "hparams":
+                if set(u) != set(v) or not all(np.array_equal(u[k], v[k]) for k in u):
                     return False
             elif isinstance(u, float) and isinstance(v, float):
                 if not (u == v or (math.isnan(u) and math.isnan(v))):

@@ -7,14 +7,12 @@ together under the printed protocol (:func:`mxopt_jax.compare.report.text.descri
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..protocol import TAU_MAX, Selection, performance_profile, profile_score, profile_taus, rank
-from ..records import Records
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -29,7 +27,6 @@ __all__ = [
     "format_problem",
     "format_report",
     "group_by_problem",
-    "identical_groups",
     "label",
 ]
 
@@ -40,25 +37,6 @@ _DASH = "—"
 
 
 # --------------------------------------------------------------------------- identical contenders
-_IDENTICAL = re.compile(r"identical to ([A-Za-z0-9_.\-]+)")
-
-
-def identical_groups(records: Iterable[Records]) -> dict[str, list[str]]:
-    """``{representative: [identical contenders]}`` from notes such as ``"identical to sgd at these settings"``.
-
-    A contender whose :attr:`Records.note` says ``identical to X`` is listed under ``X`` (once, in the order
-    met).
-    """
-    groups: dict[str, list[str]] = {}
-    for r in records:
-        m = _IDENTICAL.search(r.note or "")
-        if m and m.group(1) != r.contender:
-            members = groups.setdefault(m.group(1), [])
-            if r.contender not in members:
-                members.append(r.contender)
-    return groups
-
-
 def label(name: str, identical: Mapping[str, Sequence[str]] | None = None) -> str:
     """``name``, or ``"sgd (= ccsgd, test, lbsgd)"`` when ``identical`` lists contenders identical to it."""
     others = (identical or {}).get(name)
@@ -218,6 +196,10 @@ def _ranks_by_problem(
     for prob, sels in by_problem.items():
         shown = collapse(sels, identical)
         out[prob] = dict(zip((s.contender for s in shown), rank(shown), strict=True))
+        for rep, others in (identical or {}).items():  # an entry's members share its rank
+            for o in others:
+                if rep in out[prob] and any(s.contender == o for s in sels):
+                    out[prob][o] = out[prob][rep]
     return out
 
 
@@ -330,31 +312,40 @@ def format_report(
     tuned: Sequence[Selection],
     one_shot: Sequence[Selection] = (),
     protocol: str = "",
-    identical: Mapping[str, Sequence[str]] | None = None,
+    identical: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     tau_max: float = TAU_MAX,
-    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
 ) -> str:
-    """The whole text report: the protocol, one table per problem (tuned, then one-shot), the overall table
+    """The whole text report: the protocol, one table per problem (tuned, then one-shot), the overall tables
     and the one-shot-against-tuned table.
 
-    ``identical`` folds contenders in every table; ``identical_by_problem`` (``{problem: {representative:
-    [others]}}``), when given, replaces it in each problem's own tables (contenders identical on one problem
-    need not be on another: the cross-problem tables should fold only those identical everywhere).
+    Identity is data, per table: ``identical_by_problem[problem][mode]`` (``{representative: [others]}``, mode
+    ``"tuned"`` or ``"one-shot"``) folds contenders in that problem's table of that mode; ``identical[mode]``
+    folds them in the cross-problem tables (contenders identical on one problem need not be on another, nor in
+    the other mode).
     """
+    identical = identical or {}
+    by_problem = identical_by_problem or {}
     parts = [protocol] if protocol else []
     tb, ob = group_by_problem(tuned), group_by_problem(one_shot)
     known = {p.name: p for p in problems}
     for name in dict.fromkeys([*known, *tb, *ob]):
-        for sels in (tb.get(name), ob.get(name)):
+        for mode, sels in (("tuned", tb.get(name)), ("one-shot", ob.get(name))):
             if sels:
-                here = identical if identical_by_problem is None else identical_by_problem.get(name, {})
+                here = by_problem.get(name, {}).get(mode, identical.get(mode, {}))
                 parts.append(format_problem(sels, known.get(name), here))
     if tb:
-        parts.append(format_overall(tb, identical, tau_max))
+        parts.append(format_overall(tb, identical.get("tuned"), tau_max))
     if ob:
         parts.append(
-            format_overall(ob, identical, tau_max, title=f"== Overall, one-shot: {len(ob)} problem(s)")
+            format_overall(
+                ob, identical.get("one-shot"), tau_max, title=f"== Overall, one-shot: {len(ob)} problem(s)"
+            )
         )
     if tb and ob:
-        parts.append(format_modes(tb, ob, identical))
+        both = {
+            rep: [o for o in others if o in identical.get("one-shot", {}).get(rep, [])]
+            for rep, others in identical.get("tuned", {}).items()
+        }
+        parts.append(format_modes(tb, ob, {k: v for k, v in both.items() if v}))
     return "\n\n".join(parts) + "\n"

@@ -20,6 +20,20 @@ def _fmt_lr(v: float) -> str:
     return f"{v:.3g}"
 
 
+def _seed_text(seeds: Sequence[int]) -> str:
+    """``"5 seeds (0-4)"`` or ``"3 seeds (0, 7, 9)"``."""
+    seeds = [int(x) for x in seeds]
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[0] + len(seeds))):
+        listing = f"{seeds[0]}-{seeds[-1]}"
+    else:
+        listing = ", ".join(map(str, seeds))
+    return f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''} ({listing})"
+
+
+def _settings_text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def describe(
     preset: Preset | None,
     problems: Sequence[Problem],
@@ -29,72 +43,98 @@ def describe(
     level: float = LEVEL,
     tau_max: float = TAU_MAX,
     width: int = 100,
+    seeds: Sequence[int] | None = None,
+    confirm_seeds: Sequence[int] | None = None,
+    settings: Mapping[str, tuple[str, Mapping[str, object]]] | None = None,
 ) -> str:
-    """The protocol in words, printed with the results and stored with them.
+    """The protocol in words, as it ran: printed with the results and stored with them.
 
     Args:
       preset: the preset that ran (None: a custom study; the grid sizes come from ``grids``).
       problems: the problems (name, steps, target, metric).
       contenders: the contenders' names.
-      grids: ``{contender: rates}``, the grid each one was tuned on (when known).
+      grids: ``{contender: rates}``, the rates each one was tuned on (extensions included).
       one_shot: whether the study also ran the one-shot mode (every contender at its default rate).
       level, tau_max: the interval's level and the profile's largest ratio.
       width: line width of the wrapped paragraphs.
+      seeds, confirm_seeds: the selection and the confirmation seeds that ran (default: the preset's).
+      settings: ``{contender: (description, {setting: value})}``: what each contender ran with besides what
+        was tuned.
     """
     pct = f"{100 * level:g} %"
+    if preset is not None:
+        seeds = list(seeds) if seeds is not None else preset.selection_seeds()
+        confirm_seeds = list(confirm_seeds) if confirm_seeds is not None else preset.confirmation_seeds()
+    sizes = sorted({len(g) for g in (grids or {}).values()})
     paras = []
     head = "Protocol"
     if preset is not None:
         budget = "each problem's quick step budget" if preset.quick else "each problem's full step budget"
-        head += (
-            f" (preset '{preset.name}': {preset.grid_points} rates {preset.spacing:g} decade apart, "
-            f"{preset.seeds} seeds, {budget})"
-        )
+        head += f" (preset '{preset.name}': {budget})"
     paras.append(head + ".")
     if preset is not None:
-        grid = (
+        ran = ""
+        if sizes and sizes != [preset.grid_points]:
+            ran = (
+                f" A grid whose chosen rate sat on its edge was extended past it, so the contenders ran "
+                f"{' or '.join(map(str, sizes))} rates (listed below)."
+            )
+        paras.append(
             f"Tuning: each contender is trained at {preset.grid_points} learning rates, log-spaced "
             f"{preset.spacing:g} decade(s) apart and centred on its default rate (MXNet's default for mxopt_jax's "
-            f"optimizers); every other hyperparameter keeps its default."
+            f"optimizers); every other hyperparameter keeps its default (listed below).{ran}"
         )
-        seeds = preset.seeds
     else:
-        grid = "Tuning: each contender is trained on a log-spaced learning-rate grid; every other hyperparameter keeps its default."
-        seeds = None
-    paras.append(grid)
-    paras.append(
-        f"Seeds: {'each rate is run with ' + str(seeds) + ' seeds' if seeds else 'every rate is run with several seeds'}. "
-        "A seed sets the initialization and the order of the mini-batches; the data split (train / validation / "
-        "test) is fixed. Every (rate, seed) run of a contender is trained in one compiled program."
+        paras.append(
+            "Tuning: each contender is trained on a log-spaced learning-rate grid; every other hyperparameter "
+            "keeps its default."
+        )
+    seed_words = (
+        f"each rate is run with {_seed_text(seeds)}" if seeds else "every rate is run with several seeds"
     )
     paras.append(
-        "Selection (validation only): the chosen rate is the one with the lowest mean over seeds of the final "
-        "validation metric; a seed whose run diverged (NaN/inf) counts as +inf, so a rate where any seed "
-        "diverged is never chosen over one where none did; equal means: the smaller rate. The test split is "
-        "never read to choose."
+        f"Seeds: {seed_words} for selection. A seed sets the initialization, the order of the mini-batches and "
+        "any randomness of the optimizer (SGLD's noise), from three independent streams; every contender sees "
+        "the same ones. The data split (train / validation / test) is fixed. Every run of a contender is "
+        "trained in one compiled program."
     )
     paras.append(
-        f"Reporting (test): at the chosen rate, the final test metric's mean over seeds and its {pct} "
-        "confidence half-width (Student t with S-1 degrees of freedom); also the best validation value over "
-        "the run (mean over seeds), steps to target and ms per step (run time over every step of every run, "
-        "compilation excluded)."
+        "Selection (validation only): the chosen rate is the one with the lowest mean over the selection seeds "
+        "of the final validation metric; a run that diverged (its training loss or a parameter became NaN/inf, "
+        "whatever the metric then says) counts as +inf, so a rate where any seed diverged is never chosen over "
+        "one where none did; equal means: the smaller rate. The test split is never read to choose."
+    )
+    if confirm_seeds:
+        paras.append(
+            f"Confirmation (fresh seeds): the chosen rate is run again with {_seed_text(confirm_seeds)}, disjoint "
+            "from the selection seeds; the tuned results are these runs only (reporting the runs that chose "
+            "would be optimistic)."
+        )
+    paras.append(
+        f"Reporting (test): the final test metric's mean over the reported seeds and its {pct} confidence "
+        "half-width (Student t with R-1 degrees of freedom); also the best validation value over the run (mean "
+        "over seeds), steps to target and ms per step (the selection runs' time over every step of every run, "
+        "measured while nothing else ran in the process, compilation excluded)."
     )
     paras.append(
         f"Ranks: a contender's rank is 1 + the number of contenders that are significantly better, i.e. whose "
         f"{pct} interval lies entirely below its own (no overlap); identical means tie, so statistically "
-        "indistinguishable results share a rank. This is conservative (non-overlapping intervals are a "
-        "stricter test than a two-sample test at 5 %), and ranks need not be consecutive. Contenders with a "
-        "diverged seed at their chosen rate rank last, tied."
+        "indistinguishable results share a rank. Contenders with a diverged seed rank last, tied."
     )
     paras.append(
         "Edge flag: a chosen rate that is the smallest (<) or the largest (>) of its grid is flagged: the best "
         "rate may lie outside the grid."
     )
     if one_shot:
+        on = f", on the same {_seed_text(confirm_seeds)}" if confirm_seeds else ""
         paras.append(
-            "One-shot mode: every contender at its default rate (MXNet's defaults, no tuning), the smallest "
+            f"One-shot mode: every contender at its default rate (MXNet's defaults, no tuning){on}, the smallest "
             "tuning budget; its ranks are shown next to the tuned ones."
         )
+    paras.append(
+        "Identical contenders: contenders whose runs agree exactly in a table (the same update at these "
+        "settings) are one entry of that table, decided per table from the runs it shows."
+    )
     paras.append(
         "Target: each problem's validation target (below). Steps to target: the first evaluation step whose "
         "validation metric reaches the target, per seed; tables show the median over seeds (the lower median "
@@ -121,9 +161,9 @@ def describe(
             f"(lower is better), target <= {p.target:g}"
         )
     names = list(contenders)
+    w = max((len(n) for n in names), default=0)
     if grids:
-        lines.append("Grids:")
-        w = max((len(n) for n in names), default=0)
+        lines.append("Grids (the rates each contender ran):")
         for n in names:
             g = np.asarray(grids.get(n, ()), np.float64)
             if len(g) == 0:
@@ -134,4 +174,14 @@ def describe(
                 lines.append(f"  {n:<{w}}  {len(g)} rates {_fmt_lr(g[0])} .. {_fmt_lr(g[-1])}")
     else:
         lines.append("Contenders: " + ", ".join(names))
+    if settings:
+        lines.append(
+            "Settings (besides the tuned rate; where libraries' defaults differ, these are the values run):"
+        )
+        for n in names:
+            if n not in settings:
+                continue
+            desc, values = settings[n]
+            listing = ", ".join(f"{k}={_settings_text(v)}" for k, v in values.items())
+            lines.append(f"  {n:<{w}}  {listing or '-'}" + (f"  [{desc}]" if desc else ""))
     return "\n".join(lines)

@@ -59,7 +59,7 @@ def make_optimizer(name: str, learning_rate: float, seed: int = 0) -> optax.Grad
     """
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {name!r}; known: {', '.join(OPTIMIZERS)}")
-    return mxopt_contender(name).make(learning_rate, jax.random.PRNGKey(seed))
+    return mxopt_contender(name).build(learning_rate, jax.random.PRNGKey(seed))
 
 
 def _compile_and_run_each(
