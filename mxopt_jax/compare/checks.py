@@ -1,19 +1,201 @@
 """Checks of arguments at the app's boundary (the command line and the API): one place for each rule, so
-that ``mxopt-jax compare`` and :func:`mxopt_jax.compare.study` refuse the same things with the same words."""
+that ``mxopt-jax compare`` and :func:`mxopt_jax.compare.study` refuse the same things with the same words.
+
+Each rule is a function raising ``ValueError`` or ``TypeError`` that names the argument and its allowed range;
+:func:`argparse_type` turns one into an ``argparse`` type (its message becomes argparse's error).
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import numbers
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
 
-__all__ = ["positive_int_arg"]
+__all__ = [
+    "argparse_type",
+    "check_host_devices",
+    "cpu_devices",
+    "devices_count",
+    "expect_host_devices",
+    "extend_count",
+    "finite_number",
+    "non_negative_int_arg",
+    "output_dir",
+    "positive_int_arg",
+    "problem_object",
+]
+
+T = TypeVar("T")
+
+
+def argparse_type(rule: Callable[[str], T]) -> Callable[[str], T]:
+    """``rule`` as an argparse type: its ``ValueError``/``TypeError`` becomes argparse's clean error."""
+
+    def parse(value: str) -> T:
+        try:
+            return rule(value)
+        except (TypeError, ValueError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = getattr(rule, "__name__", "value")
+    return parse
+
+
+def _int(value: Any, what: str, low: int, high: int | None = None) -> int:
+    """``value`` as an int in ``[low, high]`` (a str is parsed, as from the command line)."""
+    allowed = f">= {low}" if high is None else f"between {low} and {high}"
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise ValueError(f"{what} must be an integer {allowed}, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an integer {allowed}, got {value!r}")
+    value = int(value)
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{what} must be an integer {allowed}, got {value}")
+    return value
 
 
 def positive_int_arg(value: str) -> int:
     """argparse type: an integer >= 1."""
     try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
+        return _int(value, "value", 1)
+    except (TypeError, ValueError) as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("value ")) from None
+
+
+def non_negative_int_arg(value: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        return _int(value, "value", 0)
+    except (TypeError, ValueError) as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("value ")) from None
+
+
+def extend_count(value: Any, what: str = "extend") -> int:
+    """How many times a grid may be extended past its edge: an integer >= 0."""
+    return _int(value, what, 0)
+
+
+def cpu_devices() -> int:
+    """The CPU cores this process may use (the most host devices worth sharding over)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def devices_count(value: Any, available: int, platform: str = "cpu", what: str = "devices") -> int:
+    """A device count the platform offers: between 1 and ``available`` (on CPU: the cores; else the devices
+    JAX sees)."""
+    unit = "CPU cores of this machine" if platform == "cpu" else f"{platform} devices JAX sees"
+    try:
+        return _int(value, what, 1, available)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{e} (the {unit})") from None
+
+
+def finite_number(value: Any, what: str, low: float = -math.inf, strict: bool = False) -> float:
+    """``value`` as a finite float ``>= low`` (``> low`` with ``strict``)."""
+    bound = "" if low == -math.inf else f" {'>' if strict else '>='} {low:g}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a finite number{bound}, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v < low or (strict and v == low):
+        raise ValueError(f"{what} must be a finite number{bound}, got {value!r}")
+    return v
+
+
+def problem_object(
+    value: Any, problem_type: type, factories: Mapping[str, Callable[[], Any]], what: str = "problems"
+) -> Any:
+    """``value`` if it is a ``problem_type`` (:class:`~mxopt_jax.compare.problems.base.Problem`); a factory
+    (such as ``PROBLEMS["logreg"]``, one of ``factories``) is refused with the call that makes the problem."""
+    if isinstance(value, problem_type):
+        return value
+    if callable(value):
+        name = next((k for k, f in factories.items() if f is value), None)
+        call = f'PROBLEMS["{name}"]()' if name else f"{getattr(value, '__name__', 'factory')}()"
+        raise TypeError(
+            f"{what}: got the factory {getattr(value, '__name__', value)!r}, not a Problem; call it: {call}"
+        )
+    raise TypeError(
+        f"{what} must be Problem objects (see mxopt_jax.compare.problems), got {type(value).__name__}"
+    )
+
+
+def output_dir(path: str | os.PathLike[str], what: str = "out", create: bool = True) -> Path:
+    """An output folder that can be written: created (with its parents) if missing (without ``create``, a
+    missing folder is refused), and probed with a file written and removed. Refused, with the reason, when it
+    names a file, lies under a file, or cannot be created or written (a read-only place, ``/proc``, no
+    permission)."""
+    if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
+        raise TypeError(f"{what} must be a folder path, got {path!r}")
+    p = Path(path).expanduser()
+    if not str(path).strip():
+        raise ValueError(f"{what} must be a folder path, got an empty string")
+    if not create and not p.exists():
+        raise ValueError(f"{what}: {str(path)!r} does not exist")
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"{what}: {str(path)!r} is a file, not a folder; give a folder for the outputs")
+    for parent in p.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{what}: {str(path)!r} lies under {str(parent)!r}, which is a file")
+            break
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".mxopt_probe_", dir=p)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise ValueError(
+            f"{what}: cannot write into {str(path)!r} ({reason}); give a writable folder"
+        ) from None
+    return p
+
+
+#: The CPU host devices :func:`mxopt_jax.compare.configure_jax` asked for (None: it was not called, or the
+#: count came from the user's own XLA_FLAGS), and whether the caller named it.
+_HOST_DEVICES: tuple[int, bool] | None = None
+
+
+def expect_host_devices(n: int, requested: bool = True) -> None:
+    """Record that ``n`` CPU host devices were asked for (checked by :func:`check_host_devices`)."""
+    global _HOST_DEVICES
+    _HOST_DEVICES = (int(n), bool(requested))
+
+
+def check_host_devices() -> None:
+    """Warn when the CPU host devices asked for (:func:`expect_host_devices`) did not take effect: JAX had
+    started before (it reads ``XLA_FLAGS`` once). JAX offers no public way to tell whether its backend has
+    started, so the count is compared once known. Starts JAX's backend: call it when the study starts."""
+    global _HOST_DEVICES
+    if _HOST_DEVICES is None:
+        return
+    n, requested = _HOST_DEVICES
+    _HOST_DEVICES = None  # warn once
+    import warnings
+
+    import jax
+
+    try:
+        got = len(jax.devices("cpu"))
+    except RuntimeError:  # no CPU backend (JAX_PLATFORMS excludes it): nothing to compare
+        return
+    if got != n:
+        what = f"configure_jax(devices={n})" if requested else f"configure_jax() (one device per core: {n})"
+        warnings.warn(
+            f"{what} had no effect: JAX had already started, with {got} CPU device(s). Call configure_jax "
+            "before anything uses JAX (first thing in the notebook or script), or start Python with "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={n}",
+            RuntimeWarning,
+            stacklevel=3,
+        )

@@ -11,6 +11,7 @@ displays a returned figure as its cell's value.
 from __future__ import annotations
 
 import io
+import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +32,7 @@ __all__ = [
     "ONE_PANEL_MAX",
     "figure",
     "legend_below",
+    "log_subs",
     "no_minor_ticks",
     "plain_formatter",
     "png_bytes",
@@ -39,6 +41,7 @@ __all__ = [
     "style",
     "styles",
     "suptitle",
+    "titles",
 ]
 
 #: What to do when matplotlib is missing (the study and the tour print it and write no PNGs).
@@ -144,16 +147,37 @@ def no_minor_ticks(axis: Axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def set_log_axis(axis: Axis, subs: Sequence[float] = (1.0, 2.0, 5.0)) -> None:
-    """A log axis labelled where values lie: major ticks at ``subs`` times each power of ten (1, 2, 5: a
-    range inside one decade still gets labels), plain-number labels, no minor ticks."""
+def log_subs(low: float, high: float) -> tuple[float, ...]:
+    """Multiples of each power of ten to label on a log axis from ``low`` to ``high``: denser the fewer the
+    decades, so that a range inside one or two decades (error rates from 2 to 5 %) has labels where the values
+    lie, and a wide one is not crowded."""
+    decades = math.log10(high / low) if low > 0 and high > low else 1.0
+    if decades <= 1.2:
+        return (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)
+    if decades <= 2.2:
+        return (1.0, 2.0, 3.0, 5.0)
+    if decades <= 4.5:
+        return (1.0, 2.0, 5.0)
+    return (1.0,)
+
+
+def set_log_axis(
+    axis: Axis, subs: Sequence[float] | None = (1.0, 2.0, 5.0), limits: tuple[float, float] | None = None
+) -> None:
+    """A log axis labelled where values lie: major ticks at ``subs`` times each power of ten (default 1, 2, 5;
+    ``None``: :func:`log_subs` of ``limits``, which are then set), plain-number labels, no minor ticks."""
     from matplotlib.ticker import LogLocator
 
-    if axis is axis.axes.xaxis:
+    x = axis is axis.axes.xaxis
+    if x:
         axis.axes.set_xscale("log")
     else:
         axis.axes.set_yscale("log")
-    axis.set_major_locator(LogLocator(base=10, subs=tuple(subs)))
+    if limits is not None:
+        (axis.axes.set_xlim if x else axis.axes.set_ylim)(*limits)
+        if subs is None:
+            subs = log_subs(*limits)
+    axis.set_major_locator(LogLocator(base=10, subs=tuple(subs or (1.0, 2.0, 5.0))))
     axis.set_major_formatter(plain_formatter())
     no_minor_ticks(axis)
 
@@ -177,3 +201,12 @@ def suptitle(fig: Figure, text: str, fontsize: float = 10.5) -> None:
     """A figure title wrapped to the figure's width."""
     width = max(40, int(fig.get_figwidth() * 12))
     fig.suptitle(textwrap.fill(text, width), fontsize=fontsize)
+
+
+def titles(fig: Figure, title: str, note: str = "", fontsize: float = 11.0) -> None:
+    """A short title on one line at the top, and at the bottom, in small grey type, a note that says how to
+    read the figure (wrapped to the figure's width), like a caption."""
+    fig.suptitle(title, fontsize=fontsize, fontweight="bold")
+    if note:
+        width = max(60, int(fig.get_figwidth() * 16))
+        fig.supxlabel(textwrap.fill(note, width), fontsize=8, color="#555555")

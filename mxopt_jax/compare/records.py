@@ -138,13 +138,14 @@ class Records:
     _INF = ("steps_to_target", "diverged_at")  # inf (never) is meaningful there: stored as -1
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: arrays as (nested) lists, NaN as ``None`` (JSON has no NaN/inf), seeds as integers."""
+        """JSON-ready: arrays as (nested) lists, NaN as ``None`` and infinities as ``"inf"``/``"-inf"`` (JSON has
+        neither), seeds as integers: a reloaded record equals the original (a resumed study, too)."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         for key in self._ARRAYS:
             arr = np.asarray(out[key], dtype=np.float64)
             if key in self._INF:
                 arr = np.where(np.isinf(arr), -1.0, arr)
-            out[key] = _nan_to_none(np.where(np.isfinite(arr), arr, np.nan).tolist())
+            out[key] = _nan_to_none(arr.tolist())
         out["seeds"] = [int(s) for s in np.asarray(self.seeds).ravel()]
         out["eval_steps"] = [int(s) for s in np.asarray(self.eval_steps).ravel()]
         out["hparams"] = {k: np.asarray(v, np.float64).tolist() for k, v in self.hparams.items()}
@@ -173,10 +174,12 @@ class Records:
 def _nan_to_none(x: Any) -> Any:
     if isinstance(x, list):
         return [_nan_to_none(v) for v in x]
-    return None if isinstance(x, float) and math.isnan(x) else x
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
 
 
 def _none_to_nan(x: Any) -> Any:
     if isinstance(x, list):
         return [_none_to_nan(v) for v in x]
-    return math.nan if x is None else x
+    return math.nan if x is None else float(x) if isinstance(x, str) else x

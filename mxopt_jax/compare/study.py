@@ -30,19 +30,26 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import numpy as np
 
-from . import protocol
+from . import checks, preflight, protocol
 from . import report as _report
 from .contenders import Contender, group_by_family, resolve
 from .engine import CompiledGroup, compile_group
 from .problems.base import Problem
+from .progress import StudyProgress, interactive
 from .records import Records
+from .report import export
+from .report.render import study_html
+from .store import ResumeError, Store, differences, problem_fingerprint, program_key, spec
 
-__all__ = ["MODES", "ProgramResult", "Study", "identical_groups", "study"]
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = ["MODES", "Frames", "ProgramResult", "Study", "identical_groups", "study"]
 
 Progress = Callable[[str, float], None]
 
@@ -85,6 +92,13 @@ class ProgramResult:
         }
 
 
+class Frames(NamedTuple):
+    """A study as pandas DataFrames (:meth:`Study.to_pandas`)."""
+
+    runs: pd.DataFrame
+    summary: pd.DataFrame
+
+
 @dataclasses.dataclass
 class Study:
     """Everything a study produced (:mod:`mxopt_jax.compare.report` renders and writes it).
@@ -119,6 +133,14 @@ class Study:
     confirm_seeds: list[int]
     wall_s: float
     protocol: str
+
+    def __repr__(self) -> str:
+        ran = {n for per in self.records.values() for n in per}
+        return (
+            f"<Study: {len(ran)} contender(s) on {len(self.problems)} problem(s) "
+            f"({', '.join(p.name for p in self.problems)}), preset {self.preset.name!r}, {len(self.programs)} "
+            f"program(s), {self.wall_s:.0f} s; .report(), .to_pandas(), .write(folder)>"
+        )
 
     @property
     def families(self) -> dict[str, str]:
@@ -165,8 +187,73 @@ class Study:
         return _report.format_study(self)
 
     def write(self, out_dir: str | Path, plots: bool = True) -> list[Path]:
-        """Write the report, records and plots into ``out_dir`` (:func:`mxopt_jax.compare.report.write_study`)."""
-        return _report.write_study(self, out_dir, plots=plots)
+        """Write the report (text and HTML), records and plots into ``out_dir``
+        (:func:`mxopt_jax.compare.report.write_study`)."""
+        return _report.write_study(self, checks.output_dir(out_dir, "out_dir"), plots=plots)
+
+    def to_pandas(self) -> Frames:
+        """The runs and the summary as tidy pandas DataFrames (``runs, summary = study.to_pandas()``): one row
+        per evaluation point of every run (``runs.csv``), one row per contender, problem and mode
+        (``summary.csv``); see :func:`~mxopt_jax.compare.report.export.runs_frame` and
+        :func:`~mxopt_jax.compare.report.export.summary_frame`. Needs pandas (the app's ``study`` extra)."""
+        return Frames(
+            export.runs_frame(self.all_records()),
+            export.summary_frame(self.selections() + self.selections("one-shot")),
+        )
+
+    def _repr_html_(self) -> str:
+        """A notebook displays a study as its HTML report: tables and figures (figures need matplotlib)."""
+        return study_html(self, standalone=False)
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> Study:
+        """The study saved in ``path`` (a ``study.json`` written by :meth:`write`), from that file alone:
+        :meth:`report`, :meth:`write`, :meth:`to_pandas` and the plots work as on the original. Problems and
+        contenders come back from their saved descriptions (name, title, metric, target, budgets; family,
+        settings, hyperparameters): they report, they cannot train."""
+        doc = _report.read_json(path)
+        if doc.get("format") != export.FORMAT:
+            raise ValueError(
+                f"{path}: written as {doc.get('format')!r}, which does not keep the problems' and contenders' "
+                f"descriptions ({export.FORMAT!r} does); its records and selections load with "
+                "mxopt_jax.compare.report.read_json"
+            )
+        meta = doc["meta"]
+        problems = [export.restore_problem(info) for info in meta["problems"].values()]
+        contenders = [export.restore_contender(info) for info in meta["contenders"].values()]
+        preset = protocol.Preset(**meta["preset"])
+        by_key: dict[tuple[str, str], dict[str, Records]] = {}
+        for r in doc["records"]:
+            by_key.setdefault((r.problem, r.contender), {})[r.role] = r
+        batching = meta.get("batching") or {}
+        results = []
+        for info in doc["timings"]["programs"]:
+            names = [n for n in info["contenders"] if (info["problem"], n) in by_key]
+            results.append(
+                ProgramResult(
+                    problem=info["problem"],
+                    name=info["name"],
+                    contenders=list(info["contenders"]),
+                    records={n: by_key[(info["problem"], n)] for n in names},
+                    batching={
+                        n: float(d) for n, d in batching.get(info["problem"], {}).items() if n in names
+                    },
+                    compile_s=float(info["compile_s"]),
+                    devices=int(info["devices"]),
+                    runs=int(info["runs"]),
+                    steps=int(info["steps"]),
+                )
+            )
+        wall = doc["timings"].get("wall_s")
+        return assemble(
+            preset,
+            problems,
+            contenders,
+            results,
+            meta["seeds"],
+            meta["confirm_seeds"],
+            wall_s=float("nan") if wall is None else float(wall),
+        )
 
 
 def _groups(contenders: Sequence[Contender], group_by: str) -> list[list[Contender]]:
@@ -284,8 +371,11 @@ def study(
     check_batching: str = "best",
     group_by: str = "family",
     devices: Sequence[jax.Device] | None = None,
-    progress: Progress | None = None,
+    progress: Progress | bool | None = None,
     on_program: Callable[[ProgramResult], None] | None = None,
+    out: str | Path | None = None,
+    resume: str | Path | None = None,
+    plots: bool = True,
 ) -> Study:
     """Run the protocol on ``problems`` for ``contenders`` (names, :class:`Contender` objects, or ``None``: all).
 
@@ -297,21 +387,37 @@ def study(
       seeds: the selection seeds: how many (``0, 1, ...``) or which; defaults to the preset's.
       confirm_seeds: the confirmation seeds (the reported runs): how many (``1000, 1001, ...``) or which; they
         must not meet ``seeds``. Defaults to the preset's.
-      extend: how many times a grid may be extended past an edge where the chosen rate sits.
+      extend: how many times a grid may be extended past an edge where the chosen rate sits (an int >= 0).
       check_batching: ``"all"``, ``"best"`` (default: the best contender of each compiled program, i.e. of
         each family) or ``"none"``: run the chosen configuration in every slot of the program and record the
         largest relative difference of the final validation metric from the selection run.
       group_by: ``"family"`` (one compiled program per problem and family) or ``"none"`` (one per contender).
       devices: the devices to shard the runs over (default: all).
-      progress: ``(label, fraction_done)`` callback (the command line draws a bar with an ETA).
+      progress: ``(label, fraction_done)`` callback; ``True``: a bar (:class:`~mxopt_jax.compare.progress.
+        StudyProgress`: a notebook widget or a terminal bar, with an ETA); ``False``: silent; ``None``
+        (default): a bar where a person watches (a notebook, a terminal), silent elsewhere.
       on_program: called with each :class:`ProgramResult` as soon as its program's work is done.
+      out: a folder to keep the study in (:mod:`mxopt_jax.compare.store`): checked before anything runs, each
+        program's records saved as soon as it finishes, the report, CSV, JSON, HTML and plots written at the
+        end. A folder that already holds a study's programs is refused (continue it with ``resume``).
+      resume: a folder made with ``out`` (an interrupted or finished study): only what is missing runs (the
+        programs not saved yet, problems or contenders added), then the outputs are written from the union.
+        A folder made under another protocol or other definitions of the problems or contenders is refused,
+        saying what differs. Problems and contenders saved there but not given are restored from it.
+      plots: with ``out``/``resume``, whether to write the PNG plots (when matplotlib is installed).
+
+    Every contender is traced on every problem before the first compile (:mod:`mxopt_jax.compare.preflight`,
+    seconds): one that cannot run is refused up front, named with the cause, before anything ran.
     """
     t_start = time.perf_counter()
-    problems = [problems] if isinstance(problems, Problem) else list(problems)
+    from .problems import PROBLEMS  # to name a factory passed for a problem
+
+    problems = [problems] if isinstance(problems, Problem) else problems
+    if callable(problems) or not isinstance(problems, Sequence):
+        problems = [checks.problem_object(problems, Problem, PROBLEMS)]
+    problems = [checks.problem_object(p, Problem, PROBLEMS) for p in problems]
     if not problems:
         raise ValueError("study: no problems given")
-    if not all(isinstance(p, Problem) for p in problems):
-        raise TypeError("study: `problems` must be Problem objects (see mxopt_jax.compare.problems)")
     names = [p.name for p in problems]
     if len(set(names)) != len(names):
         raise ValueError(f"study: problem names must be unique, got {names}")
@@ -319,6 +425,8 @@ def study(
         if preset not in protocol.PRESETS:
             raise ValueError(f"preset must be one of {sorted(protocol.PRESETS)} or a Preset, got {preset!r}")
         preset = protocol.PRESETS[preset]
+    if not isinstance(preset, protocol.Preset):
+        raise TypeError(f"preset must be one of {sorted(protocol.PRESETS)} or a Preset, got {preset!r}")
     seed_list = _seed_list(preset.seeds if seeds is None else seeds, "seeds")
     confirm_list = _seed_list(
         preset.confirm_seeds if confirm_seeds is None else confirm_seeds, "confirm_seeds"
@@ -326,19 +434,111 @@ def study(
     shared = sorted(set(seed_list) & set(confirm_list))
     if shared:
         raise ValueError(f"study: confirmation seeds must be fresh; {shared} are also selection seeds")
-    if isinstance(extend, bool) or not isinstance(extend, int) or extend < 0:
-        raise ValueError(f"extend must be an int >= 0, got {extend!r}")
+    extend = checks.extend_count(extend)
     check = check_batching
     if check not in ("all", "best", "none"):
         raise ValueError(f"check_batching must be 'all', 'best' or 'none', got {check_batching!r}")
+    if group_by not in ("family", "none"):
+        raise ValueError(f"group_by must be 'family' or 'none', got {group_by!r}")
     cs = resolve(contenders)
+    store, stored_spec, stored = _open_store(out, resume)
+    checks.check_host_devices()  # a configure_jax that came too late is said now
+
+    # the union with what a resumed folder holds: problems and contenders saved there and not given come back
+    # from their saved descriptions (they cannot train: nothing of theirs may be missing)
+    restored_p: set[str] = set()
+    restored_c: set[str] = set()
+    if stored_spec is not None:
+        given_p, given_c = {p.name: p for p in problems}, {c.name: c for c in cs}
+        problems = [
+            given_p.get(n) or export.restore_problem(info) for n, info in stored_spec["problems"].items()
+        ] + [p for p in problems if p.name not in stored_spec["problems"]]
+        cs = [
+            given_c.get(n) or export.restore_contender(info) for n, info in stored_spec["contenders"].items()
+        ] + [c for c in cs if c.name not in stored_spec["contenders"]]
+        restored_p = {p.name for p in problems if p.name not in given_p}
+        restored_c = {c.name for c in cs if c.name not in given_c}
+
+    # the programs: every (problem, group); a program saved in the folder is not run again, a group with some
+    # contenders saved runs the others only
+    done_by: dict[str, set[str]] = {}
+    for saved in stored.values():
+        done_by.setdefault(saved["info"]["problem"], set()).update(saved["records"])
+    order: list[str] = []  # every program's key, in the order an uninterrupted study makes them
+    jobs: list[tuple[Problem, list[Contender], str]] = []
+    for p in problems:
+        for g in _groups(cs, group_by):
+            key = program_key(p.name, g[0].family if group_by == "family" else g[0].name)
+            order.append(key)
+            missing = [c for c in g if c.name not in done_by.get(p.name, set())]
+            if missing and len(missing) < len(
+                g
+            ):  # contenders added to a family saved earlier: a program of their own
+                key += "__" + program_key("", "+".join(c.name for c in missing)).lstrip("_")
+                order.append(key)
+            if missing:
+                jobs.append((p, missing, key))
+    cannot = [
+        f"{c.name} on {p.name}"
+        for p, group, _ in jobs
+        for c in group
+        if p.name in restored_p or c.name in restored_c
+    ]
+    if cannot:
+        raise ResumeError(
+            f"study: {store.root if store else ''} holds problems or contenders that were not given, and these "
+            f"runs of them are missing: {', '.join(cannot)}; pass those problems and contenders too"
+        )
+
+    # before the first compile: every contender traced on every problem (nothing compiled, seconds)
+    if progress is None or isinstance(progress, bool):
+        show = interactive() if progress is None else progress
+        progress = StudyProgress() if show else None
+    if jobs and progress is not None:
+        n_c = len({c.name for _, group, _ in jobs for c in group})
+        n_p = len({p.name for p, _, _ in jobs})
+        progress(f"checking {n_c} contender(s) on {n_p} problem(s) (tracing)", 0.0)
+    try:
+        data = {p.name: tuple(p.data()) for p in {p.name: p for p, _, _ in jobs}.values()}
+    except Exception:  # noqa: BLE001 - traced below, where the failure is named
+        data = {}
+    need: dict[str, list[Contender]] = {}
+    for p, group, _ in jobs:
+        need.setdefault(p.name, []).extend(group)
+    failures = preflight.trace_all([p for p in problems if p.name in need], need, preset.steps, data=data)
+    if failures:
+        raise preflight.PreflightError(failures)
+
+    if store is not None:
+        fingerprints = [
+            stored_spec["problems"][p.name]
+            if p.name in restored_p and stored_spec is not None
+            else problem_fingerprint(p, data.get(p.name))
+            for p in problems
+        ]
+        doc = spec(
+            preset,
+            seed_list,
+            confirm_list,
+            {"extend": extend, "check_batching": check, "group_by": group_by},
+            fingerprints,
+            cs,
+        )
+        if stored_spec is not None:
+            differ = differences(stored_spec, doc)
+            if differ:
+                raise ResumeError(
+                    f"resume: {str(store.root)!r} holds a study made under another protocol or other definitions; "
+                    "resume it with the same ones, or start a new folder. What differs:\n  "
+                    + "\n  ".join(differ)
+                )
+        store.write_spec(doc)
+
     G, S, C = preset.grid_points, len(seed_list), len(confirm_list)
     capacity = max(G * S, 2 * C)
-
-    jobs = [(p, g) for p in problems for g in _groups(cs, group_by)]
     # work units for the progress bar: a compile ~ 4 units, a contender's runs ~ 1 unit (measured on CPU)
-    checks = {"all": lambda g: len(g), "best": lambda g: 1, "none": lambda g: 0}[check]
-    total = sum(4 + len(g) + checks(g) for _, g in jobs)
+    checks_of = {"all": lambda g: len(g), "best": lambda g: 1, "none": lambda g: 0}[check]
+    total = sum(4 + len(g) + checks_of(g) for _, g, _ in jobs) or 1
     done = 0.0
 
     def tick(label: str, units: float) -> None:
@@ -352,12 +552,125 @@ def study(
             p, group, capacity, steps=preset.steps(p), devices=devices, name=f"{p.name}/{group[0].family}"
         )
 
-    results: list[ProgramResult] = []
+    results: dict[str, ProgramResult] = {key: _saved_result(saved) for key, saved in stored.items()}
+    wall_before = sum(saved["wall_s"] for saved in stored.values())
+    if jobs:
+        try:
+            _run_jobs(
+                jobs,
+                build,
+                tick,
+                progress,
+                preset,
+                seed_list,
+                confirm_list,
+                extend,
+                check,
+                store,
+                on_program,
+                results,
+            )
+        except BaseException as e:
+            if store is not None:
+                e.add_note(
+                    f"The finished programs are saved in {str(store.root)!r}; continue the study with "
+                    f"study(..., resume={str(store.root)!r}) (or mxopt-jax compare --resume {store.root})."
+                )
+            raise
     if progress is not None:
-        progress(f"compiling {jobs[0][0].name}/{jobs[0][1][0].family}", 0.0)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(build, *jobs[0])
-        for k, (_, group) in enumerate(jobs):
+        progress("done", 1.0)
+    ordered = [results[k] for k in order if k in results] + [r for k, r in results.items() if k not in order]
+    result = assemble(
+        preset,
+        problems,
+        cs,
+        ordered,
+        seed_list,
+        confirm_list,
+        wall_s=time.perf_counter() - t_start + wall_before,
+    )
+    if store is not None:
+        result.write(store.root, plots=plots and _has_matplotlib())
+    return result
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _open_store(
+    out: str | Path | None, resume: str | Path | None
+) -> tuple[Store | None, dict[str, Any] | None, dict[str, dict[str, Any]]]:
+    """The study's folder (checked: creatable, writable, not a file), its saved spec and programs when
+    resuming."""
+    if resume is not None:
+        root = checks.output_dir(resume, "resume", create=False)
+        if out is not None and checks.output_dir(out, "out").resolve() != root.resolve():
+            raise ValueError(
+                f"study: give `out` or `resume` (the folder continued is written), not both: {out!r}, {resume!r}"
+            )
+        store = Store(root)
+        if not store.exists():
+            raise ValueError(
+                f"resume: {str(resume)!r} holds no study to continue (no spec.json); start one with out="
+            )
+        return store, store.read_spec(), store.read_programs()
+    if out is None:
+        return None, None, {}
+    store = Store(checks.output_dir(out, "out"))
+    if store.exists() and store.saved():
+        raise ResumeError(
+            f"out: {str(out)!r} already holds a study ({store.saved()} program(s) saved); continue it with "
+            "resume= (mxopt-jax compare --resume), or give another folder"
+        )
+    return store, None, {}
+
+
+def _saved_result(saved: Mapping[str, Any]) -> ProgramResult:
+    info = saved["info"]
+    return ProgramResult(
+        problem=info["problem"],
+        name=info["name"],
+        contenders=list(info["contenders"]),
+        records=saved["records"],
+        batching=dict(saved["batching"]),
+        compile_s=float(info["compile_s"]),
+        devices=int(info["devices"]),
+        runs=int(info["runs"]),
+        steps=int(info["steps"]),
+    )
+
+
+def _run_jobs(
+    jobs: Sequence[tuple[Problem, list[Contender], str]],
+    build: Callable[[Problem, list[Contender]], CompiledGroup],
+    tick: Callable[[str, float], None],
+    progress: Progress | None,
+    preset: protocol.Preset,
+    seed_list: list[int],
+    confirm_list: list[int],
+    extend: int,
+    check: str,
+    store: Store | None,
+    on_program: Callable[[ProgramResult], None] | None,
+    results: dict[str, ProgramResult],
+) -> None:
+    """Compile and run every program of ``jobs``: the next program compiles in a background thread once the
+    current one's selection runs are done (they are timed alone); each program's work is saved (``store``)
+    and handed to ``on_program`` as soon as it is done. On an interruption (Ctrl-C) the compile in progress
+    is abandoned, not waited for."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    interrupted = False
+    try:
+        if progress is not None:
+            progress(f"compiling {jobs[0][0].name}/{jobs[0][1][0].family}", 0.0)
+        future = pool.submit(build, jobs[0][0], jobs[0][1])
+        t_last = time.perf_counter()
+        for k, (_, group, key) in enumerate(jobs):
             prog = future.result()
             tick(f"compiled {prog.name} ({prog.compile_s:.1f} s)", 4)
             selection = {
@@ -365,16 +678,21 @@ def study(
                 for i, c in enumerate(group)
             }
             if k + 1 < len(jobs):  # selection runs are timed alone; the next compile overlaps what follows
-                future = pool.submit(build, *jobs[k + 1])
-            results.append(
-                _finish(prog, group, selection, preset, seed_list, confirm_list, extend, check, tick)
-            )
+                future = pool.submit(build, jobs[k + 1][0], jobs[k + 1][1])
+            result = _finish(prog, group, selection, preset, seed_list, confirm_list, extend, check, tick)
+            now = time.perf_counter()
+            if store is not None:
+                store.write_program(key, result, now - t_last)
+            t_last = now
+            results[key] = result
             if on_program is not None:
-                on_program(results[-1])
+                on_program(result)
             del prog
-    return assemble(
-        preset, problems, cs, results, seed_list, confirm_list, wall_s=time.perf_counter() - t_start
-    )
+    except BaseException:
+        interrupted = True
+        raise
+    finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
 def _finish(

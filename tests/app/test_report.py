@@ -286,7 +286,13 @@ def test_plots_save_pngs(study, tmp_path):
     recs = [r for r in study.records if r.contender in many and r.problem == "digits_mlp"]
     sels = [s for s in study.tuned if s.contender in many and s.problem == "digits_mlp"]
     paths += plots.save_all(tmp_path / "many", study.problems[0], recs, sels, identical=identical)
-    assert [p.name for p in paths] == ["sensitivity.png", "curves.png", "profile.png"] * 2
+    # one problem: no performance profile (on one problem it says nothing the table does not)
+    assert [p.name for p in paths] == ["sensitivity.png", "curves.png"] * 2
+    two = [r for r in study.records if r.contender in many and r.problem in ("digits_mlp", "logreg")]
+    paths += plots.save_all(
+        tmp_path / "two", [study.problems[0], study.problems[-1]], two, identical=identical
+    )
+    assert [p.name for p in paths[-3:]] == ["sensitivity.png", "curves.png", "profile.png"]
     for p in paths:
         data = p.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000

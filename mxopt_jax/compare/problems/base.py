@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 
 import jax
 
+from ..checks import finite_number
+
 __all__ = ["Batch", "Params", "Problem", "Splits"]
 
 Params = Any  # a pytree of arrays
@@ -78,10 +80,27 @@ class Problem:
     tables: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise TypeError(f"Problem `name` must be a non-empty str, got {self.name!r}")
+        for field in ("title", "description", "metric_name"):
+            if not isinstance(getattr(self, field), str):
+                raise TypeError(
+                    f"Problem {self.name!r}: `{field}` must be a str, got {getattr(self, field)!r}"
+                )
+        for field in ("data", "init", "loss", "metric"):
+            if not callable(getattr(self, field)):
+                raise TypeError(
+                    f"Problem {self.name!r}: `{field}` must be callable, got {type(getattr(self, field)).__name__}"
+                )
+        # a target is compared with the metric (<=): NaN never compares, an infinite one is always (or never) met
+        finite_number(self.target, f"Problem {self.name!r}: `target`")
         for field in ("steps", "batch_size", "eval_every"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"Problem {self.name!r}: `{field}` must be an int >= 1, got {value!r}")
+        q = self.quick_steps
+        if q is not None and (not isinstance(q, int) or isinstance(q, bool) or q < 1):
+            raise ValueError(f"Problem {self.name!r}: `quick_steps` must be None or an int >= 1, got {q!r}")
         for field in ("steps", "quick_steps"):
             value = getattr(self, field)
             if value is not None and value % self.eval_every:

@@ -2,8 +2,14 @@
 
 The JSON (:func:`write_json`) holds everything needed to re-analyse a study without re-running it: the
 records of every run (:meth:`Records.to_dict`), the selections, the protocol text, the presets, the
-versions of the libraries and the timings; :func:`read_json` reloads it (records as :class:`Records`,
-selections as :class:`Selection`).
+versions of the libraries and the timings, and what the report needs of each problem and contender
+(:func:`problem_info`, :func:`contender_info`); :func:`read_json` reloads it (records as :class:`Records`,
+selections as :class:`Selection`), and :meth:`mxopt_jax.compare.Study.from_json` rebuilds the study from it
+(problems and contenders restored from their saved descriptions, :func:`restore_problem`,
+:func:`restore_contender`).
+
+The same numbers as pandas DataFrames (:func:`runs_frame`, :func:`summary_frame`; pandas is imported lazily,
+the app's ``study`` extra): one row per evaluation point of every run, one row per selection.
 """
 
 from __future__ import annotations
@@ -12,29 +18,47 @@ import csv
 import dataclasses
 import json
 import math
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..contenders import Contender
+from ..problems.base import Problem
 from ..protocol import Preset, Selection, rank
 from ..records import Records
+from ..space import Hyperparameter
 from .tables import group_by_problem
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 __all__ = [
     "FORMAT",
+    "PANDAS_HINT",
+    "contender_info",
+    "problem_info",
     "read_json",
     "records_equal",
+    "restore_contender",
+    "restore_problem",
+    "runs_frame",
+    "summary_frame",
+    "summary_rows",
     "versions",
     "write_csv",
     "write_json",
     "write_summary_csv",
 ]
 
-#: Identifies the JSON layout (bumped when it changes).
-FORMAT = "mxopt_jax.compare.study/1"
+#: Identifies the JSON layout (bumped when it changes). 2: what the report needs of each problem and
+#: contender, the full preset and the study's options are saved (``meta``), so a study reloads on its own.
+FORMAT = "mxopt_jax.compare.study/2"
+#: What to do when pandas is missing.
+PANDAS_HINT = "pandas is needed for DataFrames; install the app's extra: pip install 'mxopt_jax[study]'"
 
 RUN_COLUMNS = ("problem", "contender", "role", "lr", "seed", "step", "train_loss", "val", "test", "diverged")
 SUMMARY_COLUMNS = (
@@ -262,3 +286,166 @@ def records_equal(a: Sequence[Records], b: Sequence[Records]) -> bool:
             elif u != v:
                 return False
     return True
+
+
+# --------------------------------------------------------------------------- what a saved study keeps
+def _plain(v: Any) -> Any:
+    """A setting's value as JSON keeps it: numbers, strings, booleans and None as they are, anything else
+    as its ``repr`` (printed with the protocol either way)."""
+    if v is None or isinstance(v, bool | int | str):
+        return v
+    if isinstance(v, float | np.floating):
+        return _jsonable(float(v))
+    if isinstance(v, np.integer):
+        return int(v)
+    return repr(v)
+
+
+def problem_info(problem: Problem) -> dict[str, Any]:
+    """What the report needs of ``problem`` (and a reloaded study keeps): name, title, description, metric
+    name, target, budgets, batch size, evaluation interval, embedding tables."""
+    return {
+        "name": problem.name,
+        "title": problem.title,
+        "description": problem.description,
+        "metric_name": problem.metric_name,
+        "target": float(problem.target),
+        "steps": int(problem.steps),
+        "quick_steps": None if problem.quick_steps is None else int(problem.quick_steps),
+        "batch_size": int(problem.batch_size),
+        "eval_every": int(problem.eval_every),
+        "tables": list(problem.tables),
+    }
+
+
+def contender_info(contender: Contender) -> dict[str, Any]:
+    """What the report needs of ``contender`` (and a reloaded study keeps): name, family, description,
+    settings, hyperparameters (``[name, default, low, high, scale]`` each), whether it takes row-sparse
+    gradients and has a lazy (sparse) factory."""
+    return {
+        "name": contender.name,
+        "family": contender.family,
+        "description": contender.description,
+        "settings": {str(k): _plain(v) for k, v in contender.settings.items()},
+        "hyperparameters": [[h.name, h.default, h.low, h.high, h.scale] for h in contender.hyperparameters],
+        "row_sparse": bool(contender.row_sparse),
+        "sparse_make": contender.sparse_make is not None,
+    }
+
+
+def _unavailable(kind: str, name: str, what: str) -> Any:
+    def stub(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            f"{kind} {name!r} was restored from a saved study, which keeps its results and description, not "
+            f"its {what}; pass the {kind} itself to run it"
+        )
+
+    return stub
+
+
+def restore_problem(info: Mapping[str, Any]) -> Problem:
+    """A :class:`Problem` from :func:`problem_info`: everything the report reads; its data, init, loss and
+    metric raise (a saved study keeps results, not code)."""
+    name = str(info["name"])
+    return Problem(
+        name=name,
+        title=str(info["title"]),
+        description=str(info["description"]),
+        data=_unavailable("problem", name, "data"),
+        init=_unavailable("problem", name, "model"),
+        loss=_unavailable("problem", name, "loss"),
+        metric=_unavailable("problem", name, "metric"),
+        metric_name=str(info["metric_name"]),
+        target=float(info["target"]),
+        steps=int(info["steps"]),
+        batch_size=int(info["batch_size"]),
+        eval_every=int(info["eval_every"]),
+        quick_steps=None if info.get("quick_steps") is None else int(info["quick_steps"]),
+        tables=tuple(info.get("tables") or ()),
+    )
+
+
+def restore_contender(info: Mapping[str, Any]) -> Contender:
+    """A :class:`Contender` from :func:`contender_info`: name, family, description, settings and
+    hyperparameters; its factory raises (a saved study keeps results, not code)."""
+    name = str(info["name"])
+    make = _unavailable("contender", name, "factory")
+    return Contender(
+        name=name,
+        make=make,
+        hyperparameters=tuple(Hyperparameter(*h) for h in info["hyperparameters"]),
+        family=str(info["family"]),
+        row_sparse=bool(info.get("row_sparse", False)),
+        sparse_make=make if info.get("sparse_make") else None,
+        description=str(info.get("description", "")),
+        settings=dict(info.get("settings") or {}),
+    )
+
+
+# --------------------------------------------------------------------------- pandas
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError(PANDAS_HINT) from e
+    return pandas
+
+
+def runs_frame(records_list: Iterable[Records]) -> pd.DataFrame:
+    """Every evaluation point of every run as a tidy DataFrame, the rows and columns of ``runs.csv``
+    (:func:`write_csv`): problem, contender, role, lr, seed, step, train_loss, val, test, diverged (bool), then
+    one column per other tuned hyperparameter (NaN where a contender does not have it). Rates are stored
+    canonically (:func:`~mxopt_jax.compare.records.canonical`), so a pivot on ``lr`` has one column per rate."""
+    pd = _pandas()
+    records_list = list(records_list)
+    extra = _extra(k for r in records_list for k in r.hparams)
+    parts = []
+    for r in records_list:
+        G, S, E = np.asarray(r.val).shape
+        steps = np.asarray(r.eval_steps, np.int64)
+        dead = np.asarray(r.diverged_at, np.float64)
+        cols: dict[str, Any] = {
+            "problem": np.full(G * S * E, r.problem, object),
+            "contender": np.full(G * S * E, r.contender, object),
+            "role": np.full(G * S * E, r.role, object),
+            "lr": np.repeat(np.asarray(r.lrs, np.float64), S * E),
+            "seed": np.tile(np.repeat(np.asarray(r.seeds, np.int64), E), G),
+            "step": np.tile(steps, G * S),
+            "train_loss": np.asarray(r.train_loss, np.float64).ravel(),
+            "val": np.asarray(r.val, np.float64).ravel(),
+            "test": np.asarray(r.test, np.float64).ravel(),
+            "diverged": (steps[None, None, :] >= dead[:, :, None]).ravel(),
+        }
+        for k in extra:
+            cols[k] = np.repeat(np.asarray(r.hparams[k], np.float64), S * E) if k in r.hparams else np.nan
+        parts.append(pd.DataFrame(cols))
+    if not parts:
+        return pd.DataFrame({c: [] for c in (*RUN_COLUMNS, *extra)})
+    frame = pd.concat(parts, ignore_index=True)
+    return frame.astype({"problem": "str", "contender": "str", "role": "str"})
+
+
+def summary_frame(selections: Iterable[Selection]) -> pd.DataFrame:
+    """One row per selection (contender, problem, mode) as a DataFrame: exactly ``summary.csv``
+    (:func:`write_summary_csv`) parsed, numbers as floats (``inf``: never / diverged), ``on_edge`` ``""`` where
+    the chosen rate is inside its grid."""
+    pd = _pandas()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_summary_csv(Path(tmp) / "summary.csv", selections)
+        frame = pd.read_csv(path, keep_default_na=False, na_values={c: ["nan", ""] for c in _numeric(path)})
+    return frame
+
+
+def _numeric(path: Path) -> list[str]:
+    """The columns of a summary CSV other than the text ones."""
+    with path.open(newline="") as f:
+        head = next(csv.reader(f), [])
+    return [c for c in head if c not in ("problem", "contender", "mode", "on_edge", "report_seeds")]
+
+
+def summary_rows(selections: Iterable[Selection]) -> list[dict[str, str]]:
+    """The rows of ``summary.csv`` (:func:`write_summary_csv`) as ``{column: text}`` dicts, without pandas."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_summary_csv(Path(tmp) / "summary.csv", selections)
+        with path.open(newline="") as f:
+            return list(csv.DictReader(f))

@@ -1,15 +1,20 @@
 """Figures of a study (needs matplotlib: ``pip install 'mxopt_jax[plot]'``; imported lazily, Agg backend).
 
-* :func:`plot_sensitivity`: final validation metric against the learning rate (log axis), mean over seeds
-  with a min-max band, the chosen rate circled, diverged rates marked ``x`` at the top of the panel;
-* :func:`plot_curves`: validation metric against steps at each contender's chosen rate, with a seed band;
-* :func:`plot_profile`: the performance profiles (``rho`` against ``tau``), legend sorted by score.
+* :func:`plot_sensitivity`: final validation metric against the learning rate (log axis) over the selection
+  seeds: the mean with its 95 % Student-t interval (the tables' interval), the chosen rate circled (a triangle
+  pointing off the grid when it sits on the grid's edge, the tables' ``<``/``>``); only when a run diverged, a
+  grey strip at the top where such rates are marked ``x``;
+* :func:`plot_curves`: the reported runs (the chosen rate on the confirmation seeds): the validation metric
+  and the training loss against steps, mean with its 95 % interval; two rows per problem;
+* :func:`plot_profile`: the performance profiles (``rho`` against ``tau``), legend sorted by score; it needs
+  two problems or more (on one problem a profile says nothing the table does not).
 
-Each figure has one row per problem (the profile: one row) and, when more than
+Each figure has one row per problem (the curves: two; the profile: one row) and, when more than
 :data:`~mxopt_jax.compare.figures.ONE_PANEL_MAX` contenders are drawn, one column per family (at most eight
-lines per axes); the panels of a row share their y range. Colours, line styles, figure set-up and PNG
-writing are the app's one style (:mod:`mxopt_jax.compare.figures`), so a contender looks the same in every
-figure of the app.
+lines per axes); the panels of a row share their y range, and log axes are labelled inside a decade
+(:func:`~mxopt_jax.compare.figures.log_subs`). A short title on top, how to read the figure at the bottom.
+Colours, line styles, figure set-up and PNG writing are the app's one style
+(:mod:`mxopt_jax.compare.figures`), so a contender looks the same in every figure of the app.
 """
 
 from __future__ import annotations
@@ -23,7 +28,16 @@ import numpy as np
 
 from .. import figures
 from ..contenders import group_by_family
-from ..protocol import TAU_MAX, Selection, performance_profile, profile_score, profile_taus, select
+from ..protocol import (
+    LEVEL,
+    TAU_MAX,
+    Selection,
+    performance_profile,
+    profile_score,
+    profile_taus,
+    select,
+    t_quantile,
+)
 from ..records import Records
 from .tables import collapse, group_by_problem, label
 
@@ -33,6 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
 
 __all__ = [
+    "draw_all",
     "plot_curves",
     "plot_profile",
     "plot_sensitivity",
@@ -41,6 +56,7 @@ __all__ = [
 
 _STRIP = 0.2  # top fraction of a sensitivity panel where diverged rates are marked
 _TARGET = {"color": "#777777", "linestyle": (0, (4, 3)), "linewidth": 1.0, "zorder": 1}
+_PCT = f"{100 * LEVEL:g} %"
 
 
 def _groups(names: Sequence[str], families: Mapping[str, str] | None) -> list[tuple[str, list[str]]]:
@@ -56,12 +72,20 @@ def _as_list(problems: Problem | Sequence[Problem]) -> list[Problem]:
 
 
 def _tuned_records(records: Sequence[Records], problem: str) -> dict[str, Records]:
-    """``{contender: records}`` on ``problem``, the one with the most rates where there are several."""
+    """``{contender: records}`` on ``problem``, the one with the most rates where there are several (the
+    selection runs)."""
     out: dict[str, Records] = {}
     for r in records:
         if r.problem == problem and (r.contender not in out or len(r.lrs) > len(out[r.contender].lrs)):
             out[r.contender] = r
     return out
+
+
+def _confirmation(records: Sequence[Records], problem: str) -> dict[str, Records]:
+    """``{contender: confirmation records}`` on ``problem`` (the reported runs), where there are any."""
+    return {
+        r.contender: r for r in records if r.problem == problem and getattr(r, "role", "") == "confirmation"
+    }
 
 
 def _selections(
@@ -83,9 +107,10 @@ def _ylim(
 
     Linear by default: from the lowest value (or the target) up by ``factor`` times the distance to the
     upper quartile of the ``chosen`` values (the tuned results), and at least a quarter of that quartile,
-    so the differences between good results stay visible and the slopes around them show. When the values span more than a decade (an error rate from 2 % to chance level), a log axis
-    up to the largest value shows the good results and the slow rates at once. Always capped at 100 for a
-    percentage and at 30 times the upper quartile; values above (blow-ups) leave the panel at the top.
+    so the differences between good results stay visible and the slopes around them show. When the values
+    span more than a decade (an error rate from 2 % to chance level), a log axis up to the largest value
+    shows the good results and the slow rates at once. Always capped at 100 for a percentage and at 30 times
+    the upper quartile; values above (blow-ups) leave the panel at the top.
     """
     v = np.asarray(values, np.float64)
     v = v[np.isfinite(v)]
@@ -131,7 +156,7 @@ def _strip(ax: Any, lo: float, hi: float, log: bool, show: bool = True) -> Any:
         top = 10 ** (math.log10(lo) + (math.log10(hi) - math.log10(lo)) / (1 - _STRIP))
     else:
         top = lo + (hi - lo) / (1 - _STRIP)
-    _set_y(ax, lo, top, log)
+    _set_y(ax, lo, hi, log)  # ticks chosen for the data's range
     ax.set_yticks([t for t in ax.get_yticks() if lo <= t <= hi])  # no ticks in the strip
     ax.set_ylim(lo, top)
     ax.axhspan(hi, top, color="#eeeeee", zorder=0, linewidth=0)
@@ -151,8 +176,9 @@ def _strip(ax: Any, lo: float, hi: float, log: bool, show: bool = True) -> Any:
 
 def _set_y(ax: Any, lo: float, hi: float, log: bool) -> None:
     if log:
-        figures.set_log_axis(ax.yaxis)
-    ax.set_ylim(lo, hi)
+        figures.set_log_axis(ax.yaxis, subs=None, limits=(lo, hi))
+    else:
+        ax.set_ylim(lo, hi)
 
 
 def _target_line(ax: Any, target: float) -> None:
@@ -161,21 +187,56 @@ def _target_line(ax: Any, target: float) -> None:
 
 
 def _panels(
-    problems: Sequence[Problem], names: Sequence[str], families: Mapping[str, str] | None, height: float
+    rows: int, names: Sequence[str], families: Mapping[str, str] | None, height: float
 ) -> tuple[Figure, np.ndarray, list[tuple[str, list[str]]]]:
     groups = _groups(names, families)
     ncols = len(groups)
-    rows = len(problems)
     legend_rows = max(math.ceil(len(m) / (1 if len(m) <= 4 else 2)) for _, m in groups)
     fig = figures.figure(
-        figsize=(3.4 * ncols + 0.8 + (2.0 if ncols == 1 else 0), height * rows + 0.9 + 0.2 * legend_rows)
+        figsize=(3.4 * ncols + 0.8 + (2.0 if ncols == 1 else 0), height * rows + 1.1 + 0.2 * legend_rows)
     )
     axes = fig.subplots(rows, ncols, squeeze=False, sharex="row", sharey="row")
     return fig, axes, groups
 
 
-def _family_title(family: str, members: Sequence[str]) -> str:
-    return family or ""
+def _mean_ci(v: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean over ``axis`` (the seeds) and the ends of its 95 % Student-t interval, the tables' interval
+    (:func:`~mxopt_jax.compare.protocol.ci_halfwidth`); NaN wherever a seed is not finite."""
+    v = np.moveaxis(np.asarray(v, np.float64), axis, -1)
+    n = v.shape[-1]
+    ok = np.isfinite(v).all(axis=-1)
+    finite = np.where(np.isfinite(v), v, 0.0)
+    mean = np.where(ok, finite.mean(axis=-1), np.nan)
+    half = t_quantile((1 + LEVEL) / 2, n - 1) * finite.std(axis=-1, ddof=1) / math.sqrt(n) if n > 1 else 0.0
+    half = np.where(ok, half, np.nan)
+    return mean, mean - half, mean + half
+
+
+def _final_stats(r: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per rate: the mean over seeds of the final validation metric and its 95 % interval (NaN where a seed
+    diverged), and the mask of rates where a seed diverged."""
+    v = np.where(np.asarray(r.diverged), np.nan, np.asarray(r.val, np.float64)[:, :, -1])
+    bad = np.asarray(~np.isfinite(v).all(axis=1))
+    mean, low, high = _mean_ci(v, axis=1)
+    return mean, low, high, bad
+
+
+def _style(i: int, n: int) -> dict[str, Any]:
+    return figures.style(i, linewidth=1.4)
+
+
+def _shown(
+    per: Mapping[str, Mapping[str, Any]],
+    sels: Mapping[str, Mapping[str, Selection]],
+    identical: Mapping[str, Sequence[str]] | None,
+) -> list[str]:
+    """Contenders to draw, in the order met, without those identical to a drawn one."""
+    names = list(dict.fromkeys(n for recs in per.values() for n in recs))
+    hidden = {o for rep, others in (identical or {}).items() if rep in names for o in others if o != rep}
+    return [n for n in names if n not in hidden]
+
+
+_EDGE_MARKER = {"low": "<", "high": ">"}  # the tables' marks, as triangles pointing off the grid
 
 
 def plot_sensitivity(
@@ -187,10 +248,12 @@ def plot_sensitivity(
 ) -> Figure:
     """Learning-rate sensitivity: final validation metric against the rate, one row per problem.
 
-    Per contender: the mean over seeds (line and dots), a min-max band over seeds, its chosen rate circled.
-    A rate where a seed diverged is marked ``x`` at the top of the panel (the protocol scores it ``+inf``);
-    values above the y range (a readable range around the good results, see :func:`_ylim`) are clipped.
-    The dashed line is the problem's target. Only records with more than one rate are drawn.
+    Per contender: the mean over seeds (line and dots) and its 95 % Student-t interval (band), the chosen rate
+    circled, or marked with a triangle pointing off the grid when it is the grid's smallest or largest (the
+    tables' ``<``/``>``: the best rate may lie beyond). Where a run diverged, a grey strip at the top of the
+    row marks such rates ``x`` (the protocol scores them ``+inf``); values above the y range (a readable range
+    around the good results, see :func:`_ylim`) are clipped. The dashed line is the problem's target. Only
+    records with more than one rate are drawn.
     """
     probs = _as_list(problems)
     per = {
@@ -198,16 +261,19 @@ def plot_sensitivity(
     }
     sels = {p.name: _selections(per[p.name], selections, p) for p in probs}
     names = _shown(per, sels, identical)
-    fig, axes, groups = _panels(probs, names, families, 2.7)
+    fig, axes, groups = _panels(len(probs), names, families, 2.7)
+    any_bad = any_edge = False
     for row, p in enumerate(probs):
         recs = per[p.name]
         means = {n: _final_stats(recs[n]) for n in recs if n in names}  # the range: drawn lines only
         allv = np.concatenate([m[0] for m in means.values()]) if means else np.array([])
         picked = np.array([means[n][0][s.index] for n, s in sels[p.name].items() if n in means])
         lo, hi, logy = _ylim(allv, picked, p.metric_name, p.target)
+        row_bad = any(m[3].any() for m in means.values())
+        any_bad |= row_bad
         for col, (family, members) in enumerate(groups):
             ax = axes[row][col]
-            clip = _strip(ax, lo, hi, logy, any(m[3].any() for m in means.values()))
+            clip = _strip(ax, lo, hi, logy, row_bad)
             diverging = [n for n in members if n in recs and means[n][3].any()]
             gap = min(0.03, (_STRIP - 0.05) / max(len(diverging) - 1, 1))
             for i, n in enumerate(members):
@@ -234,11 +300,13 @@ def plot_sensitivity(
                     )
                 s = sels[p.name].get(n)
                 if s is not None and math.isfinite(mean[s.index]):
+                    edge = _EDGE_MARKER.get(s.on_edge or "")
+                    any_edge |= edge is not None
                     artists += ax.plot(
                         s.lr,
                         mean[s.index],
-                        marker="o",
-                        markersize=7,
+                        marker=edge or "o",
+                        markersize=8 if edge else 7,
                         markerfacecolor="white",
                         markeredgewidth=1.6,
                         markeredgecolor=style["color"],
@@ -251,55 +319,24 @@ def plot_sensitivity(
             ax.set_xscale("log")
             figures.no_minor_ticks(
                 ax.xaxis
-            )  # minor ticks on 25 log axes cost seconds to lay out, and add nothing
+            )  # minor ticks on 25 log axes cost seconds to lay out, add nothing
             ax.grid(True, **figures.GRID)
             ax.tick_params(labelsize=8)
             if row == 0 and family:
-                ax.set_title(_family_title(family, members), fontsize=9.5)
+                ax.set_title(family, fontsize=9.5)
             if col == 0:
                 ax.set_ylabel(f"{p.name}\nfinal val {p.metric_name}" + (" (log)" if logy else ""), fontsize=9)
             if row == len(probs) - 1:
                 ax.set_xlabel("learning rate", fontsize=9)
                 figures.legend_below(ax, len(members))
-    figures.suptitle(
-        fig,
-        "Learning-rate sensitivity: final validation metric, mean over seeds (band: min-max); "
-        "○ chosen rate; × (grey strip) a seed diverged at that rate; dashed: target",
-    )
+    note = f"Mean over the selection seeds, band: its {_PCT} interval; ○ the chosen rate"
+    if any_edge:
+        note += " (◁ ▷ on the grid's edge: the best rate may lie beyond)"
+    if any_bad:
+        note += "; × in the grey strip: a seed diverged at that rate"
+    note += "; dashed: the target."
+    figures.titles(fig, "Learning-rate sensitivity: final validation metric", note)
     return fig
-
-
-def _style(i: int, n: int) -> dict[str, Any]:
-    return figures.style(i, linewidth=1.4)
-
-
-def _shown(
-    per: Mapping[str, Mapping[str, Any]],
-    sels: Mapping[str, Mapping[str, Selection]],
-    identical: Mapping[str, Sequence[str]] | None,
-) -> list[str]:
-    """Contenders to draw, in the order met, without those identical to a drawn one."""
-    names = list(dict.fromkeys(n for recs in per.values() for n in recs))
-    hidden = {o for rep, others in (identical or {}).items() if rep in names for o in others if o != rep}
-    return [n for n in names if n not in hidden]
-
-
-def _final_stats(r: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per rate: mean, min and max over seeds of the final validation metric (NaN where a seed diverged),
-    and the mask of rates where a seed diverged."""
-    v = np.asarray(r.val, np.float64)[:, :, -1]
-    bad = ~np.isfinite(v).all(axis=1)
-    mean, low, high = _seed_stats(v, axis=1)
-    return mean, low, high, bad
-
-
-def _seed_stats(v: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean, min and max over ``axis`` (the seeds); NaN wherever a seed is not finite."""
-    ok = np.isfinite(v).all(axis=axis)
-    mean = np.where(ok, np.where(np.isfinite(v), v, 0).mean(axis=axis), np.nan)
-    low = np.where(ok, np.where(np.isfinite(v), v, np.inf).min(axis=axis), np.nan)
-    high = np.where(ok, np.where(np.isfinite(v), v, -np.inf).max(axis=axis), np.nan)
-    return mean, low, high
 
 
 def plot_curves(
@@ -309,53 +346,77 @@ def plot_curves(
     families: Mapping[str, str] | None = None,
     identical: Mapping[str, Sequence[str]] | None = None,
 ) -> Figure:
-    """Validation metric against steps at each contender's chosen rate: mean over seeds, min-max band;
-    one row per problem. A seed that diverged at the chosen rate breaks the mean (the legend says so)."""
+    """The reported runs along training: validation metric and training loss against steps, mean over seeds
+    with its 95 % interval; two rows per problem.
+
+    The reported runs are the chosen rate's confirmation records (fresh seeds) where ``records`` hold them,
+    else the selection runs at the chosen rate. A seed that diverged breaks the mean (the legend says how many
+    did)."""
     probs = _as_list(problems)
     per = {p.name: _tuned_records(records, p.name) for p in probs}
+    conf = {p.name: _confirmation(records, p.name) for p in probs}
     sels = {p.name: _selections(per[p.name], selections, p) for p in probs}
     names = _shown(per, sels, identical)
-    fig, axes, groups = _panels(probs, names, families, 2.6)
+    fig, axes, groups = _panels(2 * len(probs), names, families, 2.1)
+    fresh = all(n in conf[p.name] for p in probs for n in sels[p.name])
     for row, p in enumerate(probs):
         recs, chosen = per[p.name], sels[p.name]
-        stats = {}
+        stats: dict[str, Any] = {}
         for n, r in recs.items():
             if n not in chosen:
                 continue
-            v = np.asarray(r.val, np.float64)[chosen[n].index]  # (S, E)
-            mean, low, high = _seed_stats(v, axis=0)
+            src, g = (conf[p.name][n], 0) if n in conf[p.name] else (r, chosen[n].index)
+            v = np.asarray(src.val, np.float64)[g]  # (S, E)
+            loss = np.asarray(src.train_loss, np.float64)[g]
             bad = int((~np.isfinite(v[:, -1])).sum())
-            stats[n] = (np.asarray(r.eval_steps, np.float64), mean, low, high, bad)
-        allv = np.concatenate([s[1] for s in stats.values()]) if stats else np.array([])
-        finals = np.array([s[1][-1] for s in stats.values()])
+            steps = np.asarray(src.eval_steps, np.float64)
+            stats[n] = (steps, _mean_ci(v, axis=0), _mean_ci(loss, axis=0), bad)
+        allv = np.concatenate([s[1][0] for s in stats.values()]) if stats else np.array([])
+        finals = np.array([s[1][0][-1] for s in stats.values()])
         lo, hi, logy = _ylim(allv, finals, p.metric_name, p.target, factor=5.0)
+        losses = np.concatenate([s[2][0] for s in stats.values()]) if stats else np.array([])
+        losses = losses[np.isfinite(losses)]
+        llo, lhi = (float(losses.min()), float(losses.max())) if losses.size else (0.0, 1.0)
+        loss_log = llo > 0 and lhi / llo >= 5
         for col, (family, members) in enumerate(groups):
-            ax = axes[row][col]
+            ax, lax = axes[2 * row][col], axes[2 * row + 1][col]
             for i, n in enumerate(members):
                 if n not in stats:
                     continue
-                steps, mean, low, high, bad = stats[n]
+                steps, (mean, low, high), (lmean, llow, lhigh), bad = stats[n]
                 style = _style(i, len(members))
                 text = f"{label(n, identical)} ({chosen[n].lr:.3g})"
                 if bad:
                     text += f", {bad} diverged"
-                ax.plot(steps, mean, label=text, **style)
+                ax.plot(steps, mean, **style)
                 ax.fill_between(steps, low, high, color=style["color"], alpha=figures.BAND_ALPHA, linewidth=0)
+                lax.plot(steps, lmean, label=text, **style)
+                if loss_log:
+                    llow = np.where(llow > 0, llow, np.nan)
+                lax.fill_between(
+                    steps, llow, lhigh, color=style["color"], alpha=figures.BAND_ALPHA, linewidth=0
+                )
             _target_line(ax, p.target)
             _set_y(ax, lo, hi, logy)
-            ax.grid(True, **figures.GRID)
-            ax.tick_params(labelsize=8)
+            if loss_log:
+                figures.set_log_axis(lax.yaxis, subs=None, limits=(llo / 1.1, lhi * 1.1))
+            for a in (ax, lax):
+                a.grid(True, **figures.GRID)
+                a.tick_params(labelsize=8)
             if row == 0 and family:
-                ax.set_title(_family_title(family, members), fontsize=9.5)
+                ax.set_title(family, fontsize=9.5)
             if col == 0:
                 ax.set_ylabel(f"{p.name}\nval {p.metric_name}" + (" (log)" if logy else ""), fontsize=9)
+                lax.set_ylabel(f"{p.name}\ntrain loss" + (" (log)" if loss_log else ""), fontsize=9)
             if row == len(probs) - 1:
-                ax.set_xlabel("step", fontsize=9)
-                figures.legend_below(ax, len(members))
-    figures.suptitle(
+                lax.set_xlabel("step", fontsize=9)
+                figures.legend_below(lax, len(members), offset=-0.28)
+    runs = "the chosen rate on the confirmation seeds" if fresh else "the chosen rate on the selection seeds"
+    figures.titles(
         fig,
-        "Validation metric at the chosen rate (legend: contender (rate)): mean over seeds, band: min-max; "
-        "dashed: target",
+        "Training curves of the reported runs",
+        f"Runs at {runs}: validation metric and training loss (mean over the steps since the previous point), "
+        f"mean over seeds, band: its {_PCT} interval; legend: contender (rate); dashed: the target.",
     )
     return fig
 
@@ -370,6 +431,11 @@ def plot_profile(
     target within ``tau`` times the fastest contender's steps; step lines, log ``tau`` axis. Legends are
     sorted by score (normalized area, in brackets); family panels share the y range."""
     by_problem = selections if isinstance(selections, Mapping) else group_by_problem(selections)
+    if len(by_problem) < 2:
+        raise ValueError(
+            f"plot_profile: a performance profile needs two problems or more, got {len(by_problem)}: on one "
+            "problem it says nothing the table does not"
+        )
     by_problem = {p: collapse(s, identical) for p, s in by_problem.items()}
     taus = profile_taus(tau_max)
     rho = performance_profile(by_problem, taus)
@@ -405,12 +471,40 @@ def plot_profile(
             ax.set_title(family, fontsize=9.5)
         figures.legend_below(ax, len(members))
     axes[0].set_ylabel("fraction of problems within tau", fontsize=9)
-    figures.suptitle(
+    figures.titles(
         fig,
-        f"Performance profiles over {len(by_problem)} problem(s): steps to the validation target "
-        "(median over seeds) at the chosen rate; legend: contender (score)",
+        f"Performance profiles over {len(by_problem)} problems",
+        "rho(tau): the fraction of problems on which a contender reaches the validation target (median over "
+        "seeds, at the chosen rate) within tau times the fastest contender's steps; legend: contender (score: "
+        "normalized area, 1 = fastest everywhere).",
     )
     return fig
+
+
+def draw_all(
+    problems: Problem | Sequence[Problem],
+    records: Sequence[Records],
+    selections: Sequence[Selection] | None = None,
+    families: Mapping[str, str] | None = None,
+    identical: Mapping[str, Sequence[str]] | None = None,
+    tau_max: float = TAU_MAX,
+) -> dict[str, Figure]:
+    """The study's figures by file name: ``sensitivity.png``, ``curves.png`` and, for two problems or more,
+    ``profile.png`` (see :func:`save_all` for the arguments)."""
+    probs = _as_list(problems)
+    known = {p.name: p for p in probs}
+    records = [r for r in records if r.problem in known]
+    if selections is None:
+        selections = [select(r, known[r.problem]) for r in records if len(r.lrs) > 1]
+    selections = [s for s in selections if s.problem in known]
+    tuned = [s for s in selections if s.mode == "tuned"] or selections
+    out = {
+        "sensitivity.png": plot_sensitivity(probs, records, tuned, families, identical),
+        "curves.png": plot_curves(probs, records, tuned, families, identical),
+    }
+    if len({s.problem for s in tuned}) >= 2:
+        out["profile.png"] = plot_profile(tuned, families, identical, tau_max)
+    return out
 
 
 def save_all(
@@ -422,26 +516,15 @@ def save_all(
     identical: Mapping[str, Sequence[str]] | None = None,
     tau_max: float = TAU_MAX,
 ) -> list[Path]:
-    """Write ``sensitivity.png``, ``curves.png`` and ``profile.png`` (tuned selections) into ``out_dir``.
+    """Write ``sensitivity.png``, ``curves.png`` and, for two problems or more, ``profile.png`` (tuned
+    selections) into ``out_dir``.
 
     Only records and selections of ``problems`` are drawn. ``selections`` are the tuned ones (computed
     from ``records`` when None; one-shot selections are used only when there are no tuned ones); one-shot
-    records (one rate) are left out of the sensitivity plot. Returns the paths written.
+    records (one rate) are left out of the sensitivity plot, confirmation records (when given) are the curves.
+    Returns the paths written.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    probs = _as_list(problems)
-    known = {p.name: p for p in probs}
-    records = [r for r in records if r.problem in known]
-    if selections is None:
-        selections = [select(r, known[r.problem]) for r in records if len(r.lrs) > 1]
-    selections = [s for s in selections if s.problem in known]
-    tuned = [s for s in selections if s.mode == "tuned"] or selections
-    written = []
-    fig = plot_sensitivity(probs, records, tuned, families, identical)
-    written.append(figures.save(fig, out / "sensitivity.png"))
-    fig = plot_curves(probs, records, tuned, families, identical)
-    written.append(figures.save(fig, out / "curves.png"))
-    fig = plot_profile(tuned, families, identical, tau_max)
-    written.append(figures.save(fig, out / "profile.png"))
-    return written
+    figs = draw_all(problems, records, selections, families, identical, tau_max)
+    return [figures.save(fig, out / name) for name, fig in figs.items()]

@@ -4,6 +4,7 @@ lives here."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -11,7 +12,8 @@ from ..contenders import Contender
 from ..problems.base import Problem
 from ..protocol import Preset, Selection
 from ..records import Records
-from .export import write_csv, write_json, write_summary_csv
+from .export import contender_info, problem_info, write_csv, write_json, write_summary_csv
+from .html import html_report
 from .plots import save_all
 from .tables import format_report
 
@@ -43,7 +45,15 @@ class Study(Protocol):
     def all_records(self, role: str | None = ...) -> list[Records]: ...
 
 
-__all__ = ["Study", "batching_note", "format_study", "study_document", "timing_note", "write_study"]
+__all__ = [
+    "Study",
+    "batching_note",
+    "format_study",
+    "study_document",
+    "study_html",
+    "timing_note",
+    "write_study",
+]
 
 
 def batching_note(study: Study) -> str:
@@ -106,15 +116,32 @@ def study_document(study: Study) -> dict[str, Any]:
             "confirm_seeds": study.confirm_seeds,
             "identical": study.identical,
             "batching": study.batching,
-            "problems": {p.name: p.description for p in study.problems},
-            "contenders": {c.name: c.description for c in study.contenders},
+            # what the report needs of each problem and contender: the file reloads on its own
+            # (mxopt_jax.compare.Study.from_json)
+            "preset": study.preset.to_dict(),
+            "problems": {p.name: problem_info(p) for p in study.problems},
+            "contenders": {c.name: contender_info(c) for c in study.contenders},
         },
     }
 
 
+def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes] | None = None) -> str:
+    """The study as HTML (:func:`mxopt_jax.compare.report.html.html_report`): a whole page (``report.html``)
+    or, without ``standalone``, a notebook's display. ``images``: the figures as PNG bytes by file name
+    (default: drawn now, when matplotlib is installed)."""
+    return html_report(
+        study,  # type: ignore[arg-type]
+        format_study(study),
+        [batching_note(study), timing_note(study)],
+        standalone=standalone,
+        images=images,
+    )
+
+
 def write_study(study: Study, out_dir: str | Path, plots: bool = True) -> list[Path]:
-    """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json`` and, with matplotlib and
-    ``plots``, ``sensitivity.png``, ``curves.png`` and ``profile.png`` into ``out_dir``; returns the paths."""
+    """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json``, ``report.html`` (one
+    self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, ``sensitivity.png``,
+    ``curves.png`` and (two problems or more) ``profile.png`` into ``out_dir``; returns the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.txt"]
@@ -122,8 +149,9 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True) -> list[P
     written.append(write_csv(out / "runs.csv", study.all_records()))
     written.append(write_summary_csv(out / "summary.csv", study.selections() + study.selections("one-shot")))
     written.append(write_json(out / "study.json", study_document(study)))
+    pngs: list[Path] = []
     if plots:
-        written += save_all(
+        pngs = save_all(
             out,
             study.problems,
             study.all_records("selection") + study.all_records("confirmation"),
@@ -131,4 +159,6 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True) -> list[P
             study.families,
             study.identical_everywhere("tuned"),
         )
-    return written
+    page = study_html(study, images={p.name: p.read_bytes() for p in pngs})
+    (out / "report.html").write_text(page, encoding="utf-8")
+    return [*written, out / "report.html", *pngs]

@@ -1,0 +1,182 @@
+"""Every bad argument gets a clear error at the boundary, before anything runs (the command line and the API):
+an output folder that cannot be written, a negative --extend, more devices than the platform offers, a
+workload's factory passed as a problem, meaningless Problem fields, a contender that cannot be traced (named,
+with its cause, before any compile), a configure_jax that comes too late; and --help reads cleanly."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import warnings
+
+import jax
+import optax
+import pytest
+
+from mxopt_jax import compare
+from mxopt_jax.compare import checks, cli
+from mxopt_jax.compare import contenders as C
+from mxopt_jax.compare.preflight import PreflightError
+from mxopt_jax.compare.problems import PROBLEMS
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_study import _mlp_problem  # noqa: E402
+
+TINY = dataclasses.replace(compare.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=2)
+
+
+@pytest.fixture
+def isolated(monkeypatch):
+    """The command line's global settings (XLA_FLAGS, the cache, the host-device check) restored after."""
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setattr(checks, "_HOST_DEVICES", None)
+    return monkeypatch
+
+
+def _bad_places(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    return {
+        "proc": ("/proc/nope", "cannot write into '/proc/nope'"),
+        "a file": (str(afile), "is a file, not a folder"),
+        "under a file": (str(afile / "sub"), "lies under"),
+    }
+
+
+@pytest.mark.parametrize("case", ["proc", "a file", "under a file"])
+def test_unwritable_out_is_refused_at_once(case, tmp_path, capsys):
+    path, words = _bad_places(tmp_path)[case]
+    assert cli.main(["compare", "--out", path, "--problems", "logreg"]) == 2
+    err = capsys.readouterr().err
+    assert f"--out: {path!r}" in err or f"--out: cannot write into {path!r}" in err, err
+    assert words in err and "Traceback" not in err
+    labels = []
+    with pytest.raises(ValueError, match=f"out: .*{words}"):
+        compare.study(_mlp_problem(), ["adam"], TINY, out=path, progress=lambda s, f: labels.append(s))
+    assert labels == []  # refused before anything ran (not even the tracing)
+
+
+def test_resume_of_a_missing_or_empty_folder(tmp_path, capsys):
+    assert cli.main(["compare", "--resume", str(tmp_path / "none")]) == 2
+    assert "does not exist" in capsys.readouterr().err and not (tmp_path / "none").exists()
+    assert cli.main(["compare", "--resume", str(tmp_path)]) == 2
+    assert "holds no study to continue" in capsys.readouterr().err
+    assert cli.main(["compare", "--resume", str(tmp_path), "--out", str(tmp_path / "other")]) == 2
+    assert "not both" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="holds no study to continue"):
+        compare.study(_mlp_problem(), ["adam"], TINY, resume=tmp_path)
+
+
+def test_negative_extend(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["compare", "--extend", "-1"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --extend: must be an integer >= 0, got -1" in err and "Traceback" not in err
+    with pytest.raises(ValueError, match="extend must be an integer >= 0, got -1"):
+        compare.study(_mlp_problem(), ["adam"], TINY, extend=-1)
+
+
+def test_devices_beyond_the_platform(isolated, tmp_path, capsys):
+    cores = checks.cpu_devices()
+    assert cli.main(["compare", "--devices", "64", "--no-cache", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    platform = jax.devices()[0].platform
+    if platform == "cpu":
+        assert f"--devices must be an integer between 1 and {cores}, got 64 (the CPU cores" in err
+    else:
+        assert "--devices must be an integer between 1 and" in err
+    with pytest.raises(ValueError, match=f"devices must be an integer between 1 and {cores}, got 64"):
+        cli.configure_jax(devices=64, cache=False)
+    with pytest.raises(TypeError, match="devices must be an integer"):
+        cli.configure_jax(devices=2.5, cache=False)  # type: ignore[arg-type]
+
+
+def test_configure_jax_after_jax_started_warns(isolated):
+    """JAX has started in this process (it reads XLA_FLAGS once): asking for another host-device count has no
+    effect, and the study says so when it starts (JAX has no public way to tell earlier)."""
+    have = len(jax.devices("cpu"))
+    want = 1 if have != 1 else 2
+    if want > checks.cpu_devices():
+        pytest.skip("needs two cores to ask for a count JAX does not have")
+    cli.configure_jax(devices=want, cache=False)
+    with pytest.warns(
+        RuntimeWarning, match=rf"configure_jax\(devices={want}\) had no effect.*{have} CPU device"
+    ):
+        checks.check_host_devices()
+    with warnings.catch_warnings():  # warned once, not at every study
+        warnings.simplefilter("error")
+        checks.check_host_devices()
+
+
+def test_help_lists_the_workloads_and_has_no_doubled_percent(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["compare", "--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    assert "%%" not in text and "95 % confidence" in text
+    for name, factory in PROBLEMS.items():
+        p = factory()
+        line = next(line for line in text.splitlines() if line.strip().startswith(name + " "))
+        assert p.title.split(",")[0] in line, line
+    assert "--resume DIR" in text and "Ctrl-C" in text
+
+
+def test_a_factory_is_not_a_problem():
+    for given in (PROBLEMS["logreg"], [PROBLEMS["logreg"]]):
+        with pytest.raises(
+            TypeError, match=r"got the factory 'logreg', not a Problem; call it: PROBLEMS\[\"logreg\"\]\(\)"
+        ):
+            compare.study(given, ["adam"], TINY)
+    with pytest.raises(TypeError, match="must be Problem objects"):
+        compare.study(["logreg"], ["adam"], TINY)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error", "words"),
+    [
+        ("target", float("nan"), ValueError, "`target` must be a finite number, got nan"),
+        ("target", float("inf"), ValueError, "`target` must be a finite number, got inf"),
+        ("target", "4", TypeError, "`target` must be a finite number"),
+        ("quick_steps", 0, ValueError, "`quick_steps` must be None or an int >= 1, got 0"),
+        ("batch_size", -3, ValueError, "`batch_size` must be an int >= 1, got -3"),
+        ("name", "", TypeError, "`name` must be a non-empty str"),
+        ("metric_name", None, TypeError, "`metric_name` must be a str"),
+        ("loss", 3.0, TypeError, "`loss` must be callable"),
+    ],
+)
+def test_problem_fields_are_checked(field, value, error, words):
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
+        dataclasses.replace(_mlp_problem(), **{field: value})
+
+
+def test_an_untraceable_contender_is_named_before_any_compile():
+    def careful(lr):  # checks its rate in Python: fine with a number, impossible with a traced rate
+        if lr > 0.5:
+            raise ValueError("rate too large")
+        return optax.adam(lr)
+
+    labels = []
+    with pytest.raises(PreflightError) as e:
+        compare.study(
+            _mlp_problem(),
+            ["adam", C.contender("careful", careful, 1e-3)],
+            TINY,
+            progress=lambda s, f: labels.append(s),
+        )
+    message = str(e.value)
+    assert "contender(s) careful cannot be traced" in message and "nothing ran" in message
+    assert "careful on tiny: TracerBoolConversionError" in message
+    assert "test_cli_errors.py" in message and "in careful" in message  # where, in the user's code
+    assert [f.contender for f in e.value.failures] == ["careful"]  # adam traced fine
+    assert not [s for s in labels if s.startswith(("compiling", "compiled"))]  # refused before compiling
+
+
+def test_a_broken_problem_is_named_once():
+    def bad_loss(p, b):
+        return float(b[0].sum())  # a concrete value of a traced array
+
+    with pytest.raises(PreflightError, match=r"problem\(s\) tiny cannot be traced") as e:
+        compare.study(dataclasses.replace(_mlp_problem(), loss=bad_loss), ["adam", "sgd"], TINY)
+    assert [(f.problem, f.contender) for f in e.value.failures] == [("tiny", None)]
