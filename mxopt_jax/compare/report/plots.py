@@ -375,9 +375,8 @@ def plot_curves(
         finals = np.array([s[1][0][-1] for s in stats.values()])
         lo, hi, logy = _ylim(allv, finals, p.metric_name, p.target, factor=5.0)
         losses = np.concatenate([s[2][0] for s in stats.values()]) if stats else np.array([])
-        losses = losses[np.isfinite(losses)]
-        llo, lhi = (float(losses.min()), float(losses.max())) if losses.size else (0.0, 1.0)
-        loss_log = llo > 0 and lhi / llo >= 5
+        # the loss axis as the metric's: around the final losses, a blow-up (SGLD at a huge rate) leaves the top
+        llo, lhi, loss_log = _ylim(losses, np.array([s[2][0][-1] for s in stats.values()]), "", math.nan, 5.0)
         for col, (family, members) in enumerate(groups):
             ax, lax = axes[2 * row][col], axes[2 * row + 1][col]
             for i, n in enumerate(members):
@@ -398,8 +397,7 @@ def plot_curves(
                 )
             _target_line(ax, p.target)
             _set_y(ax, lo, hi, logy)
-            if loss_log:
-                figures.set_log_axis(lax.yaxis, subs=None, limits=(llo / 1.1, lhi * 1.1))
+            _set_y(lax, llo, lhi, loss_log)
             for a in (ax, lax):
                 a.grid(True, **figures.GRID)
                 a.tick_params(labelsize=8)
