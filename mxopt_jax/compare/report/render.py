@@ -120,7 +120,16 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True) -> list[P
     written = [out / "report.txt"]
     (out / "report.txt").write_text(format_study(study) + "\n")
     written.append(write_csv(out / "runs.csv", study.all_records()))
-    written.append(write_summary_csv(out / "summary.csv", study.selections() + study.selections("one-shot")))
+    written.append(
+        write_summary_csv(
+            out / "summary.csv",
+            study.selections() + study.selections("one-shot"),
+            {
+                p.name: {m: study.identical_map(p.name, m) for m in ("tuned", "one-shot")}
+                for p in study.problems
+            },
+        )
+    )
     written.append(write_json(out / "study.json", study_document(study)))
     if plots:
         written += save_all(
