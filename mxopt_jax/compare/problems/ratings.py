@@ -98,7 +98,7 @@ def n_params() -> int:
 
 def recommender() -> Problem:
     """Synthetic ratings, matrix factorization with row-sparse user/item tables; metric: RMSE."""
-    steps, quick, batch, every, target = 600, 200, 512, 20, 0.85
+    steps, quick, batch, every, target = 600, 200, 512, 10, 0.85
     return Problem(
         name="recommender",
         title=f"ratings, matrix factorization {USERS:,} users x {ITEMS:,} items",
