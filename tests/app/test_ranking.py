@@ -5,7 +5,8 @@ The referee's cases: an unstable contender ([3, 3, 3, 3, 30]) must not rank abov
 comparisons tell them apart; "Nadam 2.36 ± 0.41, rank 1 / Adam 2.36 ± 0.30, rank 2" must not happen without a
 significant difference behind it; a NaN anywhere in a run is reported as diverged. The interval-overlap rule the
 study used before (:func:`_overlap_rank`, kept here only to show that each case was a real trap) failed them.
-Also: the overall table's bootstrap interval and P(best), the AlgoPerf profile in the tables.
+Also: the overall table's bootstrap interval and P(best), the AlgoPerf profile in the tables, the recommender's
+random split and the workloads' docstrings.
 """
 
 from __future__ import annotations
@@ -362,3 +363,34 @@ def test_profile_and_time_to_target_in_the_tables():
     assert unit == "ms" and float(value) == pytest.approx(60 * ms, rel=0.05)  # time = steps x ms/step
     assert tables._fmt_seconds(2000, 1.0) == "2.0 s" and tables._fmt_seconds(math.inf, 1.0) == "—"
     del a, b
+
+
+# --------------------------------------------------------------------------- workloads
+def test_recommender_split_is_random():
+    from mxopt_jax.compare.problems.ratings import ITEMS, USERS, _data
+
+    a, b = _data(), _data()
+    for x, y in zip(a, b, strict=True):
+        for u, v in zip(x, y, strict=True):
+            np.testing.assert_array_equal(u, v)  # data() stays deterministic
+    train_items = np.bincount(a.train[1], minlength=ITEMS)
+    train_users = np.bincount(a.train[0], minlength=USERS)
+    popular = {k: train_items[split[1]].mean() for k, split in zip(("train", "val", "test"), a, strict=True)}
+    active = {k: train_users[split[0]].mean() for k, split in zip(("train", "val", "test"), a, strict=True)}
+    # cut in drawing order, the validation and test items had 250 and 232 training ratings on average
+    # against 314 for the training pairs' items; a random split makes them alike
+    for k in ("val", "test"):
+        assert popular[k] == pytest.approx(popular["train"], rel=0.03), popular
+        assert active[k] == pytest.approx(active["train"], rel=0.05), active
+    pairs = [set((a_.astype(np.int64) * ITEMS + b_).tolist()) for a_, b_, _ in a]
+    assert not (pairs[0] & pairs[1]) and not (pairs[0] & pairs[2]) and not (pairs[1] & pairs[2])
+
+
+def test_workload_docstrings_match_the_code():
+    from mxopt_jax.compare.problems import cancer, charlm
+
+    doc = charlm.char_lm.__doc__ or ""
+    assert f"context {charlm.CONTEXT}" in doc
+    assert f"embeddings {len(charlm.VOCAB)}x{charlm._EMBED}" in doc and f"tanh {charlm._HIDDEN}" in doc
+    stated = re.search(r"L2 ([0-9.e+-]+);", cancer.logreg.__doc__ or "")
+    assert stated is not None and float(stated.group(1)) == cancer.L2

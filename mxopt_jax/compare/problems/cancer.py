@@ -42,7 +42,7 @@ def _loss(params: Params, batch: Batch) -> jax.Array:
 
 
 def logreg() -> Problem:
-    """Breast cancer (569 x 30), logistic regression with L2 1e-3; metric: held-out log-loss."""
+    """Breast cancer (569 x 30), logistic regression with L2 1e-2; metric: held-out log-loss."""
     steps, quick, batch, every, target = 600, 200, 32, 4, 0.15
     return Problem(
         name="logreg",
