@@ -183,6 +183,7 @@ def test_base_keywords_written_once_and_shown_in_every_signature():
 APP_LAYERS = [
     [
         "compare.checks",
+        "compare.distributed",
         "compare.figures",
         "compare.stats",
         "compare.records",
