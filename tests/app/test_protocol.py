@@ -233,11 +233,11 @@ def test_rank_follows_paired_tests():
 
 def test_rank_pairs_by_seed_whatever_the_order():
     a = sel([1.0, 2.0, 3.0, 4.0], "a", seeds=[10, 11, 12, 13])
-    b = sel([4.1, 3.1, 2.1, 1.1], "b", seeds=[13, 12, 11, 10])  # the same runs listed in reverse seed order
+    b = sel([4.5, 3.5, 2.5, 1.5], "b", seeds=[13, 12, 11, 10])  # the same runs listed in reverse seed order
     values, seeds = P.paired_values([a, b])
     np.testing.assert_array_equal(seeds, [10, 11, 12, 13])
-    np.testing.assert_allclose(values[1] - values[0], 0.1)
-    assert P.rank([a, b]) == [1, 2]  # consistently 0.1 worse on every seed
+    np.testing.assert_allclose(values[1] - values[0], 0.5)
+    assert P.rank([a, b]) == [1, 2]  # consistently 0.5 worse on every seed (0.39 seed standard deviations)
 
 
 def test_rank_refuses_unpaired_tables():

@@ -394,3 +394,20 @@ def test_workload_docstrings_match_the_code():
     assert f"embeddings {len(charlm.VOCAB)}x{charlm._EMBED}" in doc and f"tanh {charlm._HIDDEN}" in doc
     stated = re.search(r"L2 ([0-9.e+-]+);", cancer.logreg.__doc__ or "")
     assert stated is not None and float(stated.group(1)) == cancer.L2
+
+
+def test_a_consistent_but_negligible_difference_does_not_separate_ranks():
+    """Two implementations of one update that round differently (adam and optax.adam on logreg: 1.5e-7 apart on
+    every seed, seed spread 1e-3) are printed alike and must share a rank; a difference of half a seed standard
+    deviation, just as consistent, separates them."""
+    from mxopt_jax.compare import stats
+
+    rng = np.random.default_rng(0)
+    base = 0.0819 + 0.0013 * rng.normal(size=10)
+    twins = np.stack([base, base + 1.5e-7])
+    assert stats.ranks(twins) == [1, 1]
+    assert stats.ranks(twins, min_effect=0.0) == [1, 2]  # significance alone would split them
+    apart = np.stack([base, base + 0.5 * base.std(ddof=1)])
+    assert stats.ranks(apart) == [1, 2]
+    with pytest.raises(ValueError, match="min_effect must be a finite number >= 0"):
+        stats.ranks(twins, min_effect=-1)

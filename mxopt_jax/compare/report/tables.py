@@ -23,6 +23,7 @@ from ..protocol import (
     rank,
     rank_uncertainty,
 )
+from ..stats import MIN_EFFECT
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -161,9 +162,9 @@ def _rank_note(sels: Sequence[Selection], pct: str) -> list[str]:
         f"test: mean over the {sels[0].seeds} report seeds ± the half-width of the {pct} Student-t interval of "
         "the mean (symmetric, so it can reach past the metric's range, e.g. below 0); ranks do not read it.",
         f"rank: contenders paired by seed, Student's paired t-test (two-sided) of every pair, Holm's correction "
-        f"over the table's {pairs} pair(s), level {100 * TEST_LEVEL:g} %; ranks never decrease with the mean; "
-        "a shared rank means not shown to differ; significant means consistent over the seeds, however small "
-        "(means printed alike can rank apart); diverged: after every finite one.",
+        f"over the table's {pairs} pair(s), level {100 * TEST_LEVEL:g} %, differences below {MIN_EFFECT:g} seed "
+        "standard deviation ignored; ranks never decrease with the mean; a shared rank means not shown to "
+        "differ; diverged: after every finite one.",
     ]
 
 

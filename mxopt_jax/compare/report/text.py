@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..protocol import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, LEVEL, TAU_MAX, TEST_LEVEL, Preset
+from ..stats import MIN_EFFECT
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -124,14 +125,15 @@ def describe(
         "ran the same report seeds, so the entries are compared paired by seed: Student's paired t-test "
         f"(two-sided) of every pair of entries whose runs all stayed finite; the table's p-values are corrected "
         f"together by Holm's step-down method (over all pairs in the table), and a pair whose adjusted p-value "
-        f"is at most {test_pct} differs significantly, the one with the lower mean being significantly better. "
+        f"is at most {test_pct} and whose mean difference is at least {MIN_EFFECT:g} times the pair's pooled "
+        "seed standard deviation (a smaller difference is negligible, however consistent: two implementations "
+        "of one update that round differently differ by 1e-7 on every seed) differs significantly, the one with "
+        "the lower mean being significantly better. "
         "Let raw = 1 + the number of entries significantly better than this one. An entry's rank is the "
         "largest raw among the finite entries whose mean is at most its own: ranks never decrease as the mean "
         "increases, so an unstable contender never outranks one with a lower mean. An entry with a diverged "
         "run ranks after every finite one, tied with the others like it. A shared rank means not shown to "
-        "differ, not equal; few seeds give few significant differences. Significant means consistent over the "
-        "seeds, not large: two contenders whose updates differ only slightly (where epsilon enters, say) can "
-        "differ significantly by less than the printed digits, so equal-looking means can rank apart."
+        "differ, not equal; few seeds give few significant differences."
     )
     boot_pct = f"{100 * level:g} %"
     paras.append(
