@@ -30,6 +30,13 @@ LAYERS = [
     ["_src.registry"],
     ["_src.schedulers", "_src.embedding", "_src.sparse_transforms"],
     ["_src.facade.*"],
+    # the MXNet checkpoint reader, bottom up: array files, the unpickler, state layouts, load_updater,
+    # load_trainer, then the package that re-exports them
+    ["_src.mxnet_format.arrays"],
+    ["_src.mxnet_format.unpickler"],
+    ["_src.mxnet_format.states"],
+    ["_src.mxnet_format.updater"],
+    ["_src.mxnet_format.trainer"],
     ["_src.mxnet_format"],
     ["<public>"],
     ["compare.*", "__main__"],

@@ -1,0 +1,486 @@
+"""A Gluon ``Trainer`` run resumed by parameter name: ``.params`` + ``.states``, MXNet's index order rule,
+frozen parameters, the gradient scale made explicit, and the functional (``to_optax``) form.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from .. import facade
+from .arrays import _source, load_params
+from .states import _fits, _stored_shapes
+from .unpickler import _read_states
+from .updater import _warn, load_updater
+
+
+class _Mults:
+    """What MXNet's ``Trainer`` re-attaches as ``param_dict``: a Parameter's ``lr_mult`` / ``wd_mult``."""
+
+    __slots__ = ("lr_mult", "wd_mult")
+
+    def __init__(self, lr_mult: float, wd_mult: float) -> None:
+        self.lr_mult, self.wd_mult = lr_mult, wd_mult
+
+    def __repr__(self) -> str:
+        return f"(lr_mult={self.lr_mult}, wd_mult={self.wd_mult})"
+
+
+class TrainerCheckpoint:
+    """A Gluon ``Trainer`` run resumed by parameter name (made by :func:`load_trainer`).
+
+    Attributes:
+      names: the ``.params`` name of each Trainer index (``names[i]`` is index ``i``).
+      trainable: the names the file holds optimizer states for, in index order (the parameters MXNet updates).
+      frozen: the names without optimizer state, in index order: parameters with grad_req ``'null'``
+        (BatchNorm's ``running_mean`` / ``running_var``), which MXNet never updates and neither does anything
+        here (:attr:`updater` refuses them by index and leaves them bit-unchanged by name).
+      params: every parameter of the ``.params`` file, ``{name: jax.Array}``, in index order.
+      updater: the :class:`mxopt_jax.Updater` continuing the run; ``updater(grads, params)`` with two dicts
+        keyed by name returns the new ``{name: weight}`` (frozen entries unchanged, the same objects).
+      mxnet_version: ``"1"`` or ``"2"``.
+      rescale_grad_in_file: the ``rescale_grad`` of the Trainer's last ``step(batch_size)``:
+        ``1 / batch_size``, because Gluon's ``backward()`` differentiates the loss summed over the batch.
+      batch_size_in_file: ``1 / rescale_grad_in_file`` when that is a whole number, else ``None``.
+      loss: ``"sum"`` or ``"mean"``: the convention of the gradients you feed.
+      gradient_scale: a sentence saying what the file holds, why, and what the resumed run applies.
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        self.__dict__.update(kw)
+
+    names: tuple[str, ...]
+    trainable: tuple[str, ...]
+    frozen: tuple[str, ...]
+    params: dict
+    updater: Any
+    mxnet_version: str
+    rescale_grad_in_file: float
+    batch_size_in_file: int | None
+    loss: str
+    gradient_scale: str
+
+    @property
+    def optimizer(self) -> Any:
+        """The facade optimizer (``updater.optimizer``)."""
+        return self.updater.optimizer
+
+    def index(self, name: str) -> int:
+        """The Trainer index of parameter ``name``."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise ValueError(
+                f"no parameter {name!r} in the checkpoint (its names: {list(self.names)})"
+            ) from None
+
+    def to_optax(
+        self, params: Any = None, *, paths: Mapping[str, str] | Callable[[str], str] | None = None
+    ) -> tuple[Any, Any]:
+        """``(tx, opt_state)``: the functional (jittable) form of the resumed run for a parameter pytree.
+
+        ``tx`` is an ``optax.GradientTransformation`` over the whole tree: the optimizer of the file (its
+        functional constructor, same hyperparameters, scheduler at the file's position, the Parameter
+        multipliers per leaf, ``rescale_grad`` for :attr:`loss`) on the trainable leaves, and an update of
+        ``-0.0`` on the frozen ones, so ``optax.apply_updates`` leaves them bit-unchanged; ``opt_state`` holds
+        the file's states and count. ``tx.update(grads, opt_state, params)`` under ``jax.jit`` continues
+        MXNet's run. The state is the :class:`updater`'s current one (call it before or after facade steps).
+
+        Args:
+          params: the parameter pytree (default: :attr:`params`, a dict keyed by ``.params`` name).
+          paths: ``.params`` name -> the leaf's path in ``params`` (keys joined by ``'/'``, e.g.
+            ``'conv/kernel'``), as a dict or a callable ``name -> path``; default: the name itself. Every
+            leaf of ``params`` must be one of the checkpoint's parameters, with its shape.
+
+        Raises:
+          ValueError: a name without a leaf, a leaf without a name, a shape that differs, per-index update
+            counts that differ (the functional state has one count), or an optimizer with no functional form.
+        """
+        import jax
+        import jax.numpy as jnp
+        import optax
+
+        from ..facade.rule_backed import CLASSES
+        from ..validation import path_name
+
+        opt = self.updater.optimizer
+        cls = next((k for k in type(opt).__mro__ if k in set(CLASSES.values())), None)
+        if cls is None or type(opt).step is not cls.step or type(opt).update is not facade.Optimizer.update:
+            raise ValueError(
+                f"to_optax: {type(opt).__name__} has no functional form (only mxopt_jax's own optimizers, "
+                "unmodified, have one); continue with the facade updater"
+            )
+        params = self.params if params is None else params
+        if paths is None:
+            path_of = {n: n for n in self.names}
+        elif callable(paths):
+            path_of = {n: str(paths(n)) for n in self.names}
+        elif isinstance(paths, Mapping):
+            missing = [n for n in self.names if n not in paths]
+            if missing:
+                raise ValueError(f"to_optax: `paths` has no entry for {missing}")
+            path_of = {n: str(paths[n]) for n in self.names}
+        else:
+            raise TypeError(f"to_optax: `paths` must be a dict or a callable, got {type(paths).__name__}")
+        flat, _ = jax.tree_util.tree_flatten_with_path(params)
+        leaf_of = {path_name(p): leaf for p, leaf in flat}
+        name_of = {v: k for k, v in path_of.items()}
+        stray = sorted(set(leaf_of) - set(name_of))
+        if stray:
+            raise ValueError(f"to_optax: leaves {stray} of `params` are not parameters of the checkpoint")
+        for n in self.names:
+            p = path_of[n]
+            if p not in leaf_of:
+                raise ValueError(f"to_optax: no leaf at path {p!r} for parameter {n!r} in `params`")
+            if tuple(jnp.shape(leaf_of[p])) != tuple(self.params[n].shape):
+                raise ValueError(
+                    f"to_optax: the leaf at {p!r} has shape {tuple(jnp.shape(leaf_of[p]))}, parameter {n!r} "
+                    f"{tuple(self.params[n].shape)} in the checkpoint"
+                )
+        trainable = list(self.trainable)
+        idx = {n: self.index(n) for n in trainable}
+        counts = {opt.index_update_counts.get(idx[n], opt.begin_num_update) for n in trainable}
+        if len(counts) > 1:
+            raise ValueError(
+                f"to_optax: the parameters' update counts differ ({sorted(counts)}); the functional state keeps "
+                "one count: continue with the facade updater"
+            )
+        count = counts.pop() if counts else opt.begin_num_update
+        kw = {p: getattr(opt, p) for p in opt._own}
+        kw.update(
+            learning_rate=None if opt.lr_scheduler is not None else opt.lr,
+            lr_scheduler=opt.lr_scheduler,
+            wd=opt.wd,
+            rescale_grad=opt.rescale_grad,
+            clip_gradient=opt.clip_gradient,
+            multi_precision=opt.multi_precision,
+            begin_num_update=int(count),
+            lr_mult={n: float(opt._mult(idx[n], opt.lr_mult, "lr_mult")) for n in trainable},
+            wd_mult={n: float(opt._mult(idx[n], opt.wd_mult, "wd_mult")) for n in trainable},
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            inner = cls._ctor(**kw)
+        frozen_paths = {path_of[n] for n in self.frozen}
+        train_paths = {path_of[n]: n for n in trainable}
+
+        def pick(tree: Any) -> dict:
+            leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
+            by_path = {path_name(p): x for p, x in leaves}
+            return {n: by_path[p] for p, n in train_paths.items()}
+
+        def init_fn(tree: Any) -> Any:
+            return inner.init(pick(tree))
+
+        def update_fn(updates: Any, state: Any, tree: Any = None) -> tuple[Any, Any]:
+            new, state = inner.update(pick(updates), state, None if tree is None else pick(tree))
+            leaves, treedef = jax.tree_util.tree_flatten_with_path(updates if tree is None else tree)
+            out = []
+            for p, x in leaves:
+                key = path_name(p)
+                out.append(jnp.full_like(x, -0.0) if key in frozen_paths else new[train_paths[key]])
+            return jax.tree_util.tree_unflatten(treedef, out), state
+
+        tx = optax.GradientTransformation(init_fn, update_fn)
+        sub = {n: jnp.asarray(leaf_of[path_of[n]]) for n in trainable}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            template = inner.init(sub)
+        rule = cls._rule
+        fields: dict[str, dict] = {f: {} for f in rule.fields}
+        masters: dict = {}
+        for n in trainable:
+            st = self.updater.states[idx[n]]
+            mp = opt.multi_precision and jnp.dtype(self.params[n].dtype).itemsize < 4
+            master, f = (st[0], st[1]) if mp else (None, st)
+            for j, fname in enumerate(rule.fields):
+                fields[fname][n] = f[j]
+            masters[n] = master
+        repl: dict[str, Any] = {"count": jnp.zeros([], jnp.int32)}
+        for fname in rule.fields:
+            tmpl = getattr(template, fname)
+            if tmpl is None:
+                continue
+            repl[fname] = {
+                n: (None if tmpl[n] is None else jnp.asarray(fields[fname][n], tmpl[n].dtype))
+                for n in trainable
+            }
+        if getattr(template, "master", None) is not None:
+            repl["master"] = {
+                n: (None if template.master[n] is None else jnp.asarray(masters[n], jnp.float32))
+                for n in trainable
+            }
+        if rule.uses_key:
+            repl["key"] = opt._key
+        return tx, template._replace(**repl)
+
+
+_LOSS = ("sum", "mean")
+
+
+def load_trainer(
+    params: str | os.PathLike | bytes,
+    states: str | os.PathLike | bytes,
+    *,
+    loss: Literal["sum", "mean"],
+    names: Sequence[str] | Mapping[str, str] | None = None,
+    batch_size: int | None = None,
+    lr_mult: Mapping[str, float] | None = None,
+    wd_mult: Mapping[str, float] | None = None,
+    optimizer: Any = None,
+    lr_scheduler: Any = None,
+    mxnet_version: str | None = None,
+) -> TrainerCheckpoint:
+    """Resume a Gluon ``Trainer`` run by parameter name: ``net.save_parameters`` + ``trainer.save_states``.
+
+    The order rule, one for both MXNet versions: MXNet's ``Trainer`` numbers the parameters in the order of
+    ``sorted(net.collect_params().keys())``. In MXNet 2.0 those keys are the ``.params`` names
+    (``'0.weight'``, string-sorted: ``'10.weight'`` before ``'2.weight'``), so the files tell everything. In
+    MXNet 1.x they carry the block prefixes (``'conv0_weight'``, ``'batchnorm0_gamma'``), which
+    ``save_parameters`` drops: pass ``names=list(net.collect_params().keys())`` (1.x's ``collect_params()``
+    order is the order of the ``.params`` file, so the keys pair with the file's names by position; or a dict
+    ``{params_name: collect_params_key}``).
+
+    Parameters the file holds no optimizer state for (grad_req ``'null'``: BatchNorm's running statistics)
+    are :attr:`~TrainerCheckpoint.frozen`: never updated (refused by index, left bit-unchanged by name).
+
+    Args:
+      params: the ``.params`` file (or bytes) of ``net.save_parameters``.
+      states: the ``.states`` file (or bytes) of ``trainer.save_states``.
+      loss: the convention of the gradients you will feed: ``"sum"`` (the gradient of the loss summed over
+        the batch, Gluon's habit: the file's ``rescale_grad = 1 / batch_size`` is kept, as
+        ``trainer.step(batch_size)`` applies it) or ``"mean"`` (the gradient of the batch-mean loss,
+        ``jax.grad``'s usual habit: already divided by the batch size, so ``rescale_grad = 1``). Required, so
+        gradients are scaled exactly once.
+      names: the model's ``collect_params()`` keys: required for MXNet 1.x files (see above); optional for
+        2.0 (checked against the file).
+      batch_size: with ``loss="sum"``, the batch size of the coming steps (``rescale_grad = 1 / batch_size``,
+        as ``trainer.step(batch_size)``); default: the file's.
+      lr_mult, wd_mult: the Gluon Parameters' multipliers by name (``.params`` or ``collect_params()``
+        name), as MXNet's ``Trainer`` re-attaches them; they are not in MXNet's files. Without either, a
+        ``UserWarning`` says so (pass ``lr_mult={}`` when no Parameter has a multiplier).
+      optimizer, lr_scheduler: substitutes for an optimizer / scheduler class of your own in the file (see
+        :func:`load_updater`).
+      mxnet_version: ``"1"`` or ``"2"``; default: read from the ``.states`` file.
+
+    Returns:
+      a :class:`TrainerCheckpoint`.
+
+    Raises:
+      ValueError: a 1.x file without ``names``; names that do not pair with the file's; an optimizer state
+        whose shape differs from its parameter (the message names the index, the parameter, both shapes and
+        the order rule); a bad ``loss``; unknown names in ``lr_mult`` / ``wd_mult``.
+
+    Examples:
+      >>> import jax.numpy as jnp
+      >>> from mxopt_jax.mxnet_format import load_trainer
+      >>> d = "tests/golden/mxnet_resume/"
+      >>> ckpt = load_trainer(d + "mx20_cnn_adam.params", d + "mx20_cnn_adam.states", loss="sum",
+      ...                     lr_mult={"3.bias": 2.0, "0.weight": 0.5}, wd_mult={"1.gamma": 0.0, "1.beta": 0.0})
+      >>> ckpt.frozen
+      ('1.running_mean', '1.running_var')
+      >>> ckpt.names[:4]
+      ('0.bias', '0.weight', '1.beta', '1.gamma')
+      >>> print(ckpt.gradient_scale)  # doctest: +ELLIPSIS
+      The file holds rescale_grad = 0.25 = 1/4: trainer.step(4) sets it, because Gluon's backward() ...
+      >>> grads = {n: jnp.zeros_like(ckpt.params[n]) for n in ckpt.trainable}
+      >>> new = ckpt.updater(grads, ckpt.params)
+      >>> new["1.running_mean"] is ckpt.params["1.running_mean"]
+      True
+    """
+    import jax.numpy as jnp
+
+    _check_loss(loss, batch_size)
+    arrays = load_params(params)
+    sdata, swhere = _source(states, "states")
+    _, mxo = _read_states(sdata, swhere)
+    if mxnet_version is None:
+        version = "1" if (mxo is not None and not hasattr(mxo, "use_fused_step")) else "2"
+    else:
+        version = "1" if str(mxnet_version).startswith("1") else "2"
+    file_names = list(arrays)
+    key_of = _trainer_keys(names, file_names, version, swhere)
+    order = sorted(file_names, key=lambda n: key_of[n])
+    index_of = {n: i for i, n in enumerate(order)}
+    # multipliers by name (.params or collect_params() names)
+    alias = {**{v: k for k, v in key_of.items()}, **{n: n for n in file_names}}
+    lrm = _multipliers("lr_mult", lr_mult, alias, file_names)
+    wdm = _multipliers("wd_mult", wd_mult, alias, file_names)
+    if lr_mult is None and wd_mult is None:
+        _warn(
+            f"load_trainer: {swhere}: multipliers set on Gluon Parameters (lr_mult / wd_mult) are not in MXNet's "
+            "files; pass them by name, load_trainer(..., lr_mult={'dense0_bias': 2.0}, wd_mult={...}), or "
+            "lr_mult={} if no Parameter has one"
+        )
+    param_dict = {index_of[n]: _Mults(lrm.get(n, 1.0), wdm.get(n, 1.0)) for n in order}
+    updater = load_updater(
+        sdata if not isinstance(states, (str, os.PathLike)) else states,
+        optimizer,
+        param_dict=param_dict,
+        mxnet_version=mxnet_version,
+        lr_scheduler=lr_scheduler,
+    )
+    rule = (
+        "a Gluon Trainer's index i is the i-th parameter of sorted(net.collect_params().keys())"
+        + (" (MXNet 2.0: the .params names)" if names is None else " (the names passed to load_trainer)")
+        + f": {', '.join(f'{i}={key_of[n]!r}' for i, n in enumerate(order))}"
+    )
+    layout, frozen = _pair_states(updater, order, arrays, swhere, rule)
+    updater.layout, updater.frozen, updater.order_rule = layout, frozen, rule
+    r_file, b_file, why = _gradient_scale(updater.optimizer, loss, batch_size)
+    return TrainerCheckpoint(
+        names=tuple(order),
+        trainable=tuple(n for i, n in enumerate(order) if i in layout),
+        frozen=tuple(n for i, n in enumerate(order) if i in frozen),
+        params={n: jnp.asarray(arrays[n]) for n in order},
+        updater=updater,
+        mxnet_version=version,
+        rescale_grad_in_file=r_file,
+        batch_size_in_file=b_file,
+        loss=loss,
+        gradient_scale=why,
+        key_of=key_of,
+    )
+
+
+def _check_loss(loss: Any, batch_size: Any) -> None:
+    if loss not in _LOSS:
+        raise ValueError(
+            f"load_trainer: `loss` must be 'sum' (gradients of the loss summed over the batch, as Gluon's "
+            f"backward()) or 'mean' (gradients of the batch-mean loss), got {loss!r}"
+        )
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        raise ValueError(f"load_trainer: `batch_size` must be a positive int, got {batch_size!r}")
+
+
+def _trainer_keys(names: Any, file_names: list[str], version: str, swhere: str) -> dict[str, str]:
+    """``{.params name: collect_params() key}``: the keys whose sorted order is the Trainer's index order."""
+    if isinstance(names, (str, bytes)) or not (names is None or isinstance(names, (Mapping, Sequence))):
+        raise TypeError(
+            "load_trainer: `names` must be the model's collect_params() keys, a list in collect_params() order "
+            f"or a dict {{params_name: collect_params_key}}, got {type(names).__name__}"
+        )
+    if names is None:
+        if version == "1":
+            raise ValueError(
+                f"load_trainer: {swhere} was written by MXNet 1.x, whose Trainer numbers the parameters by "
+                "sorted(net.collect_params().keys()): prefixed names ('batchnorm0_gamma', 'conv0_weight') that "
+                "save_parameters does not store. Pass names=list(net.collect_params().keys()) (in "
+                "collect_params() order, which is the .params file's order) or names={params_name: "
+                "collect_params_key}."
+            )
+        key_of = {n: n for n in file_names}
+    elif isinstance(names, Mapping):
+        key_of = {str(k): str(v) for k, v in names.items()}
+        if set(key_of) != set(file_names):
+            raise ValueError(
+                f"load_trainer: `names` must map every .params name {file_names} to its collect_params() key; "
+                f"missing {sorted(set(file_names) - set(key_of))}, unknown {sorted(set(key_of) - set(file_names))}"
+            )
+    else:
+        keys = [str(k) for k in names]
+        if len(keys) != len(file_names):
+            raise ValueError(
+                f"load_trainer: `names` has {len(keys)} keys, the .params file {len(file_names)} parameters"
+            )
+        if version == "2" and set(keys) == set(file_names):
+            key_of = {n: n for n in file_names}
+        else:
+            for pos, (f, k) in enumerate(zip(file_names, keys, strict=True)):
+                leaf = f.rsplit(".", 1)[-1]
+                if not (k == leaf or k.endswith("_" + leaf) or k.endswith("." + leaf)):
+                    raise ValueError(
+                        f"load_trainer: names[{pos}] = {k!r} does not pair with the .params file's parameter "
+                        f"{pos}, {f!r} (it should end with {leaf!r}): pass list(net.collect_params().keys()) in "
+                        "collect_params() order (the order save_parameters writes)"
+                    )
+            key_of = dict(zip(file_names, keys, strict=True))
+    if len(set(key_of.values())) != len(key_of):
+        raise ValueError("load_trainer: `names` holds a key twice")
+    return key_of
+
+
+def _multipliers(arg: str, table: Any, alias: Mapping[str, str], file_names: list[str]) -> dict[str, float]:
+    """``lr_mult`` / ``wd_mult`` by ``.params`` name (given by ``.params`` or ``collect_params()`` name)."""
+    if table is not None and not isinstance(table, Mapping):
+        raise TypeError(
+            f"load_trainer: `{arg}` must be a dict {{parameter name: multiplier}}, got {type(table).__name__}"
+        )
+    out = {}
+    for k, v in (table or {}).items():
+        if k not in alias:
+            raise ValueError(f"load_trainer: `{arg}` names {k!r}, not a parameter of the file {file_names}")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float, np.floating, np.integer))
+            or not math.isfinite(v)
+        ):
+            raise ValueError(f"load_trainer: `{arg}[{k!r}]` must be a finite number, got {v!r}")
+        out[alias[k]] = float(v)
+    return out
+
+
+def _pair_states(
+    updater: Any, order: list[str], arrays: Mapping[str, np.ndarray], swhere: str, rule: str
+) -> tuple[dict, dict]:
+    """``(layout, frozen)``: each index with a state paired with its parameter (shapes checked), the others
+    frozen (no state: MXNet never updates them)."""
+    opt = updater.optimizer
+    stray = sorted((i for i in updater.states if not (isinstance(i, int) and 0 <= i < len(order))), key=str)
+    if stray:
+        raise ValueError(
+            f"load_trainer: {swhere} holds states for indices {stray}, but the .params file has {len(order)} "
+            f"parameters (indices 0..{len(order) - 1}): not the files of one run? Index order: {rule}"
+        )
+    layout, frozen = {}, {}
+    for i, n in enumerate(order):
+        a = arrays[n]
+        if i in updater.states:
+            st = updater.states[i]
+            if not _fits(opt, i, st, tuple(a.shape), a.dtype):
+                shape = updater.layout[i][1] or _stored_shapes(st)[0]
+                raise ValueError(
+                    f"load_trainer: index {i} (parameter {n!r}) has a state of shape {tuple(shape)} in {swhere}, "
+                    f"but the parameter has shape {tuple(a.shape)}: the wrong order or the wrong names? "
+                    f"Index order: {rule}"
+                )
+            layout[i] = (n, tuple(a.shape), a.dtype)
+        else:
+            frozen[i] = (n, tuple(a.shape), a.dtype)
+    return layout, frozen
+
+
+def _gradient_scale(opt: Any, loss: str, batch_size: int | None) -> tuple[float, int | None, str]:
+    """Set ``opt.rescale_grad`` for the gradients' convention; ``(the file's rescale_grad, its batch size,
+    a sentence saying what the file holds and what the resumed run applies)``."""
+    r_file = float(opt.rescale_grad)
+    b_file = round(1.0 / r_file) if r_file > 0 and abs(1.0 / r_file - round(1.0 / r_file)) < 1e-6 else None
+    why = f"The file holds rescale_grad = {r_file:.6g}" + (
+        f" = 1/{b_file}: trainer.step({b_file}) sets it, because Gluon's backward() differentiates the loss "
+        "summed over the batch."
+        if b_file
+        else " (the last trainer.step's scale / batch_size)."
+    )
+    if loss == "sum":
+        if batch_size is not None:
+            opt.rescale_grad = 1.0 / batch_size
+        why += (
+            f" loss='sum': your gradients are of the summed loss; the resumed run applies rescale_grad = "
+            f"{opt.rescale_grad:.6g}"
+            + (f" (1/{batch_size})" if batch_size is not None else " (the file's)")
+            + "."
+        )
+    else:
+        opt.rescale_grad = 1.0
+        why += (
+            " loss='mean': your gradients are of the batch-mean loss, already divided by the batch size; the "
+            "resumed run applies rescale_grad = 1."
+        )
+    return r_file, b_file, why
