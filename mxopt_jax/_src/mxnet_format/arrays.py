@@ -8,6 +8,7 @@ import io
 import math
 import os
 import struct
+import zlib
 from typing import Any
 
 import numpy as np
@@ -279,7 +280,7 @@ def _read_npz(data: bytes, where: str) -> dict[str, np.ndarray]:
         try:
             with zf.open(info) as f:
                 raw = f.read(min(info.file_size, bound))
-        except (zipfile.BadZipFile, EOFError, OSError, zlib_error()) as exc:
+        except (zipfile.BadZipFile, EOFError, OSError, zlib.error) as exc:
             raise ValueError(f"{where}: truncated or corrupted {label} ({exc})") from None
         limit = len(raw)
         r = _Reader(raw, where)
@@ -288,12 +289,6 @@ def _read_npz(data: bytes, where: str) -> dict[str, np.ndarray]:
             raise r.fail(f"{r.left} unexpected trailing bytes")
         out[name[: -len(".npy")]] = arr
     return out
-
-
-def zlib_error() -> type:
-    import zlib
-
-    return zlib.error
 
 
 def _ndarray_from_raw(raw: bytes, where: str) -> np.ndarray:

@@ -102,7 +102,9 @@ def _to_facade(opt: Any, idx: Any, conv: Any, where: str) -> Any:
 
     is_mp = isinstance(conv, tuple) and len(conv) == 2 and isinstance(conv[1], tuple) and _is_arr(conv[0])
     master, fields = conv if is_mp else (None, conv)
-    shapes = [f.shape for f in fields if _is_arr(f) and f.ndim > 0] + ([master.shape] if is_mp else [])
+    shapes = [f.shape for f in fields if _is_arr(f) and f.ndim > 0]
+    if isinstance(master, np.ndarray):
+        shapes.append(master.shape)
     if shapes:
         shape = shapes[0]
         if any(s != shape for s in shapes):

@@ -109,7 +109,7 @@ class TrainerCheckpoint:
         from ..validation import path_name
 
         opt = self.updater.optimizer
-        cls = next((k for k in type(opt).__mro__ if k in set(CLASSES.values())), None)
+        cls: Any = next((k for k in type(opt).__mro__ if k in set(CLASSES.values())), None)
         if cls is None or type(opt).step is not cls.step or type(opt).update is not facade.Optimizer.update:
             raise ValueError(
                 f"to_optax: {type(opt).__name__} has no functional form (only mxopt_jax's own optimizers, "
@@ -174,12 +174,14 @@ class TrainerCheckpoint:
             by_path = {path_name(p): x for p, x in leaves}
             return {n: by_path[p] for p, n in train_paths.items()}
 
-        def init_fn(tree: Any) -> Any:
-            return inner.init(pick(tree))
+        def init_fn(params: optax.Params) -> optax.OptState:
+            return inner.init(pick(params))
 
-        def update_fn(updates: Any, state: Any, tree: Any = None) -> tuple[Any, Any]:
-            new, state = inner.update(pick(updates), state, None if tree is None else pick(tree))
-            leaves, treedef = jax.tree_util.tree_flatten_with_path(updates if tree is None else tree)
+        def update_fn(
+            updates: optax.Updates, state: optax.OptState, params: optax.Params | None = None
+        ) -> tuple[optax.Updates, optax.OptState]:
+            new, state = inner.update(pick(updates), state, None if params is None else pick(params))
+            leaves, treedef = jax.tree_util.tree_flatten_with_path(updates if params is None else params)
             out = []
             for p, x in leaves:
                 key = path_name(p)

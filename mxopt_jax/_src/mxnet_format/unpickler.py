@@ -8,7 +8,7 @@ import io
 import os
 import pickle
 import struct
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -142,7 +142,7 @@ class _NotCallable(type):
     a pickle runs code) is refused; only an inert instance can be made (NEWOBJ + its attribute dict)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        raise _Refused(f"{cls.mx_module}.{cls.mx_class}")
+        raise _Refused(f"{getattr(cls, 'mx_module', '')}.{getattr(cls, 'mx_class', '')}")
 
 
 _UNKNOWN: dict[tuple[str, str], type] = {}
@@ -160,15 +160,17 @@ def _unknown(module: str, name: str) -> type:
     return _UNKNOWN[key]
 
 
-def is_unknown(obj: Any) -> bool:
+def is_unknown(obj: Any) -> TypeGuard[MXNetObject]:
     """Whether ``obj`` stands for a pickled object of a class outside the whitelist (a user's own class)."""
-    return isinstance(obj, MXNetObject) and getattr(obj, "mx_unknown", False)
+    return isinstance(obj, MXNetObject) and bool(getattr(obj, "mx_unknown", False))
 
 
 class _WhitelistUnpickler(pickle.Unpickler):
     """``pickle.Unpickler`` that resolves only whitelisted globals (cf. ``torch.load(weights_only=True)``).
 
     Any other global becomes an inert stand-in that cannot be called (see :func:`_unknown`)."""
+
+    first_unknown: str | None = None
 
     def find_class(self, module: str, name: str) -> Any:
         fn = _SAFE_GLOBALS.get((module, name))
@@ -201,6 +203,7 @@ def _materialise(x: Any, depth: int = 0, memo: dict | None = None) -> Any:
     key = id(x)
     if key in memo:
         return memo[key][1]
+    out: Any
     if isinstance(x, _PickledNDArray):
         out = x.array
     elif isinstance(x, tuple):
@@ -248,7 +251,6 @@ def _read_states(data: bytes, where: str) -> tuple[dict, MXNetObject | None]:
     if data.startswith((struct.pack("<Q", _LIST_MAGIC), _NPY_MAGIC, b"PK")) or not data:
         raise ValueError(f"{where}: not an MXNet .states file (this is a parameter file or empty)")
     unpickler = _WhitelistUnpickler(io.BytesIO(data))
-    unpickler.first_unknown = None
     try:
         obj = unpickler.load()
     except _Refused as exc:

@@ -46,6 +46,7 @@ def _scheduler(obj: Any, where: str) -> Any:
         "warmup_mode": a.get("warmup_mode", "linear"),
     }
     cls = obj.mx_class
+    s: lrs.LRScheduler
     if cls == "FactorScheduler":
         s = lrs.FactorScheduler(
             step=a["step"], factor=a["factor"], stop_factor_lr=a["stop_factor_lr"], **common
@@ -222,7 +223,7 @@ def load_updater(
         _restore_bookkeeping(opt, mxo, where, lr_scheduler)
         holder = mxo
         mp = bool(getattr(mxo, "multi_precision", opt.multi_precision))
-        diffs = []
+        diffs: list[str] = []
     elif mxo is None:
         if optimizer is None:
             raise ValueError(
