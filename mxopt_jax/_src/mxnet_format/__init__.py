@@ -11,11 +11,14 @@ Two readers, neither of which needs MXNet:
   ``rescale_grad``, multipliers, ``idx2name``, the learning-rate scheduler and its position, ``num_update``,
   the per-index (and per-device) update counts and every index's state (multi-precision masters included).
 
-A ``.states`` file is a Python pickle. It is read by a **whitelist** unpickler: only MXNet NDArray payloads
-(decoded from their raw bytes into NumPy, never through MXNet), NumPy array / dtype / scalar reconstruction,
-plain containers and numbers, and MXNet's optimizer and learning-rate-scheduler classes are accepted, the
-latter mapped onto inert data holders (the real classes are never looked up). Any other global named in the
-pickle raises ``ValueError`` naming it, before it could be called. Nothing else in mxopt_jax unpickles.
+A ``.states`` file is a Python pickle. It is never given to ``pickle``: mxopt_jax reads the opcode stream with
+its own restricted interpreter, in which only an allow-list of constructors makes objects (MXNet NDArray
+payloads, decoded from their raw bytes into NumPy, never through MXNet; NumPy arrays of plain numeric dtypes
+from contiguous buffers; plain containers and numbers; MXNet's optimizer and learning-rate-scheduler classes as
+inert data holders), ``BUILD`` sets state only on those holders, and every allocation is counted against a
+budget tied to the file's size. Anything else raises ``ValueError`` naming the file, the byte offset or path in
+it and what was refused; nothing named in the file is ever looked up or called. Nothing else in mxopt_jax
+unpickles.
 
 Examples (run from the repository root; the files are real MXNet 2.0 output):
   >>> import jax.numpy as jnp
@@ -25,16 +28,18 @@ Examples (run from the repository root; the files are real MXNet 2.0 output):
   >>> weights = [jnp.asarray(params[n]) for n in sorted(params)]
   >>> weights = updater([0, 1, 2, 3], [jnp.zeros_like(w) for w in weights], weights)
 
-Modules, one per seam: :mod:`.arrays` (the NDArray binary format and ``.npy`` / ``.npz``), :mod:`.unpickler`
-(the whitelist unpickler), :mod:`.states` (an MXNet optimizer state in mxopt_jax's layout), :mod:`.updater`
+Modules, bottom up: :mod:`.limits` (the budgets), :mod:`.arrays` (the NDArray binary format and ``.npy`` /
+``.npz``), :mod:`.opcodes` (the pickle interpreter), :mod:`.allowlist` (what it may make), :mod:`.unpickler`
+(``read_states``), :mod:`.states` (an MXNet optimizer state in mxopt_jax's layout), :mod:`.updater`
 (``load_updater``: the optimizer rebuilt), :mod:`.trainer` (``load_trainer``: a Gluon Trainer resumed by name).
 """
 
 from __future__ import annotations
 
+from .allowlist import MXNetObject
 from .arrays import load_params
 from .trainer import TrainerCheckpoint, load_trainer
-from .unpickler import MXNetObject, read_states
+from .unpickler import read_states
 from .updater import load_updater
 
 __all__ = ["MXNetObject", "TrainerCheckpoint", "load_params", "load_trainer", "load_updater", "read_states"]

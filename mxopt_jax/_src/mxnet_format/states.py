@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .unpickler import _MX_OPTIMIZERS, MXNetObject
+from .allowlist import _MX_OPTIMIZERS, MXNetObject
 
 _REGISTRY_NAME = {n: n.lower() for n in _MX_OPTIMIZERS}
 # 1.9.1 attribute names of our constructor arguments

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import facade, schedulers
 from ..validation import warn
+from .allowlist import _MX_SCHEDULERS, MXNetObject, is_unknown
 from .arrays import _source
 from .states import (
     _ALIASES_19,
@@ -23,7 +24,7 @@ from .states import (
     _to_facade,
     _weight_shape,
 )
-from .unpickler import _MX_SCHEDULERS, MXNetObject, _read_states, is_unknown
+from .unpickler import _read_states
 
 
 def _scheduler(obj: Any, where: str) -> Any:
