@@ -15,7 +15,8 @@ called):
   such classes per file).
 
 ``BUILD`` sets state only on the holders the reader itself made, once, never on a global; an object's class
-comes from the pickle's global alone (its state cannot name ``mx_module``, ``mx_class`` or any dunder).
+comes from the pickle's global alone (its state cannot name ``mx_module``, ``mx_class``, any ``mx_*`` or
+dunder attribute).
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ _MX_SCHEDULERS = {
     "PolyScheduler",
     "CosineScheduler",
 }
-_RESERVED = {"mx_module", "mx_class"}
 _ALLOWED_ONLY = (
     "only MXNet NDArrays, optimizers, learning-rate schedulers, NumPy arrays and plain containers/numbers are "
     "allowed in a .states file"
@@ -389,14 +389,14 @@ def _label(obj: Any) -> str:
 
 
 def _build_object(obj: MXNetObject, state: Any, pos: int) -> None:
-    """An optimizer's / scheduler's attributes: a dict of names (no dunder names, not ``mx_module`` /
-    ``mx_class``, which come from the pickle's global)."""
+    """An optimizer's / scheduler's attributes: a dict of names (no dunder names, none starting with ``mx_``:
+    ``mx_module`` / ``mx_class`` come from the pickle's global alone)."""
     if type(state) is tuple and len(state) == 2 and state[1] is None:
         state = state[0]
     if type(state) is not dict:
         raise Refused(f"refused a {_label(obj)} state that is not a dict of attributes", pos)
     for k in state:
-        if type(k) is not str or k.startswith("__") or k in _RESERVED:
+        if type(k) is not str or k.startswith(("__", "mx_")):
             raise Refused(
                 f"refused the attribute {str(k)[:80]!r} of a {_label(obj)} (its class comes from the pickle's "
                 "global, never from its state)",

@@ -28,7 +28,8 @@ class _Mismatch(Exception):
 
 
 def _is_arr(x: Any) -> bool:
-    return isinstance(x, np.ndarray)
+    """A state array: MXNet keeps its states in floating-point arrays (bfloat16 included)."""
+    return isinstance(x, np.ndarray) and (x.dtype.kind == "f" or x.dtype.name == "bfloat16")
 
 
 def _arr_or_none(x: Any) -> Any:
@@ -96,10 +97,50 @@ def _convert_state(name: str, v1: bool, x: Any, idx: Any, opt: MXNetObject, mp: 
     return _inner_fields(name, v1, x, idx, opt)
 
 
-def _to_facade(opt: Any, idx: Any, conv: Any, where: str) -> Any:
+class _ShapeCache:
+    """What an optimizer creates for a weight shape and dtype, asked once per shape in a load: mxopt_jax's own
+    optimizers (``create_state`` not overridden) make the same state for every index of a shape; a class of
+    the user's own is asked every time."""
+
+    def __init__(self, opt: Any) -> None:
+        from ..facade.rule_backed import CLASSES
+
+        cls = next((k for k in type(opt).__mro__ if k in set(CLASSES.values())), None)
+        t = type(opt)
+        self.opt = opt
+        self.on = cls is not None and all(
+            getattr(t, m) is getattr(cls, m) for m in ("create_state", "create_state_multi_precision")
+        )
+        self.shapes: dict[tuple, list | None] = {}
+        self.refs: dict[tuple, tuple] = {}
+
+    def state_shapes(self, idx: Any, shape: tuple, dtype: Any) -> list | None:
+        key = (shape, np.dtype(dtype).str)
+        if not self.on:
+            return _state_shapes(self.opt, idx, shape, dtype)
+        if key not in self.shapes:
+            self.shapes[key] = _state_shapes(self.opt, idx, shape, dtype)
+        return self.shapes[key]
+
+    def ref(self, idx: Any, shape: tuple, dtype: Any) -> tuple:
+        import jax.numpy as jnp
+
+        key = (shape, np.dtype(dtype).str)
+        if self.on and key in self.refs:
+            return self.refs[key]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = tuple(self.opt.create_state(idx, jnp.zeros(shape, dtype)))
+        if self.on:
+            self.refs[key] = ref
+        return ref
+
+
+def _to_facade(opt: Any, idx: Any, conv: Any, where: str, cache: _ShapeCache | None = None) -> Any:
     """NumPy fields -> JAX arrays, checked against the state mxopt_jax would create for that weight."""
     import jax.numpy as jnp
 
+    cache = _ShapeCache(opt) if cache is None else cache
     is_mp = isinstance(conv, tuple) and len(conv) == 2 and isinstance(conv[1], tuple) and _is_arr(conv[0])
     master, fields = conv if is_mp else (None, conv)
     shapes = [f.shape for f in fields if _is_arr(f) and f.ndim > 0]
@@ -110,9 +151,7 @@ def _to_facade(opt: Any, idx: Any, conv: Any, where: str) -> Any:
         if any(s != shape for s in shapes):
             raise ValueError(f"{where}: the state arrays of index {idx!r} have different shapes {shapes}")
         proto = np.float32 if is_mp else next(f.dtype for f in fields if _is_arr(f) and f.ndim > 0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ref = opt.create_state(idx, jnp.zeros(shape, proto))
+        ref = cache.ref(idx, shape, proto)
         if len(ref) != len(fields):
             raise ValueError(f"{where}: the state of index {idx!r} does not fit {type(opt).__name__}")
         out = []
@@ -155,13 +194,14 @@ def _stored_shapes(state: Any) -> list:
     return [tuple(x.shape) for x in jax.tree.leaves(state)]
 
 
-def _fits(opt: Any, idx: Any, state: Any, shape: tuple, dtype: Any) -> bool:
+def _fits(opt: Any, idx: Any, state: Any, shape: tuple, dtype: Any, cache: _ShapeCache | None = None) -> bool:
     """Whether ``state`` is what ``opt`` keeps for a weight of this shape and dtype."""
-    want = _state_shapes(opt, idx, tuple(shape), dtype)
+    shape = tuple(shape)
+    want = _state_shapes(opt, idx, shape, dtype) if cache is None else cache.state_shapes(idx, shape, dtype)
     return want is None or want == _stored_shapes(state)
 
 
-def _weight_shape(opt: Any, idx: Any, state: Any) -> tuple | None:
+def _weight_shape(opt: Any, idx: Any, state: Any, cache: _ShapeCache | None = None) -> tuple | None:
     """The shape of the weight an mxopt_jax state was made for, where the state determines it (its first
     array's shape, unless the state would be the same for another weight shape, as GroupAdaGrad's per-row
     history); ``None`` if it cannot tell (stateless, or such a state)."""
@@ -173,6 +213,6 @@ def _weight_shape(opt: Any, idx: Any, state: Any) -> tuple | None:
     shape = tuple(leaves[0].shape)
     dtype = leaves[0].dtype
     other = (*shape[:-1], shape[-1] + 1)
-    if not _fits(opt, idx, state, shape, dtype) or _fits(opt, idx, state, other, dtype):
+    if not _fits(opt, idx, state, shape, dtype, cache) or _fits(opt, idx, state, other, dtype, cache):
         return None
     return shape

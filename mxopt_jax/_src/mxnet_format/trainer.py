@@ -13,10 +13,12 @@ from typing import Any, Literal
 import numpy as np
 
 from .. import facade
-from .arrays import _source, load_params
+from .arrays import _read_params, _source
+from .attributes import file_errors
+from .limits import Budget, check_max_bytes
 from .states import _fits, _stored_shapes
 from .unpickler import _read_states
-from .updater import _warn, load_updater
+from .updater import _warn, resume
 
 
 class _Mults:
@@ -237,6 +239,7 @@ def load_trainer(
     optimizer: Any = None,
     lr_scheduler: Any = None,
     mxnet_version: str | None = None,
+    max_bytes: int | None = None,
 ) -> TrainerCheckpoint:
     """Resume a Gluon ``Trainer`` run by parameter name: ``net.save_parameters`` + ``trainer.save_states``.
 
@@ -269,6 +272,8 @@ def load_trainer(
       optimizer, lr_scheduler: substitutes for an optimizer / scheduler class of your own in the file (see
         :func:`load_updater`).
       mxnet_version: ``"1"`` or ``"2"``; default: read from the ``.states`` file.
+      max_bytes: the most memory reading each file may take (bytes); default ``max(64 MiB, 32 x the file's
+        size)`` (see :func:`load_params` and :func:`read_states`).
 
     Returns:
       a :class:`TrainerCheckpoint`.
@@ -298,9 +303,11 @@ def load_trainer(
     import jax.numpy as jnp
 
     _check_loss(loss, batch_size)
-    arrays = load_params(params)
+    cap = check_max_bytes(max_bytes)
+    pdata, pwhere = _source(params, "params")
+    arrays = _read_params(pdata, pwhere, Budget(pwhere, len(pdata), cap))
     sdata, swhere = _source(states, "states")
-    _, mxo = _read_states(sdata, swhere)
+    raw_states, mxo = _read_states(sdata, swhere, cap)
     if mxnet_version is None:
         version = "1" if (mxo is not None and not hasattr(mxo, "use_fused_step")) else "2"
     else:
@@ -320,8 +327,11 @@ def load_trainer(
             "lr_mult={} if no Parameter has one"
         )
     param_dict = {index_of[n]: _Mults(lrm.get(n, 1.0), wdm.get(n, 1.0)) for n in order}
-    updater = load_updater(
-        sdata if not isinstance(states, (str, os.PathLike)) else states,
+    updater = resume(
+        raw_states,
+        mxo,
+        swhere,
+        Budget(swhere, len(sdata), cap),
         optimizer,
         param_dict=param_dict,
         mxnet_version=mxnet_version,
@@ -332,9 +342,10 @@ def load_trainer(
         + (" (MXNet 2.0: the .params names)" if names is None else " (the names passed to load_trainer)")
         + f": {', '.join(f'{i}={key_of[n]!r}' for i, n in enumerate(order))}"
     )
-    layout, frozen = _pair_states(updater, order, arrays, swhere, rule)
-    updater.layout, updater.frozen, updater.order_rule = layout, frozen, rule
-    r_file, b_file, why = _gradient_scale(updater.optimizer, loss, batch_size)
+    with file_errors(swhere):
+        layout, frozen = _pair_states(updater, order, arrays, swhere, rule)
+        updater.layout, updater.frozen, updater.order_rule = layout, frozen, rule
+        r_file, b_file, why = _gradient_scale(updater.optimizer, loss, batch_size)
     return TrainerCheckpoint(
         names=tuple(order),
         trainable=tuple(n for i, n in enumerate(order) if i in layout),
@@ -463,7 +474,8 @@ def _gradient_scale(opt: Any, loss: str, batch_size: int | None) -> tuple[float,
     """Set ``opt.rescale_grad`` for the gradients' convention; ``(the file's rescale_grad, its batch size,
     a sentence saying what the file holds and what the resumed run applies)``."""
     r_file = float(opt.rescale_grad)
-    b_file = round(1.0 / r_file) if r_file > 0 and abs(1.0 / r_file - round(1.0 / r_file)) < 1e-6 else None
+    inv = 1.0 / r_file if r_file > 0 else math.inf
+    b_file = round(inv) if math.isfinite(inv) and abs(inv - round(inv)) < 1e-6 else None
     why = f"The file holds rescale_grad = {r_file:.6g}" + (
         f" = 1/{b_file}: trainer.step({b_file}) sets it, because Gluon's backward() differentiates the loss "
         "summed over the batch."

@@ -111,7 +111,7 @@ def _finish(root: Any, budget: Budget) -> tuple[Any, MXNetObject | None]:
         _, opt_cost = walk.value(opt, 1, ("optimizer",))
         cost += opt_cost
     else:
-        states, cost = walk.value(root, 1, ("the pickle",))
+        states, cost = walk.value(root, 1, ("states",))
     if cost > budget.cap:
         budget.check(cost, "the data, counting every reference to a shared array, list, dict or object")
     return states, opt

@@ -11,58 +11,26 @@ from typing import Any
 
 import numpy as np
 
-from .. import facade, schedulers
+from .. import facade
 from ..validation import warn
-from .allowlist import _MX_SCHEDULERS, MXNetObject, is_unknown
+from .allowlist import MXNetObject, is_unknown
 from .arrays import _source
+from .attributes import check_optimizer, file_errors, file_scheduler, summary
+from .limits import Budget, check_max_bytes
 from .states import (
     _ALIASES_19,
     _MASTER_LAST_19,
     _REGISTRY_NAME,
     _convert_state,
     _Mismatch,
+    _ShapeCache,
     _to_facade,
     _weight_shape,
 )
 from .unpickler import _read_states
 
-
-def _scheduler(obj: Any, where: str) -> Any:
-    lrs = schedulers
-
-    if obj is None:
-        return None
-    if (
-        not isinstance(obj, MXNetObject)
-        or obj.mx_class not in _MX_SCHEDULERS
-        or obj.mx_class == "LRScheduler"
-    ):
-        raise ValueError(f"{where}: unsupported learning-rate scheduler {obj!r}")
-    a = dict(vars(obj))
-    base = a.get("base_lr_orig", a.get("warmup_final_lr", a.get("base_lr")))
-    common = {
-        "base_lr": base,
-        "warmup_steps": a.get("warmup_steps", 0),
-        "warmup_begin_lr": a.get("warmup_begin_lr", 0),
-        "warmup_mode": a.get("warmup_mode", "linear"),
-    }
-    cls = obj.mx_class
-    s: lrs.LRScheduler
-    if cls == "FactorScheduler":
-        s = lrs.FactorScheduler(
-            step=a["step"], factor=a["factor"], stop_factor_lr=a["stop_factor_lr"], **common
-        )
-    elif cls == "MultiFactorScheduler":
-        s = lrs.MultiFactorScheduler(step=list(a["step"]), factor=a["factor"], **common)
-    elif cls == "PolyScheduler":
-        s = lrs.PolyScheduler(max_update=a["max_update"], pwr=a["power"], final_lr=a["final_lr"], **common)
-    else:
-        s = lrs.CosineScheduler(max_update=a["max_update"], final_lr=a["final_lr"], **common)
-    # the scheduler's position: every attribute MXNet keeps (base_lr decayed so far, count, cur_step_ind ...)
-    for k, v in a.items():
-        if k in vars(s):
-            setattr(s, k, list(v) if isinstance(v, list) else v)
-    return s
+#: What each state index is counted at, besides its arrays: the work and the JAX arrays it becomes (bytes).
+STATE_COST = 16 * 2**10
 
 
 def _warn(msg: str) -> None:
@@ -127,6 +95,7 @@ def load_updater(
     param_dict: Mapping[Any, Any] | None = None,
     mxnet_version: str | None = None,
     lr_scheduler: Any = None,
+    max_bytes: int | None = None,
 ) -> Any:
     """Resume an MXNet ``.states`` file as an :class:`mxopt_jax.Updater`.
 
@@ -174,13 +143,17 @@ def load_updater(
       mxnet_version: ``"1"`` or ``"2"`` to choose the state layout of a ``dump_optimizer=False`` file (1.9.1
         orders multi-precision SGD/NAG/LARS states and RMSProp states differently); default: read from the
         pickled optimizer's module, else MXNet 2.0.
+      max_bytes: the most memory reading the file may take (bytes); default ``max(64 MiB, 32 x the file's
+        size)``, each state index counted at 16 KiB besides its arrays (see :func:`read_states`).
 
     Returns:
       an :class:`mxopt_jax.Updater` with ``.optimizer`` and ``.states`` restored.
 
     Raises:
-      ValueError: the file is not a readable/safe ``.states`` pickle, a state does not fit the optimizer,
-        the optimizer is unknown, or ``optimizer`` is missing for a states-only file.
+      ValueError: the file is not a readable/safe ``.states`` pickle, an attribute or a state does not fit the
+        optimizer (the message names the file and the attribute or index), the optimizer is unknown, or
+        ``optimizer`` is missing for a states-only file.
+      TypeError: ``optimizer`` is not an mxopt_jax optimizer where one is needed.
 
     Warns:
       UserWarning: when the run cannot continue with MXNet's exact math, naming the difference: a 1.9.1
@@ -203,72 +176,122 @@ def load_updater(
       (4, {0: 4, 1: 4, 2: 4, 3: 4})
     """
 
+    cap = check_max_bytes(max_bytes)
     data, where = _source(path_or_bytes, "states")
-    states, mxo = _read_states(data, where)
-    if mxo is not None and is_unknown(mxo):
-        if optimizer is None:
-            raise ValueError(
-                f"{where}: the file's optimizer is {mxo.mx_module}.{mxo.mx_class}, a class of your own (not one of "
-                "MXNet's); it is never constructed. Pass the optimizer to continue with, configured as your "
-                "class computes, e.g. load_updater(path, optimizer=mxopt_jax.create('sgd', learning_rate=..., "
-                "momentum=...)): the states, update counts, multipliers and rescale_grad still load from the "
-                f"file (its attributes: {_summary(mxo)})"
-            )
-        if not isinstance(optimizer, facade.Optimizer):
-            raise TypeError(f"optimizer must be an mxopt_jax Optimizer, got {type(optimizer).__name__}")
-        opt = optimizer
-        name = _rule_name(opt)
-        v1 = not hasattr(mxo, "use_fused_step")
-        if mxnet_version is not None:
-            v1 = str(mxnet_version).startswith("1")
-        _restore_bookkeeping(opt, mxo, where, lr_scheduler)
-        holder = mxo
-        mp = bool(getattr(mxo, "multi_precision", opt.multi_precision))
-        diffs: list[str] = []
-    elif mxo is None:
-        if optimizer is None:
-            raise ValueError(
-                f"{where} holds only the states (saved with dump_optimizer=False): pass the optimizer, "
-                "e.g. load_updater(path, optimizer=mxopt_jax.create('sgd', learning_rate=..., momentum=...))"
-            )
-        if not isinstance(optimizer, facade.Optimizer):
-            raise TypeError(f"optimizer must be an mxopt_jax Optimizer, got {type(optimizer).__name__}")
-        opt = optimizer
-        name = _rule_name(opt)
-        v1 = mxnet_version is not None and str(mxnet_version).startswith("1")
-        if lr_scheduler is not None:
-            opt.lr_scheduler = lr_scheduler
-        holder = MXNetObject()
-        for k in ("m_schedule", "cumgrads"):
-            if hasattr(opt, k):
-                setattr(holder, k, getattr(opt, k))
-        mp = bool(opt.multi_precision)
-        diffs = []
-        ambiguous = (mp and name in _MASTER_LAST_19) or (
-            name == "rmsprop" and getattr(opt, "centered", False)
-        )
-        if mxnet_version is None and ambiguous:
-            _warn(
-                f"{where}: a states-only file does not say which MXNet wrote it; reading {name} states in MXNet "
-                "2.0's layout (1.9.1 orders them differently): pass mxnet_version='1' for a 1.9.1 file"
-            )
-    else:
-        if optimizer is not None:
-            _warn(f"{where} holds the optimizer; it replaces the one passed (as MXNet's set_states does)")
-        if mxo.mx_class not in _REGISTRY_NAME or mxo.mx_class == "Optimizer":
-            raise ValueError(f"{where}: unsupported MXNet optimizer {mxo.mx_module}.{mxo.mx_class}")
-        name = _REGISTRY_NAME[mxo.mx_class]
-        v1 = not hasattr(mxo, "use_fused_step")  # MXNet 2.0's base class sets it, 1.x has no such attribute
-        if mxnet_version is not None:
-            v1 = str(mxnet_version).startswith("1")
-        opt = _build_optimizer(name, v1, mxo, where, lr_scheduler)
-        holder = mxo
-        mp = bool(getattr(mxo, "multi_precision", False))
-        diffs = _differences(name, v1, mxo, len(states))
-    if param_dict is not None:
-        opt.param_dict = dict(param_dict)
+    states, mxo = _read_states(data, where, cap)
+    return resume(
+        states,
+        mxo,
+        where,
+        Budget(where, len(data), cap),
+        optimizer,
+        param_dict=param_dict,
+        mxnet_version=mxnet_version,
+        lr_scheduler=lr_scheduler,
+    )
 
+
+def resume(
+    states: dict,
+    mxo: MXNetObject | None,
+    where: str,
+    budget: Budget,
+    optimizer: Any,
+    *,
+    param_dict: Mapping[Any, Any] | None,
+    mxnet_version: str | None,
+    lr_scheduler: Any,
+) -> Any:
+    """The :class:`mxopt_jax.Updater` of a read ``.states`` file (see :func:`load_updater`)."""
+    if mxo is None or is_unknown(mxo):
+        if optimizer is None:
+            raise ValueError(_needs_optimizer(where, mxo))
+        if not isinstance(optimizer, facade.Optimizer):
+            raise TypeError(f"optimizer must be an mxopt_jax Optimizer, got {type(optimizer).__name__}")
+    params = None if param_dict is None else dict(param_dict)
+    budget.check(len(states) * STATE_COST, f"converting {len(states)} states to JAX arrays")
+    # MXNet 2.0's base class sets use_fused_step, 1.x has no such attribute
+    if mxnet_version is None:
+        v1 = mxo is not None and not hasattr(mxo, "use_fused_step")
+    else:
+        v1 = str(mxnet_version).startswith("1")
+    diffs: list[str] = []
+    with file_errors(where):
+        if mxo is not None:
+            check_optimizer(mxo, where)
+        if mxo is None:
+            opt, name, holder, mp = _states_only(optimizer, where, mxnet_version)
+            sched = lr_scheduler
+        elif is_unknown(mxo):
+            opt, name, holder = optimizer, _rule_name(optimizer), mxo
+            mp = bool(getattr(mxo, "multi_precision", opt.multi_precision))
+            sched = file_scheduler(vars(mxo), where, lr_scheduler)  # checked before the optimizer changes
+        else:
+            if optimizer is not None:
+                _warn(f"{where} holds the optimizer; it replaces the one passed (as MXNet's set_states does)")
+            if mxo.mx_class not in _REGISTRY_NAME or mxo.mx_class == "Optimizer":
+                raise ValueError(f"{where}: unsupported MXNet optimizer {mxo.mx_module}.{mxo.mx_class}")
+            name = _REGISTRY_NAME[mxo.mx_class]
+            opt = _build_optimizer(name, v1, mxo, where, lr_scheduler)
+            holder, mp = mxo, bool(getattr(mxo, "multi_precision", False))
+            diffs = _differences(name, v1, mxo, len(states))
+        new_states, layout = _convert_states(states, opt, name, v1, holder, mp, where)
+        # the states fit: now a passed optimizer changes
+        if mxo is None and sched is not None:
+            opt.lr_scheduler = sched
+        elif mxo is not None and is_unknown(mxo):
+            _restore_bookkeeping(opt, mxo, sched)
+    if params is not None:
+        opt.param_dict = params
+    updater = facade.Updater(opt)
+    updater.states = new_states
+    updater.states_synced = dict.fromkeys(new_states, False)
+    updater.layout = layout
+    updater.order_rule = _ORDER_RULE
+    for d in diffs:
+        _warn(f"{where}: resumed with MXNet 2.0 / mxopt_jax math; {d}.")
+    return updater
+
+
+def _needs_optimizer(where: str, mxo: MXNetObject | None) -> str:
+    if mxo is None:
+        return (
+            f"{where} holds only the states (saved with dump_optimizer=False): pass the optimizer, "
+            "e.g. load_updater(path, optimizer=mxopt_jax.create('sgd', learning_rate=..., momentum=...))"
+        )
+    return (
+        f"{where}: the file's optimizer is {mxo.mx_module}.{mxo.mx_class}, a class of your own (not one of "
+        "MXNet's); it is never constructed. Pass the optimizer to continue with, configured as your "
+        "class computes, e.g. load_updater(path, optimizer=mxopt_jax.create('sgd', learning_rate=..., "
+        "momentum=...)): the states, update counts, multipliers and rescale_grad still load from the "
+        f"file (its attributes: {summary(mxo)})"
+    )
+
+
+def _states_only(opt: Any, where: str, mxnet_version: str | None) -> tuple[Any, str, MXNetObject, bool]:
+    """A ``dump_optimizer=False`` file: the optimizer passed, its own counts and scheduler kept."""
+    name = _rule_name(opt)
+    holder = MXNetObject()
+    for k in ("m_schedule", "cumgrads"):
+        if hasattr(opt, k):
+            setattr(holder, k, getattr(opt, k))
+    mp = bool(opt.multi_precision)
+    ambiguous = (mp and name in _MASTER_LAST_19) or (name == "rmsprop" and getattr(opt, "centered", False))
+    if mxnet_version is None and ambiguous:
+        _warn(
+            f"{where}: a states-only file does not say which MXNet wrote it; reading {name} states in MXNet "
+            "2.0's layout (1.9.1 orders them differently): pass mxnet_version='1' for a 1.9.1 file"
+        )
+    return opt, name, holder, mp
+
+
+def _convert_states(
+    states: dict, opt: Any, name: str, v1: bool, holder: MXNetObject, mp: bool, where: str
+) -> tuple[dict, dict]:
+    """Every index's state in mxopt_jax's layout (JAX arrays), and the layout ``{index: (name, weight shape,
+    None)}``."""
     new_states = {}
+    cache = _ShapeCache(opt)
     for idx, st in states.items():
         if isinstance(idx, bytes):
             idx = idx.decode()
@@ -279,16 +302,10 @@ def load_updater(
                 f"{where}: the state of index {idx!r} does not have the layout of MXNet "
                 f"{'1.9.1' if v1 else '2.0'} {name} states"
             ) from None
-        new_states[idx] = _to_facade(opt, idx, conv, where)
-    updater = facade.Updater(opt)
-    updater.states = new_states
-    updater.states_synced = dict.fromkeys(new_states, False)
+        new_states[idx] = _to_facade(opt, idx, conv, where, cache)
     idx2name = getattr(opt, "idx2name", {}) or {}
-    updater.layout = {i: (idx2name.get(i), _weight_shape(opt, i, st), None) for i, st in new_states.items()}
-    updater.order_rule = _ORDER_RULE
-    for d in diffs:
-        _warn(f"{where}: resumed with MXNet 2.0 / mxopt_jax math; {d}.")
-    return updater
+    layout = {i: (idx2name.get(i), _weight_shape(opt, i, st, cache), None) for i, st in new_states.items()}
+    return new_states, layout
 
 
 _ORDER_RULE = (
@@ -296,17 +313,6 @@ _ORDER_RULE = (
     ".params names, e.g. '0.weight'; MXNet 1.x: the prefixed names, e.g. 'dense0_weight', which "
     "save_parameters does not store); mxopt_jax.mxnet_format.load_trainer pairs them by name."
 )
-
-
-def _summary(o: MXNetObject, limit: int = 12) -> str:
-    """A short listing of a pickled object's plain attributes (for messages)."""
-    out = []
-    for k, v in vars(o).items():
-        if isinstance(v, (int, float, str, bool)) or v is None:
-            out.append(f"{k}={v!r}")
-        elif isinstance(v, MXNetObject):
-            out.append(f"{k}=<{v.mx_module}.{v.mx_class}>")
-    return ", ".join(out[:limit]) + (", ..." if len(out) > limit else "")
 
 
 def _rule_name(opt: Any) -> str:
@@ -320,38 +326,22 @@ def _rule_name(opt: Any) -> str:
     return type(opt).__name__.lower()
 
 
-def _file_scheduler(a: Mapping, where: str, lr_scheduler: Any) -> Any:
-    """The scheduler to continue with: the one passed, else the file's (an MXNet class, at its position)."""
-    if lr_scheduler is not None:
-        return lr_scheduler
-    obj = a.get("lr_scheduler")
-    if is_unknown(obj):
-        raise ValueError(
-            f"{where}: the file's learning-rate scheduler is {obj.mx_module}.{obj.mx_class}, a class of your own "
-            "(not one of MXNet's); it is never constructed. Pass the scheduler to continue with: "
-            "load_updater(path, lr_scheduler=...) (an mxopt_jax.lr_scheduler object, or any callable "
-            f"num_update -> learning rate, called with the restored num_update {a.get('num_update')}); "
-            f"the optimizer, states and counts still load from the file (the scheduler's attributes: "
-            f"{_summary(obj)})"
-        )
-    return _scheduler(obj, where)
-
-
-def _restore_bookkeeping(opt: Any, o: MXNetObject, where: str, lr_scheduler: Any) -> None:
+def _restore_bookkeeping(opt: Any, o: MXNetObject, sched: Any) -> None:
     """Into a substitute optimizer: the file's counts, multipliers, names, rescale_grad and scheduler."""
     a = vars(o)
-    sched = _file_scheduler(a, where, lr_scheduler)
     if sched is not None:
         opt.lr_scheduler = sched
-    rescale = a.get("rescale_grad", opt.rescale_grad)
-    if isinstance(rescale, np.ndarray):
-        rescale = float(rescale.reshape(-1)[0])
-    opt.rescale_grad = float(rescale)
+    opt.rescale_grad = _rescale(a.get("rescale_grad", opt.rescale_grad))
     opt.begin_num_update = int(a.get("begin_num_update", opt.begin_num_update))
     opt.idx2name = dict(a.get("idx2name") or {})
     opt.lr_mult = dict(a.get("lr_mult") or {})
     opt.wd_mult = dict(a.get("wd_mult") or {})
     _restore_counts(opt, a)
+
+
+def _rescale(v: Any) -> float:
+    """``rescale_grad``: MXNet 2.0 AdamW/AdaBelief keep it as a 1-element NDArray."""
+    return float(v.reshape(-1)[0]) if isinstance(v, np.ndarray) else float(v)
 
 
 def _restore_counts(opt: Any, a: Mapping) -> None:
@@ -392,9 +382,7 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
             f"{where}: lazy_update=True with multi_precision=True is continued with lazy_update=False (the same "
             "for dense gradients; row_sparse gradients get the standard, non-lazy update)"
         )
-    rescale = a.get("rescale_grad", 1.0)
-    if isinstance(rescale, np.ndarray):  # MXNet 2.0 AdamW/AdaBelief keep it as a 1-element NDArray
-        rescale = float(rescale.reshape(-1)[0])
+    rescale = _rescale(a.get("rescale_grad", 1.0))
     clip = a.get("clip_gradient")
     if clip is not None and not clip > 0:
         _warn(
@@ -405,7 +393,7 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
     agg = 1 if agg is None or (isinstance(agg, (int, float)) and agg < 1) else agg
     if name in ("lamb", "lans"):
         agg = min(agg, 45)
-    sched = _file_scheduler(a, where, lr_scheduler)
+    sched = file_scheduler(a, where, lr_scheduler)
     lr = a.get("lr")
     if name == "adadelta" and v1:
         lr, sched = 1.0, None
@@ -425,7 +413,7 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
         warnings.simplefilter("ignore", DeprecationWarning)  # ccSGD's deprecation notice
         try:
             opt = cls(**base, **kw)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, ArithmeticError) as exc:
             raise ValueError(f"{where}: cannot rebuild MXNet's {o.mx_class} in mxopt_jax: {exc}") from None
     opt.lr = lr if not (name == "adadelta" and v1) else 1.0
     opt.idx2name = dict(a.get("idx2name") or {})
