@@ -313,13 +313,13 @@ def load_trainer(
     else:
         version = "1" if str(mxnet_version).startswith("1") else "2"
     file_names = list(arrays)
-    key_of = _trainer_keys(names, file_names, version, swhere)
+    key_of = _trainer_keys(names, file_names, version, pwhere, swhere)
     order = sorted(file_names, key=lambda n: key_of[n])
     index_of = {n: i for i, n in enumerate(order)}
     # multipliers by name (.params or collect_params() names)
     alias = {**{v: k for k, v in key_of.items()}, **{n: n for n in file_names}}
-    lrm = _multipliers("lr_mult", lr_mult, alias, file_names)
-    wdm = _multipliers("wd_mult", wd_mult, alias, file_names)
+    lrm = _multipliers("lr_mult", lr_mult, alias, file_names, pwhere)
+    wdm = _multipliers("wd_mult", wd_mult, alias, file_names, pwhere)
     if lr_mult is None and wd_mult is None:
         _warn(
             f"load_trainer: {swhere}: multipliers set on Gluon Parameters (lr_mult / wd_mult) are not in MXNet's "
@@ -373,7 +373,9 @@ def _check_loss(loss: Any, batch_size: Any) -> None:
         raise ValueError(f"load_trainer: `batch_size` must be a positive int, got {batch_size!r}")
 
 
-def _trainer_keys(names: Any, file_names: list[str], version: str, swhere: str) -> dict[str, str]:
+def _trainer_keys(
+    names: Any, file_names: list[str], version: str, pwhere: str, swhere: str
+) -> dict[str, str]:
     """``{.params name: collect_params() key}``: the keys whose sorted order is the Trainer's index order."""
     if isinstance(names, (str, bytes)) or not (names is None or isinstance(names, (Mapping, Sequence))):
         raise TypeError(
@@ -394,14 +396,14 @@ def _trainer_keys(names: Any, file_names: list[str], version: str, swhere: str) 
         key_of = {str(k): str(v) for k, v in names.items()}
         if set(key_of) != set(file_names):
             raise ValueError(
-                f"load_trainer: `names` must map every .params name {file_names} to its collect_params() key; "
+                f"load_trainer: `names` must map every name of {pwhere} {file_names} to its collect_params() key; "
                 f"missing {sorted(set(file_names) - set(key_of))}, unknown {sorted(set(key_of) - set(file_names))}"
             )
     else:
         keys = [str(k) for k in names]
         if len(keys) != len(file_names):
             raise ValueError(
-                f"load_trainer: `names` has {len(keys)} keys, the .params file {len(file_names)} parameters"
+                f"load_trainer: `names` has {len(keys)} keys, the .params file {pwhere} {len(file_names)} parameters"
             )
         if version == "2" and set(keys) == set(file_names):
             key_of = {n: n for n in file_names}
@@ -410,8 +412,8 @@ def _trainer_keys(names: Any, file_names: list[str], version: str, swhere: str) 
                 leaf = f.rsplit(".", 1)[-1]
                 if not (k == leaf or k.endswith("_" + leaf) or k.endswith("." + leaf)):
                     raise ValueError(
-                        f"load_trainer: names[{pos}] = {k!r} does not pair with the .params file's parameter "
-                        f"{pos}, {f!r} (it should end with {leaf!r}): pass list(net.collect_params().keys()) in "
+                        f"load_trainer: names[{pos}] = {k!r} does not pair with the .params file's ({pwhere}) "
+                        f"parameter {pos}, {f!r} (it should end with {leaf!r}): pass list(net.collect_params().keys()) in "
                         "collect_params() order (the order save_parameters writes)"
                     )
             key_of = dict(zip(file_names, keys, strict=True))
@@ -420,7 +422,9 @@ def _trainer_keys(names: Any, file_names: list[str], version: str, swhere: str) 
     return key_of
 
 
-def _multipliers(arg: str, table: Any, alias: Mapping[str, str], file_names: list[str]) -> dict[str, float]:
+def _multipliers(
+    arg: str, table: Any, alias: Mapping[str, str], file_names: list[str], pwhere: str
+) -> dict[str, float]:
     """``lr_mult`` / ``wd_mult`` by ``.params`` name (given by ``.params`` or ``collect_params()`` name)."""
     if table is not None and not isinstance(table, Mapping):
         raise TypeError(
@@ -429,7 +433,7 @@ def _multipliers(arg: str, table: Any, alias: Mapping[str, str], file_names: lis
     out = {}
     for k, v in (table or {}).items():
         if k not in alias:
-            raise ValueError(f"load_trainer: `{arg}` names {k!r}, not a parameter of the file {file_names}")
+            raise ValueError(f"load_trainer: `{arg}` names {k!r}, not a parameter of {pwhere} {file_names}")
         if (
             isinstance(v, bool)
             or not isinstance(v, (int, float, np.floating, np.integer))
