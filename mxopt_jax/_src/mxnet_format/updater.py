@@ -100,7 +100,8 @@ def load_updater(
     """Resume an MXNet ``.states`` file as an :class:`mxopt_jax.Updater`.
 
     Reads what ``Updater.get_states(dump_optimizer=True)`` or a Gluon ``Trainer.save_states`` wrote (MXNet
-    1.9.1 or 2.0.0b1) through a whitelist unpickler (see :func:`read_states`) and rebuilds the optimizer
+    1.9.1 or 2.0.0b1) through mxopt_jax's restricted pickle reader (see :func:`read_states`: nothing in the file
+    runs, memory stays within ``max_bytes``) and rebuilds the optimizer
     with ``mxopt_jax.create``: its class and every hyperparameter, ``lr``, ``wd``, ``rescale_grad``,
     ``clip_gradient``, ``lr_mult`` / ``wd_mult`` / ``idx2name``, ``begin_num_update``, ``num_update``, the
     per-index and per-device update counts, ``aggregate_num`` / ``use_fused_step``, the learning-rate
