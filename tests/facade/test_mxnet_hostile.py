@@ -197,6 +197,20 @@ def test_state_entries_are_counted():
     with pytest.raises(ValueError, match=r"converting 4 states to JAX arrays needs 65536 bytes"):
         load_updater(blob, max_bytes=60_000)
     assert load_updater(blob, max_bytes=10 * MB).optimizer.num_update == 3
+    # load_trainer: each parameter becomes a JAX array (17,000 one-element arrays in 600 kB)
+    record = (
+        struct.pack("<Iii", 0xF993FAC9, 0, 1)
+        + struct.pack("<q", 1)
+        + struct.pack("<iii", 1, 0, 0)
+        + b"\0" * 4
+    )
+    params = struct.pack("<QQQ", 0x112, 0, 17_000) + record * 17_000 + struct.pack("<Q", 0)
+    t0 = time.perf_counter()
+    with pytest.raises(
+        ValueError, match=r"^<params bytes>: refused: converting 17000 parameters to JAX arrays"
+    ):
+        load_trainer(params, blob, loss="sum", lr_mult={})
+    assert time.perf_counter() - t0 < 5.0
 
 
 def _npz(member: bytes, compression: int, name: str = "w.npy") -> bytes:

@@ -20,6 +20,10 @@ from .states import _fits, _stored_shapes
 from .unpickler import _read_states
 from .updater import _warn, resume
 
+#: What each parameter of a ``.params`` file is counted at by ``load_trainer``, besides its array: the JAX
+#: array it becomes (bytes).
+PARAM_COST = 4 * 2**10
+
 
 class _Mults:
     """What MXNet's ``Trainer`` re-attaches as ``param_dict``: a Parameter's ``lr_mult`` / ``wd_mult``."""
@@ -305,7 +309,9 @@ def load_trainer(
     _check_loss(loss, batch_size)
     cap = check_max_bytes(max_bytes)
     pdata, pwhere = _source(params, "params")
-    arrays = _read_params(pdata, pwhere, Budget(pwhere, len(pdata), cap))
+    pbudget = Budget(pwhere, len(pdata), cap)
+    arrays = _read_params(pdata, pwhere, pbudget)
+    pbudget.charge(len(arrays) * PARAM_COST, f"converting {len(arrays)} parameters to JAX arrays")
     sdata, swhere = _source(states, "states")
     raw_states, mxo = _read_states(sdata, swhere, cap)
     if mxnet_version is None:
