@@ -30,8 +30,10 @@ Examples (run from the repository root; the files are real MXNet 2.0 output):
 
 Modules, bottom up: :mod:`.limits` (the budgets), :mod:`.arrays` (the NDArray binary format and ``.npy`` /
 ``.npz``), :mod:`.opcodes` (the pickle interpreter), :mod:`.allowlist` (what it may make), :mod:`.unpickler`
-(``read_states``), :mod:`.states` (an MXNet optimizer state in mxopt_jax's layout), :mod:`.updater`
-(``load_updater``: the optimizer rebuilt), :mod:`.trainer` (``load_trainer``: a Gluon Trainer resumed by name).
+(``read_states``), :mod:`.attributes` (what the resume reads of a file, checked), :mod:`.states` (an MXNet
+optimizer state in mxopt_jax's layout), :mod:`.updater` (``load_updater``: the optimizer rebuilt),
+:mod:`.checkpoint` (``TrainerCheckpoint``) and :mod:`.trainer` (``load_trainer``: a Gluon Trainer resumed by
+name).
 """
 
 from __future__ import annotations

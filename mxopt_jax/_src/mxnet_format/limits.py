@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 #: The budget of any file, however small (bytes).
 FLOOR_BYTES = 64 * 2**20
 #: The budget of a file, in multiples of its size (the larger of the two applies).
@@ -20,6 +22,36 @@ MAX_DEPTH = 64
 MAX_TUPLE_KEYS = 1024
 #: The longest tuple a pickle may use as a dictionary key.
 MAX_KEY_TUPLE = 8
+
+
+_KEY_INT = 2**61 - 2  # integer keys: distinct values have distinct hashes (sys.hash_info.modulus = 2**61 - 1)
+
+
+def _plain_key(k: Any) -> bool:
+    if k is None or isinstance(k, (str, bytes, float, bool, np.bool_, np.floating)):
+        return True
+    if isinstance(k, (int, np.integer)):
+        return -_KEY_INT <= int(k) <= _KEY_INT
+    return False
+
+
+def key_refusal(k: Any) -> str | None:
+    """Why ``k`` may not be a dictionary key (or set item) of a file, or ``None``: keys are strings, bytes,
+    numbers (integers within 2**61) and tuples of at most ``MAX_KEY_TUPLE`` of those, so hashing one is cheap,
+    cannot recurse, and distinct integers never collide."""
+    if _plain_key(k) or (isinstance(k, tuple) and len(k) <= MAX_KEY_TUPLE and all(_plain_key(v) for v in k)):
+        return None
+    kind = (
+        f"a tuple of {len(k)} items or holding more than strings and numbers"
+        if isinstance(k, tuple)
+        else "an integer beyond 2**61"
+        if isinstance(k, int)
+        else f"a {type(k).__name__}"
+    )
+    return (
+        f"refused a dictionary key (or set item) that is {kind}: keys are strings, bytes, numbers (integers "
+        f"within 2**61) and tuples of at most {MAX_KEY_TUPLE} of those"
+    )
 
 
 def check_max_bytes(max_bytes: Any) -> int | None:

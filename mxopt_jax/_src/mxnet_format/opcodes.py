@@ -18,14 +18,11 @@ import struct
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import numpy as np
-
-from .limits import MAX_DEPTH, MAX_KEY_TUPLE, MAX_TUPLE_KEYS, Budget
+from .limits import MAX_DEPTH, MAX_TUPLE_KEYS, Budget, key_refusal
 
 _MAX_INT_BYTES = 32  # LONG1 / LONG4: integers up to 256 bits (MXNet writes 64-bit counts at most)
 _MAX_LINE_NUMBER = 80  # text opcodes (INT, LONG, FLOAT, PUT, GET): at most this many characters
 _MAX_GLOBAL_NAME = 256
-_KEY_INT = 2**61 - 2  # integer keys: distinct values have distinct hashes (sys.hash_info.modulus = 2**61 - 1)
 
 
 class Refused(Exception):
@@ -70,14 +67,6 @@ class Policy(Protocol):
 
 # what the reader counts for the objects it makes (bytes, CPython 64-bit sizes rounded up)
 _SLOT, _TUPLE, _LIST, _DICT, _SET, _ITEM, _MEMO = 8, 40, 56, 64, 216, 64, 72
-
-
-def _key_ok(k: Any) -> bool:
-    if k is None or isinstance(k, (str, bytes, float, bool, np.bool_, np.floating)):
-        return True
-    if isinstance(k, (int, np.integer)):
-        return -_KEY_INT <= int(k) <= _KEY_INT
-    return False
 
 
 def _const(value: Any) -> Callable[[_Machine], None]:
@@ -163,25 +152,13 @@ class _Machine:
         return items
 
     def check_key(self, k: Any) -> None:
-        if _key_ok(k):
-            return
-        if isinstance(k, tuple) and len(k) <= MAX_KEY_TUPLE and all(_key_ok(v) for v in k):
+        refusal = key_refusal(k)
+        if refusal is None and isinstance(k, tuple):
             self.tuple_keys += 1
             if self.tuple_keys > MAX_TUPLE_KEYS:
-                raise Refused(f"refused more than {MAX_TUPLE_KEYS} tuples as dictionary keys", self.op)
-            return
-        kind = (
-            f"a tuple of {len(k)} items or holding more than strings and numbers"
-            if isinstance(k, tuple)
-            else "an integer beyond 2**61"
-            if isinstance(k, int)
-            else f"a {type(k).__name__}"
-        )
-        raise Refused(
-            f"refused a dictionary key (or set item) that is {kind}: keys are strings, bytes, numbers (integers within "
-            f"2**61) and tuples of at most {MAX_KEY_TUPLE} of those",
-            self.op,
-        )
+                refusal = f"refused more than {MAX_TUPLE_KEYS} tuples as dictionary keys"
+        if refusal is not None:
+            raise Refused(refusal, self.op)
 
     # ------------------------------------------------------------------ the loop
     def load(self) -> Any:

@@ -19,9 +19,8 @@ from .allowlist import (
     _DtypeHolder,
     _label,
     _NDArrayHolder,
-    _OptimizerObject,
     _Policy,
-    _UnknownObject,
+    is_optimizer,
     is_scheduler,
     is_unknown,
 )
@@ -101,7 +100,7 @@ def _finish(root: Any, budget: Budget) -> tuple[Any, MXNetObject | None]:
     pair = type(root) is tuple and len(root) == 2 and isinstance(root[1], MXNetObject)
     opt = root[1] if pair else None
     allowed = set()
-    if isinstance(opt, (_UnknownObject, _OptimizerObject)):
+    if is_unknown(opt) or is_optimizer(opt):
         allowed.add(id(opt))
         if is_unknown(vars(opt).get("lr_scheduler")):
             allowed.add(id(vars(opt)["lr_scheduler"]))
