@@ -29,7 +29,7 @@ import jax  # noqa: E402
 import mxopt_jax  # noqa: E402
 from mxopt_jax.mxnet_format import load_params, load_trainer, load_updater  # noqa: E402
 
-PLAIN = set("biufc")
+PLAIN = set("biuf")
 
 
 def _check_arrays(arrays: dict) -> None:

@@ -105,7 +105,7 @@ def test_arrays_are_contiguous_buffers_of_exactly_their_size():
     msg = _refused(read_states, dumps({0: Raw(view)}), r"refused to unpickle numpy\.ndarray \(a call")
     assert len(dumps({0: Raw(view)})) < 200 and "at byte" in msg
     # object, void, string dtypes by name
-    for name in ("O", "V8", "U4", "S4", "M8", "f16"):
+    for name in ("O", "V8", "U4", "S4", "M8", "f16", "c8", "c16"):
         _refused(read_states, dumps({0: Raw(_np_dtype(name))}), r"refused numpy\.dtype call")
     # a plain array still reads, in NumPy's own layout
     arr = read_states(dumps({0: Raw(_np_array(f4, (2,), struct.pack("<2f", 1.5, -2.0)))}))[0][0]
@@ -256,7 +256,7 @@ def test_npy_headers_are_matched_not_evaluated():
     for header in [b"{'descr': '<f4', 'fortran_order': False, 'shape': (" + b"(" * 200 + b")}", b"[1]" * 30]:
         blob = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header
         _refused(load_params, blob, r"malformed \.npy header")
-    for descr in ("|O", "|V8", "<U2", "|S3", "<M8[s]"):
+    for descr in ("|O", "|V8", "<U2", "|S3", "<M8[s]", "<c8"):
         _refused(load_params, _npy((2,), descr), rf"refused dtype '{re.escape(descr)}': only plain numeric")
     structured = b"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }"
     _refused(

@@ -6,7 +6,7 @@ called):
 * ``mxnet.ndarray(.ndarray).NDArray`` / ``mxnet.numpy(.multiarray).ndarray``: an inert holder whose state, the
   raw ``NDArray::Save`` record, is decoded into NumPy by :mod:`.arrays`;
 * ``builtins.bytearray`` (of bytes, or of a Latin-1 string), ``bytes()``, ``_codecs.encode(str, 'latin1')``;
-* NumPy: ``dtype`` for the plain numeric kinds only (bool, int, uint, float, complex; no structured, object or
+* NumPy: ``dtype`` for the plain numeric kinds MXNet writes only (bool, int, uint, float; no complex, structured, object or
   void dtypes), ``_reconstruct(ndarray, (0,), b'b')`` and ``_frombuffer`` for contiguous buffers whose byte
   count equals shape x itemsize and comes from the file, ``scalar``;
 * MXNet's optimizer classes (in ``mxnet.optimizer`` and its modules, exact names) and learning-rate schedulers
@@ -152,7 +152,7 @@ class _ArrayHolder:
 
 
 # The NumPy dtypes a pickle may name (NumPy pickles a dtype as dtype(kind + itemsize, False, True)).
-_DTYPES = {"b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16"}
+_DTYPES = {"b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"}
 _NUMPY = ("numpy.core.multiarray", "numpy._core.multiarray")
 _ALLOWED: dict[tuple[str, str], str] = {
     ("builtins", "bytearray"): "bytearray",

@@ -150,7 +150,7 @@ def load_params(path: str | os.PathLike | bytes, *, max_bytes: int | None = None
     ``Module.save_checkpoint`` (MXNet 1.x; ``mx.nd.save`` in 2.0 too), with float16/32/64, bfloat16 (as
     ``ml_dtypes.bfloat16``), bool and (u)int8/16/32/64 arrays, and MXNet 2.0's NumPy-format files:
     ``mx.npx.save`` (one ``.npy`` array) and ``mx.npx.savez`` / Gluon 2.0 ``save_parameters`` (an ``.npz``
-    archive of ``.npy`` members, stored or deflated; bool, (u)int8-64, float16/32/64 and complex arrays). MXNet
+    archive of ``.npy`` members, stored or deflated; bool, (u)int8-64 and float16/32/64 arrays). MXNet
     is not needed, and nothing in the file is executed: every size and offset is checked against the file
     before anything is allocated.
 
@@ -234,7 +234,7 @@ def _read_params(data: bytes, where: str, budget: Budget) -> dict[str, np.ndarra
 _NPY_MAGIC = b"\x93NUMPY"
 _NPY_HEADER_MAX = 10_000  # NumPy's own default bound on a .npy header (numpy.lib.format)
 # The plain numeric dtypes of MXNet's NumPy-format files: no structured, object, void, string or date types.
-_NPY_DESCR = re.compile(r"^(?:[<>=]?(?:[iu][248]|f[248]|c8|c16)|[<>=|]?(?:b1|i1|u1))$")
+_NPY_DESCR = re.compile(r"^(?:[<>=]?(?:[iu][248]|f[248])|[<>=|]?(?:b1|i1|u1))$")
 _NPY_ITEM = r"'(descr|fortran_order|shape)':\s*('[^']{0,16}'|True|False|\((?:\s*\d{1,20}L?\s*,)*\s*(?:\d{1,20}L?)?\s*\))"
 _NPY_HEADER = re.compile(rf"\{{\s*(?:{_NPY_ITEM}\s*,\s*){{2}}{_NPY_ITEM}\s*,?\s*\}}\s*")
 
@@ -249,9 +249,9 @@ def _npy_header(r: _Reader, hlen: int, label: str) -> tuple[np.dtype, bool, tupl
         raise r.fail(f"{label}: malformed .npy header")
     if not _NPY_DESCR.match(descr[1:-1]):
         raise r.fail(
-            f"{label}: refused dtype {descr}: only plain numeric arrays (bool, int, uint, float, complex) are "
-            "read; object arrays are refused (they need pickle), and so are structured, void, string and date "
-            "dtypes"
+            f"{label}: refused dtype {descr}: only plain numeric arrays (bool, int, uint, float) are read; "
+            "object arrays are refused (they need pickle), and so are complex, structured, void, string and "
+            "date dtypes"
         )
     dims = tuple(int(d.strip().rstrip("L")) for d in shape[1:-1].split(",") if d.strip())
     if len(dims) > _MAX_NDIM:

@@ -116,7 +116,7 @@ def _finish(root: Any, budget: Budget) -> tuple[Any, MXNetObject | None]:
     return states, opt
 
 
-_PLAIN = (type(None), bool, int, float, complex, str, bytes, bytearray, np.generic)
+_PLAIN = (type(None), bool, int, float, str, bytes, bytearray, np.generic)
 
 
 class _Walk:
