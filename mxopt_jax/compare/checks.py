@@ -62,20 +62,24 @@ def _int(value: Any, what: str, low: int, high: int | None = None) -> int:
     return value
 
 
+def _count_arg(value: str, low: int) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value!r}") from None
+    if n < low:
+        raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
+    return n
+
+
 def positive_int_arg(value: str) -> int:
     """argparse type: an integer >= 1."""
-    try:
-        return _int(value, "value", 1)
-    except (TypeError, ValueError) as e:
-        raise argparse.ArgumentTypeError(str(e).removeprefix("value ")) from None
+    return _count_arg(value, 1)
 
 
 def non_negative_int_arg(value: str) -> int:
     """argparse type: an integer >= 0."""
-    try:
-        return _int(value, "value", 0)
-    except (TypeError, ValueError) as e:
-        raise argparse.ArgumentTypeError(str(e).removeprefix("value ")) from None
+    return _count_arg(value, 0)
 
 
 def extend_count(value: Any, what: str = "extend") -> int:

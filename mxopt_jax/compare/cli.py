@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shlex
 import shutil
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from .. import OPTIMIZERS
@@ -178,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp.add_argument("--no-plots", action="store_true", help="write no PNGs")
     _device_args(cmp)
+    _launch_args(cmp)
 
     from .tour.cli import add_tour_parser
 
@@ -190,9 +194,11 @@ def _device_args(p: argparse.ArgumentParser) -> None:
         "--devices",
         type=positive_int_arg,
         default=None,
-        help="devices to shard the runs over: on CPU, host devices, from 1 to the number of cores (default: one "
-        "per core, at most 8; set before JAX starts, as XLA_FLAGS=--xla_force_host_platform_device_count=N); "
-        "on a GPU or TPU, the first N devices (default: all)",
+        metavar="N",
+        help="devices per process to shard the runs over, of JAX's default backend: on CPU the host device "
+        "count, from 1 to the number of cores (default: one per core, at most 8; set before JAX starts, as "
+        "XLA_FLAGS=--xla_force_host_platform_device_count=N); on a GPU or TPU the first N devices (default: "
+        "all); more than a process has is refused",
     )
     p.add_argument(
         "--no-cache",
@@ -202,32 +208,156 @@ def _device_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def configure_jax(devices: int | None = None, cache: bool = True) -> None:
+def _address_arg(value: str) -> str:
+    from .distributed import parse_address
+
+    try:
+        parse_address(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
+
+
+def _process_id_arg(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
+
+def _launch_args(p: argparse.ArgumentParser) -> None:
+    """The flags of a study run as several processes (``jax.distributed``; see docs/study.md)."""
+    g = p.add_argument_group(
+        "many processes (jax.distributed)",
+        "Run the same command in every process (one per host, or several on one machine): the runs are "
+        "sharded over the devices of all of them; process 0 prints and writes, the others write nothing.",
+    )
+    g.add_argument(
+        "--coordinator",
+        type=_address_arg,
+        default=None,
+        metavar="HOST:PORT",
+        help="process 0's address and a free port, the same in every process",
+    )
+    g.add_argument(
+        "--num-processes", type=positive_int_arg, default=None, metavar="N", help="how many processes"
+    )
+    g.add_argument(
+        "--process-id", type=_process_id_arg, default=None, metavar="I", help="this process: 0 .. N-1"
+    )
+    g.add_argument(
+        "--distributed",
+        choices=("auto",),
+        default=None,
+        help="auto: let JAX detect the cluster (SLURM, Open MPI, Cloud TPU, ...) for what is not given; "
+        "jax.distributed.initialize() with no arguments",
+    )
+
+
+def _check_launch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse bad launch flags with a usage error, before JAX starts (and before it waits for processes)."""
+    from .distributed import check_launch
+
+    try:
+        check_launch(args.coordinator, args.num_processes, args.process_id, auto=args.distributed == "auto")
+    except (TypeError, ValueError) as e:
+        message = str(e).replace("auto=True; ", "")
+        for name in ("num_processes", "process_id", "coordinator"):  # the API's words as the flags
+            message = message.replace(name, "--" + name.replace("_", "-"))
+        parser.exit(2, f"{parser.prog} compare: error: {message}\n")
+
+
+def _start_jax(args: argparse.Namespace) -> None:
+    """JAX set up for ``compare``: host devices, the compilation cache, then the processes joined."""
+    configure_jax(
+        args.devices,
+        cache=not args.no_cache,
+        coordinator=args.coordinator,
+        num_processes=args.num_processes,
+        process_id=args.process_id,
+        distributed=args.distributed,
+    )
+
+
+@contextlib.contextmanager
+def _writer_output() -> Iterator[None]:
+    """Standard output as it is in the writing process (:func:`mxopt_jax.compare.distributed.is_writer`);
+    discarded in the others, Python's and the native libraries' alike (gloo's connection messages), so the
+    report is printed once."""
+    from .distributed import is_writer
+
+    if is_writer():
+        yield
+        return
+    sys.stdout.flush()
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        saved = os.dup(1)
+        os.dup2(sink.fileno(), 1)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _devices_text() -> str:
+    from .distributed import process_info
+
+    info = process_info()
+    where = f" in {info['processes']} processes" if info["processes"] > 1 else ""
+    return f"{info['devices']} {info['platform']} device(s){where}"
+
+
+def configure_jax(
+    devices: int | None = None,
+    cache: bool = True,
+    *,
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    distributed: str | None = None,
+) -> None:
     """Set up JAX for a study, before its first computation (the command line calls it first thing).
 
-    On CPU: ``devices`` host devices (an integer from 1 to the number of cores; default: one per core, at
-    most 8) through ``--xla_force_host_platform_device_count``, so the runs are sharded over the cores. Flags
-    already in ``XLA_FLAGS`` are kept (a warning says so when they set another count).
+    ``devices``: on CPU, the host device count of this process (default: one per core, at most 8) through
+    ``--xla_force_host_platform_device_count``, so the runs are sharded over the cores (flags already in
+    ``XLA_FLAGS`` are kept); on a GPU or TPU the hardware decides, and
+    :func:`mxopt_jax.compare.distributed.study_devices` picks the first ``devices``.
     ``cache``: JAX's persistent compilation cache in ``$MXOPT_JAX_CACHE`` or ``~/.cache/mxopt_jax/jax``, so a
-    second study with the same programs skips compilation. Both must happen before JAX initializes its
-    backend; afterwards they have no effect: JAX offers no public way to tell whether it has started, so the
-    device count is compared once it is known (when :func:`~mxopt_jax.compare.study` starts, or here if JAX
-    had already started), and a warning says when the request did not take effect.
+    second study with the same programs skips compilation.
+    ``coordinator``, ``num_processes``, ``process_id``: join a study of several processes
+    (:func:`mxopt_jax.compare.distributed.initialize`: process 0's ``HOST:PORT``, the number of processes,
+    this one's index); ``distributed="auto"``: JAX detects what is not given from the cluster (SLURM, ...).
+    Bad launch arguments raise ``ValueError`` here, before anything starts.
+    All of it must happen before JAX initializes its backend; afterwards the device count and the cache have
+    no effect and joining raises ``RuntimeError``. JAX offers no public way to tell whether it has started, so
+    the host device count is compared once it is known (when :func:`~mxopt_jax.compare.study` starts), and a
+    warning says when the request came too late to take effect.
     """
-    import os
     import warnings
+
+    from .distributed import check_launch, initialize
+
+    if distributed not in (None, "auto"):
+        raise ValueError(f"distributed must be None or 'auto', got {distributed!r}")
+    if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int) or devices < 1):
+        raise ValueError(f"devices must be an int >= 1 (devices per process), got {devices!r}")
+    auto = distributed == "auto"
+    check_launch(coordinator, num_processes, process_id, auto=auto)
 
     import jax
 
-    n = devices_count(devices, cpu_devices(), "cpu", "devices") if devices is not None else None
     flags = os.environ.get("XLA_FLAGS", "")
-    want = n or min(cpu_devices(), 8)
+    n = devices or min(cpu_devices(), 8)
     if "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = " ".join([flags, f"--xla_force_host_platform_device_count={want}"]).strip()
-        expect_host_devices(want, requested=n is not None)
-    elif n is not None:
+        os.environ["XLA_FLAGS"] = " ".join([flags, f"--xla_force_host_platform_device_count={n}"]).strip()
+        expect_host_devices(n, requested=devices is not None)  # checked when the study starts
+    elif devices is not None:
         warnings.warn(
-            f"configure_jax(devices={n}): XLA_FLAGS already sets the host device count ({flags!r}); kept",
+            f"configure_jax(devices={devices}): XLA_FLAGS already sets the host device count ({flags!r}); kept",
             RuntimeWarning,
             stacklevel=2,
         )
@@ -237,6 +367,7 @@ def configure_jax(devices: int | None = None, cache: bool = True) -> None:
         )
         jax.config.update("jax_compilation_cache_dir", path)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    initialize(coordinator, num_processes, process_id, auto=auto)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -247,70 +378,88 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .tour.cli import run_tour_command
 
         return run_tour_command(parser, args)
-    return _compare(args)
+    _check_launch(parser, args)
+    if args.distributed is None and args.process_id in (None, 0):  # the writer: its folder checked at once
+        refused = _check_folder(args)
+        if refused:
+            return refused
+    _start_jax(args)
+    with _writer_output():
+        return _compare(args)
 
 
-def _compare(args: argparse.Namespace) -> int:
-    from .store import ResumeError, Store
+def _fail(message: str) -> int:
+    print(f"mxopt-jax compare: error: {message}", file=sys.stderr)
+    return 2
 
-    def fail(message: str) -> int:
-        print(f"mxopt-jax compare: error: {message}", file=sys.stderr)
-        return 2
 
-    # the output folder first: a bad --out or --resume fails now, not after the study
-    stored: dict[str, Any] | None = None
+def _check_folder(args: argparse.Namespace) -> int:
+    """The output folder of ``--out``/``--resume`` checked before JAX starts: 0, or the status of the error
+    printed (a folder that cannot be written, a resume of nothing, an --out that holds a study)."""
+    from .store import Store
+
     try:
         if args.resume is not None:
             root = output_dir(args.resume, "--resume", create=False)
-            if args.out is not None and output_dir(args.out, "--out").resolve() != root.resolve():
-                return fail(
+            if args.out is not None and Path(args.out).resolve() != root.resolve():
+                return _fail(
                     f"give --out or --resume, not both (--resume writes into its folder): {args.out!r}"
                 )
-            store = Store(root)
-            if not store.exists():
-                return fail(
-                    f"--resume: {args.resume!r} holds no study to continue (no spec.json); start one "
-                    "with --out"
+            if not Store(root).exists():
+                return _fail(
+                    f"--resume: {args.resume!r} holds no study to continue (no spec.json); start one with --out"
                 )
-            stored = store.read_spec()
         else:
-            root = output_dir(args.out or "mxopt_compare", "--out")
-            store = Store(root)
+            store = Store(output_dir(args.out or "mxopt_compare", "--out"))
             if store.exists() and store.saved():
-                return fail(
-                    f"--out: {str(root)!r} already holds a study; continue it with --resume {shlex.quote(str(root))}, "
-                    "or give another --out (or delete the folder)"
+                return _fail(
+                    f"--out: {str(store.root)!r} already holds a study; continue it with --resume "
+                    f"{shlex.quote(str(store.root))}, or give another --out (or delete the folder)"
                 )
     except ValueError as e:
-        return fail(str(e))
+        return _fail(str(e))
+    return 0
 
-    # a count beyond the cores is refused below, once the platform is known (on a GPU it counts GPUs)
-    configure_jax(
-        args.devices if args.devices is None else min(args.devices, cpu_devices()), cache=not args.no_cache
-    )
+
+def _compare(args: argparse.Namespace) -> int:
     import jax
 
     from .contenders import resolve
+    from .distributed import is_writer, study_devices
     from .preflight import PreflightError
     from .problems import PROBLEMS
     from .protocol import PRESETS, Preset
+    from .store import ResumeError, Store
     from .study import study
 
-    devs = jax.devices()
-    platform = devs[0].platform
-    devices = None
-    if args.devices is not None:
+    fail = _fail
+    # every process knows the folder; only the writer (process 0) checked it, creates or writes anything
+    writer = is_writer()
+    if writer:
+        refused = _check_folder(args)  # again: in a study of several processes, now that the writer is known
+        if refused:
+            return refused
+    root = Path(args.resume if args.resume is not None else (args.out or "mxopt_compare")).expanduser()
+    store = Store(root)
+    stored: dict[str, Any] | None = None
+    if args.resume is not None:
         try:
-            n = devices_count(
-                args.devices, cpu_devices() if platform == "cpu" else len(devs), platform, "--devices"
-            )
+            stored = store.read_spec()
+        except (OSError, ValueError) as e:  # another process's view of the folder (no shared file system)
+            return fail(f"--resume: {e}")
+
+    # --devices: on CPU, host devices beyond the cores are refused (they would only share the cores); on a GPU
+    # or TPU, more than the process has
+    platform = jax.default_backend()
+    if args.devices is not None and platform == "cpu":
+        try:
+            devices_count(args.devices, cpu_devices(), platform, "--devices")
         except ValueError as e:
             return fail(str(e))
-        if n > len(devs):
-            return fail(
-                f"--devices {n}: JAX has {len(devs)} {platform} device(s) (XLA_FLAGS sets the host count)"
-            )
-        devices = devs[:n]
+    try:
+        devices = study_devices(args.devices)
+    except ValueError as e:
+        return fail(str(e).replace("devices:", "--devices:", 1))
 
     # with --resume: the resumed study's settings, what was given added (a different protocol is refused)
     old = stored or {}
@@ -343,8 +492,7 @@ def _compare(args: argparse.Namespace) -> int:
     name = preset if isinstance(preset, str) else preset.name
     print(
         f"mxopt-jax compare (preset {name}): {', '.join(optimizer_names)} on {', '.join(problem_names)}; "
-        f"{len(devices or devs)} {platform} device(s); "
-        + (f"resuming {root}" if stored else f"writing into {root}"),
+        f"{_devices_text()}; " + (f"resuming {root}" if stored else f"writing into {root}"),
         flush=True,
     )
     progress = StudyProgress()
@@ -379,7 +527,9 @@ def _compare(args: argparse.Namespace) -> int:
         return 2
     print()
     print(result.report())
-    written = sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.startswith("."))
+    written = (
+        sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.startswith(".")) if writer else []
+    )
     print()
     print(
         f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program: --resume {shlex.quote(str(root))} "

@@ -4,7 +4,8 @@
 It draws with tqdm (``tqdm.auto``, the app's ``study`` extra): a widget in a Jupyter notebook (where ipywidgets
 is installed; a text bar otherwise), a ``\\r``-redrawn bar on a terminal. When the stream is not a terminal
 (a log, CI) or tqdm is missing, it writes one plain line per step instead, so progress stays readable without
-control characters.
+control characters. In a study of several processes (``jax.distributed``) only process 0 shows it
+(:func:`mxopt_jax.compare.distributed.is_writer`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ from typing import Any, TextIO
 __all__ = ["StudyProgress", "interactive"]
 
 
+def _in_notebook() -> bool:
+    """Whether this code runs in a Jupyter kernel (an IPython shell talking to a notebook), not merely in a
+    process that imported IPython."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if get is not None else None
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
 def interactive(stream: TextIO | None = None) -> bool:
     """Whether a person is likely watching: inside a Jupyter kernel, or ``stream`` (stderr) is a terminal."""
-    if "ipykernel" in sys.modules:
+    if _in_notebook():
         return True
     stream = sys.stderr if stream is None else stream
     isatty = getattr(stream, "isatty", None)
@@ -53,9 +63,16 @@ class StudyProgress:
         self._tqdm_cls = tqdm
         self._bar: Any = None
         self._finished = False  # a bar that reached 100 % is not drawn again
+        self._quiet: bool | None = None  # in a study of several processes, only process 0 shows progress
         self._t0 = time.perf_counter()
 
     def __call__(self, label: str, fraction: float) -> None:
+        if self._quiet is None:  # decided at the first call, once JAX runs: the bar is process 0's
+            from .distributed import is_writer
+
+            self._quiet = not is_writer()
+        if self._quiet:
+            return
         fraction = min(max(float(fraction), 0.0), 1.0)
         if self.bar:
             self._draw(label, fraction)

@@ -16,7 +16,9 @@ Resuming (``study(..., resume=DIR)``, ``mxopt-jax compare --resume DIR``) compar
 share must agree (a folder made under another protocol is refused, with what differs); problems and
 contenders may be added. Only the programs whose files are missing run.
 
-Every write of the app goes through :class:`Store` and :func:`mxopt_jax.compare.report.write_study`.
+Every write of the app goes through :class:`Store` and :func:`mxopt_jax.compare.report.write_study`; in a
+study of several processes only process 0 writes (:func:`mxopt_jax.compare.distributed.is_writer`); every
+process reads a folder it resumes (so resuming a study of several hosts needs a shared file system).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import jax
 import numpy as np
 
 from .contenders import Contender
+from .distributed import is_writer
 from .problems.base import Problem
 from .protocol import Preset
 from .records import Records
@@ -189,13 +192,19 @@ class Store:
             raise ValueError(f"{self.spec_path}: unknown format {doc.get('format')!r} (expected {FORMAT!r})")
         return doc
 
-    def write_spec(self, doc: Mapping[str, Any]) -> Path:
+    def write_spec(self, doc: Mapping[str, Any]) -> Path | None:
+        """Save the study's fingerprint (process 0 only: elsewhere nothing is written and None returned)."""
+        if not is_writer():
+            return None
         self.root.mkdir(parents=True, exist_ok=True)
         return write_atomic(self.spec_path, json.dumps(_jsonable(doc), indent=1, allow_nan=False))
 
-    def write_program(self, key: str, result: Any, wall_s: float) -> Path:
+    def write_program(self, key: str, result: Any, wall_s: float) -> Path | None:
         """Save a program's work (a :class:`~mxopt_jax.compare.study.ProgramResult`): its description, every
-        record and its batching check, and ``wall_s``, the seconds the study spent on it."""
+        record and its batching check, and ``wall_s``, the seconds the study spent on it (process 0 only:
+        elsewhere nothing is written and None returned)."""
+        if not is_writer():
+            return None
         doc = {
             "format": FORMAT,
             "key": key,

@@ -38,6 +38,7 @@ import numpy as np
 from . import checks, preflight, protocol
 from . import report as _report
 from .contenders import Contender, group_by_family, resolve
+from .distributed import is_writer
 from .engine import CompiledGroup, compile_group
 from .problems.base import Problem
 from .progress import StudyProgress, interactive
@@ -66,7 +67,8 @@ class ProgramResult:
       records: ``{contender: {role: Records}}`` (roles ``"selection"``, ``"confirmation"``, ``"default"``).
       batching: ``{contender: largest relative difference}`` of the batching check (contenders it ran for).
       compile_s: seconds to compile; ``devices``: devices the runs were sharded over; ``runs``: runs per call;
-      ``steps``: training steps per run.
+      ``steps``: training steps per run; ``platform``: the devices' platform (``"cpu"``, ``"gpu"``, ...);
+      ``processes``: how many processes owned them (``jax.distributed``).
     """
 
     problem: str
@@ -78,6 +80,8 @@ class ProgramResult:
     devices: int
     runs: int
     steps: int
+    platform: str = ""
+    processes: int = 1
 
     def info(self) -> dict[str, Any]:
         """The program's description (for the report and ``study.json``)."""
@@ -89,6 +93,8 @@ class ProgramResult:
             "devices": self.devices,
             "runs": self.runs,
             "steps": self.steps,
+            "platform": self.platform,
+            "processes": self.processes,
         }
 
 
@@ -189,6 +195,8 @@ class Study:
     def write(self, out_dir: str | Path, plots: bool = True) -> list[Path]:
         """Write the report (text and HTML), records and plots into ``out_dir``
         (:func:`mxopt_jax.compare.report.write_study`)."""
+        if not is_writer():  # a study of several processes: process 0 writes (write_study says so too)
+            return []
         return _report.write_study(self, checks.output_dir(out_dir, "out_dir"), plots=plots)
 
     def to_pandas(self) -> Frames:
@@ -198,7 +206,9 @@ class Study:
         :func:`~mxopt_jax.compare.report.export.summary_frame`. Needs pandas (the app's ``study`` extra)."""
         return Frames(
             export.runs_frame(self.all_records()),
-            export.summary_frame(self.selections() + self.selections("one-shot")),
+            export.summary_frame(
+                self.selections() + self.selections("one-shot"), _report.render.identical_by_problem(self)
+            ),
         )
 
     def _repr_html_(self) -> str:
@@ -230,18 +240,10 @@ class Study:
         for info in doc["timings"]["programs"]:
             names = [n for n in info["contenders"] if (info["problem"], n) in by_key]
             results.append(
-                ProgramResult(
-                    problem=info["problem"],
-                    name=info["name"],
-                    contenders=list(info["contenders"]),
-                    records={n: by_key[(info["problem"], n)] for n in names},
-                    batching={
-                        n: float(d) for n, d in batching.get(info["problem"], {}).items() if n in names
-                    },
-                    compile_s=float(info["compile_s"]),
-                    devices=int(info["devices"]),
-                    runs=int(info["runs"]),
-                    steps=int(info["steps"]),
+                _program_result(
+                    info,
+                    {n: by_key[(info["problem"], n)] for n in names},
+                    {n: float(d) for n, d in batching.get(info["problem"], {}).items() if n in names},
                 )
             )
         wall = doc["timings"].get("wall_s")
@@ -607,8 +609,9 @@ def _open_store(
 ) -> tuple[Store | None, dict[str, Any] | None, dict[str, dict[str, Any]]]:
     """The study's folder (checked: creatable, writable, not a file), its saved spec and programs when
     resuming."""
+    writer = is_writer()  # in a study of several processes only process 0 creates or writes anything
     if resume is not None:
-        root = checks.output_dir(resume, "resume", create=False)
+        root = checks.output_dir(resume, "resume", create=False) if writer else Path(resume)
         if out is not None and checks.output_dir(out, "out").resolve() != root.resolve():
             raise ValueError(
                 f"study: give `out` or `resume` (the folder continued is written), not both: {out!r}, {resume!r}"
@@ -621,7 +624,7 @@ def _open_store(
         return store, store.read_spec(), store.read_programs()
     if out is None:
         return None, None, {}
-    store = Store(checks.output_dir(out, "out"))
+    store = Store(checks.output_dir(out, "out") if writer else Path(out))
     if store.exists() and store.saved():
         raise ResumeError(
             f"out: {str(out)!r} already holds a study ({store.saved()} program(s) saved); continue it with "
@@ -630,19 +633,25 @@ def _open_store(
     return store, None, {}
 
 
-def _saved_result(saved: Mapping[str, Any]) -> ProgramResult:
-    info = saved["info"]
+def _program_result(info: Mapping[str, Any], records: Any, batching: Mapping[str, float]) -> ProgramResult:
+    """A :class:`ProgramResult` from its saved description (:meth:`ProgramResult.info`) and work."""
     return ProgramResult(
         problem=info["problem"],
         name=info["name"],
         contenders=list(info["contenders"]),
-        records=saved["records"],
-        batching=dict(saved["batching"]),
+        records=records,
+        batching=dict(batching),
         compile_s=float(info["compile_s"]),
         devices=int(info["devices"]),
         runs=int(info["runs"]),
         steps=int(info["steps"]),
+        platform=str(info.get("platform", "")),
+        processes=int(info.get("processes", 1)),
     )
+
+
+def _saved_result(saved: Mapping[str, Any]) -> ProgramResult:
+    return _program_result(saved["info"], saved["records"], saved["batching"])
 
 
 def _run_jobs(
@@ -751,6 +760,8 @@ def _finish(
         devices=prog.n_devices,
         runs=prog.capacity,
         steps=prog.steps,
+        platform=prog.platform,
+        processes=prog.processes,
     )
 
 

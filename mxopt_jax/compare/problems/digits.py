@@ -47,7 +47,7 @@ def _metric(params: Params, batch: Batch) -> jax.Array:
 def digits_mlp() -> Problem:
     """Digits (1797 8x8 images, 10 classes), MLP 64-128-10 (tanh), cross-entropy; metric: error %."""
     n = param_count(_SIZES)
-    steps, quick, batch, every, target = 900, 300, 64, 25, 4.0
+    steps, quick, batch, every, target = 900, 300, 64, 10, 4.0
     return Problem(
         name="digits_mlp",
         title="digits, MLP 64-128-10",

@@ -43,7 +43,7 @@ def _mse(params: Params, batch: Batch) -> jax.Array:
 def autoencoder() -> Problem:
     """Digits autoencoder 64-48-32-16-8-16-32-48-64 (tanh, sigmoid output), MSE; metric: held-out MSE."""
     n = param_count(AE_SIZES)
-    steps, quick, batch, every, target = 900, 300, 32, 30, 0.04
+    steps, quick, batch, every, target = 900, 300, 32, 10, 0.04
     return Problem(
         name="autoencoder",
         title="digits, deep autoencoder 64-...-8-...-64",

@@ -156,7 +156,10 @@ def _problem_table(study: Study, problem: Any, mode: str, ranks: Mapping[str, st
 def _ranks(study: Study) -> dict[tuple[str, str], dict[str, str]]:
     """``{(problem, mode): {contender: rank}}`` from ``summary.csv``'s rows."""
     out: dict[tuple[str, str], dict[str, str]] = {}
-    for row in summary_rows(study.selections("tuned") + study.selections("one-shot")):
+    folds = {
+        p.name: {m: study.identical_map(p.name, m) for m in ("tuned", "one-shot")} for p in study.problems
+    }
+    for row in summary_rows(study.selections("tuned") + study.selections("one-shot"), folds):
         out.setdefault((row["problem"], row["mode"]), {})[row["contender"]] = row.get("rank", "")
     return out
 
