@@ -68,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--preset",
         choices=("quick", "full"),
         default="quick",
-        help="quick: 7 rates x 5 seeds, 10 confirmation seeds, short budgets (about 5 minutes on 2 CPU cores); "
-        "full: 11 rates x 10 seeds, 20 confirmation seeds, full budgets (default: %(default)s)",
+        help="quick: 7 rates x 5 seeds, 10 confirmation seeds, a third of the full budgets: it ranks early "
+        "progress (minutes on 2 CPU cores); full: 11 rates x 10 seeds, 20 confirmation seeds, full budgets: the "
+        "rankings to cite (default: %(default)s)",
     )
     cmp.add_argument(
         "--optimizers",
@@ -118,12 +119,63 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the report, CSV, JSON and plots (default: ./%(default)s)",
     )
     cmp.add_argument("--no-plots", action="store_true", help="write no PNGs")
+    _search_args(cmp)
     _device_args(cmp)
 
     from .tour.cli import add_tour_parser
 
     add_tour_parser(sub)
     return parser
+
+
+def _nonnegative_int_arg(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    from .schedules import SCHEDULES
+    from .search import DEFAULT_TRIALS
+
+    p.add_argument(
+        "--search",
+        choices=("grid", "random"),
+        default="grid",
+        help="grid: the learning rate on the preset's grid, everything else at its defaults (the quick mode); "
+        "random: --trials configurations of every hyperparameter per optimizer, the same number for each, the "
+        "first its defaults (the Crowded Valley's protocol; the research mode) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--trials",
+        type=positive_int_arg,
+        default=None,
+        help=f"configurations per optimizer of a random search (default: {DEFAULT_TRIALS})",
+    )
+    p.add_argument(
+        "--search-seed",
+        type=_nonnegative_int_arg,
+        default=0,
+        help="seed of the random search; an optimizer's trials depend on it and its name only (default: 0)",
+    )
+    p.add_argument(
+        "--schedule",
+        choices=tuple(SCHEDULES),
+        default="constant",
+        help="learning-rate schedule of every run, its peak the tuned rate (default: %(default)s)",
+    )
+    p.add_argument(
+        "--compare-presets",
+        nargs=2,
+        metavar=("DIR_A", "DIR_B"),
+        default=None,
+        help="run nothing: print how far two saved studies (their --out folders) agree, per workload: Kendall's "
+        "tau of the tuned test means and the top-3 overlap",
+    )
 
 
 def _device_args(p: argparse.ArgumentParser) -> None:
@@ -211,6 +263,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    if args.compare_presets:
+        from .report.agreement import compare_studies
+
+        try:
+            print(compare_studies(*args.compare_presets))
+        except (FileNotFoundError, ValueError) as e:
+            print(f"mxopt-jax compare --compare-presets: {e}", file=sys.stderr)
+            return 2
+        return 0
+    if args.trials is not None and args.search != "random":
+        print("mxopt-jax compare: --trials needs --search random", file=sys.stderr)
+        return 2
     configure_jax(args.devices, cache=not args.no_cache)
     import jax
 
@@ -218,9 +282,12 @@ def _compare(args: argparse.Namespace) -> int:
     from .study import study
 
     problems = [PROBLEMS[name]() for name in args.problems]
+    how = f"{args.search} search" + (
+        f", {args.trials or 'default'} trials" if args.search == "random" else ""
+    )
     print(
-        f"mxopt-jax compare (preset {args.preset}): {', '.join(args.optimizers)} on {', '.join(args.problems)}; "
-        f"{len(jax.devices())} {jax.devices()[0].platform} device(s)",
+        f"mxopt-jax compare (preset {args.preset}, {how}, {args.schedule} schedule): {', '.join(args.optimizers)} "
+        f"on {', '.join(args.problems)}; {len(jax.devices())} {jax.devices()[0].platform} device(s)",
         flush=True,
     )
     result = study(
@@ -232,6 +299,10 @@ def _compare(args: argparse.Namespace) -> int:
         extend=args.extend,
         check_batching=args.batching_check,
         progress=StudyProgress(),
+        search=args.search,
+        trials=args.trials,
+        search_seed=args.search_seed,
+        schedule=args.schedule,
     )
     print()
     print(result.report())

@@ -4,11 +4,13 @@
 a family by default), then for every contender of the program:
 
 1. **selection**: runs every configuration (the learning-rate grid of :meth:`protocol.Preset.grid`, centred on
-   its default rate) on the selection seeds. These runs are timed (ms/step) while nothing else runs: the next
-   program starts compiling, in a background thread, only once every contender of this one has made them;
-2. chooses on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge, runs the grid
-   shifted past that edge with the same compiled program (rates are inputs) and chooses again on the union,
-   up to ``extend`` times; a rate still on the edge stays flagged;
+   its default rate, or the trials of a random search over every hyperparameter, :mod:`.search`, under the
+   study's learning-rate schedule, :mod:`.schedules`) on the selection seeds. These runs are timed (ms/step)
+   while nothing else runs: the next program starts compiling, in a background thread, only once every
+   contender of this one has made them;
+2. chooses on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge (grid mode),
+   runs the grid shifted past that edge with the same compiled program (rates are inputs) and chooses again on
+   the union, up to ``extend`` times; a rate still on the edge stays flagged;
 3. **confirmation**: re-runs the chosen configuration on fresh seeds (disjoint from the selection seeds); the
    tuned mode reports these runs only;
 4. **default**: runs the default configuration (MXNet's or optax's defaults) on the same fresh seeds: the
@@ -37,8 +39,10 @@ import numpy as np
 
 from . import protocol
 from . import report as _report
+from . import schedules as _schedules
+from . import search as _search
 from .contenders import Contender, group_by_family, resolve
-from .engine import CompiledGroup, compile_group
+from .engine import CompiledGroup, Schedule, compile_group
 from .problems.base import Problem
 from .records import Records
 
@@ -104,6 +108,9 @@ class Study:
       seeds / confirm_seeds: the selection and the confirmation seeds that ran.
       wall_s: wall-clock seconds of the whole study.
       protocol: the protocol in words, as it ran (:func:`mxopt_jax.compare.report.text.describe`).
+      search: ``"grid"`` or ``"random"`` (:mod:`mxopt_jax.compare.search`); ``trials``: configurations per
+        contender of a random search (None for the grid); ``search_seed``: the random search's seed;
+        ``schedule``: the learning-rate schedule's name (:mod:`mxopt_jax.compare.schedules`).
     """
 
     preset: protocol.Preset
@@ -119,6 +126,10 @@ class Study:
     confirm_seeds: list[int]
     wall_s: float
     protocol: str
+    search: str = "grid"
+    trials: int | None = None
+    search_seed: int = 0
+    schedule: str = "constant"
 
     @property
     def families(self) -> dict[str, str]:
@@ -286,6 +297,10 @@ def study(
     devices: Sequence[jax.Device] | None = None,
     progress: Progress | None = None,
     on_program: Callable[[ProgramResult], None] | None = None,
+    search: str = "grid",
+    trials: int | None = None,
+    search_seed: int = 0,
+    schedule: str | Schedule | None = None,
 ) -> Study:
     """Run the protocol on ``problems`` for ``contenders`` (names, :class:`Contender` objects, or ``None``: all).
 
@@ -305,6 +320,18 @@ def study(
       devices: the devices to shard the runs over (default: all).
       progress: ``(label, fraction_done)`` callback (the command line draws a bar with an ETA).
       on_program: called with each :class:`ProgramResult` as soon as its program's work is done.
+      search: ``"grid"`` (default: the learning rate on the preset's grid, the other hyperparameters at their
+        defaults) or ``"random"``: ``trials`` configurations of every hyperparameter a contender declares, the
+        same number for every contender, the first its defaults (:mod:`mxopt_jax.compare.search`).
+      trials: configurations per contender of a random search (default
+        :data:`mxopt_jax.compare.search.DEFAULT_TRIALS`).
+      search_seed: seeds the random search (with each contender's name: its trials do not depend on the
+        other contenders).
+      schedule: the learning-rate schedule of every run, its peak the tuned rate: ``"constant"`` (default),
+        ``"cosine"``, ``"warmup-cosine"``, ``"trapezoidal"`` (:mod:`mxopt_jax.compare.schedules`) or a hook
+        ``(peak, steps) -> learning_rate`` written with ``jax.numpy``.
+
+    Each problem's validation target is its target for the preset (:meth:`Problem.target_for`).
     """
     t_start = time.perf_counter()
     problems = [problems] if isinstance(problems, Problem) else list(problems)
@@ -319,6 +346,10 @@ def study(
         if preset not in protocol.PRESETS:
             raise ValueError(f"preset must be one of {sorted(protocol.PRESETS)} or a Preset, got {preset!r}")
         preset = protocol.PRESETS[preset]
+    trials = _search.check_search(search, trials)
+    _search.generator(search_seed, "")  # checks the seed
+    schedule_name, hook = _schedules.resolve(schedule)
+    problems = [_preset_target(p, preset) for p in problems]
     seed_list = _seed_list(preset.seeds if seeds is None else seeds, "seeds")
     confirm_list = _seed_list(
         preset.confirm_seeds if confirm_seeds is None else confirm_seeds, "confirm_seeds"
@@ -332,7 +363,7 @@ def study(
     if check not in ("all", "best", "none"):
         raise ValueError(f"check_batching must be 'all', 'best' or 'none', got {check_batching!r}")
     cs = resolve(contenders)
-    G, S, C = preset.grid_points, len(seed_list), len(confirm_list)
+    G, S, C = trials or preset.grid_points, len(seed_list), len(confirm_list)
     capacity = max(G * S, 2 * C)
 
     jobs = [(p, g) for p in problems for g in _groups(cs, group_by)]
@@ -349,32 +380,61 @@ def study(
 
     def build(p: Problem, group: list[Contender]) -> CompiledGroup:
         return compile_group(
-            p, group, capacity, steps=preset.steps(p), devices=devices, name=f"{p.name}/{group[0].family}"
+            p,
+            group,
+            capacity,
+            steps=preset.steps(p),
+            tuned=_search.tuned(group, search, sparse=bool(p.tables)),
+            schedule=hook,
+            devices=devices,
+            name=f"{p.name}/{group[0].family}",
         )
+
+    def configs(p: Problem, c: Contender) -> dict[str, np.ndarray]:
+        return _search.configurations(c, preset, search, trials, search_seed, sparse=bool(p.tables))
 
     results: list[ProgramResult] = []
     if progress is not None:
         progress(f"compiling {jobs[0][0].name}/{jobs[0][1][0].family}", 0.0)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(build, *jobs[0])
-        for k, (_, group) in enumerate(jobs):
+        for k, (p, group) in enumerate(jobs):
             prog = future.result()
             tick(f"compiled {prog.name} ({prog.compile_s:.1f} s)", 4)
-            selection = {
-                c.name: prog.run(i, {"learning_rate": preset.grid(c.default_lr)}, seed_list)
-                for i, c in enumerate(group)
-            }
+            selection = {c.name: prog.run(i, configs(p, c), seed_list) for i, c in enumerate(group)}
             if k + 1 < len(jobs):  # selection runs are timed alone; the next compile overlaps what follows
                 future = pool.submit(build, *jobs[k + 1])
+            grown = extend if search == "grid" else 0  # a random search is not extended
             results.append(
-                _finish(prog, group, selection, preset, seed_list, confirm_list, extend, check, tick)
+                _finish(prog, group, selection, preset, seed_list, confirm_list, grown, check, tick)
             )
             if on_program is not None:
                 on_program(results[-1])
             del prog
     return assemble(
-        preset, problems, cs, results, seed_list, confirm_list, wall_s=time.perf_counter() - t_start
+        preset,
+        problems,
+        cs,
+        results,
+        seed_list,
+        confirm_list,
+        wall_s=time.perf_counter() - t_start,
+        search=search,
+        trials=trials,
+        search_seed=search_seed,
+        schedule=schedule_name,
     )
+
+
+def _preset_target(p: Problem, preset: protocol.Preset) -> Problem:
+    """``p`` with its target for ``preset`` (:meth:`Problem.target_for`)."""
+    target = p.target_for(preset.name)
+    return p if target == p.target else dataclasses.replace(p, target=target)
+
+
+def _columns(names: Sequence[str], *configs: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """Configurations as the columns a program takes (``names``: the hyperparameters it traces)."""
+    return {n: np.array([float(cfg[n]) for cfg in configs], np.float64) for n in names}
 
 
 def _finish(
@@ -403,7 +463,8 @@ def _finish(
             grid = more.lrs
             rec = protocol.combine(rec, more)
             sel = protocol.select(rec, p)
-        both = prog.run(i, {"learning_rate": [sel.lr, c.default_lr]}, confirm_list, role="confirmation")
+        names = prog.tuned[c.name]
+        both = prog.run(i, _columns(names, sel.config, c.defaults), confirm_list, role="confirmation")
         records[c.name] = {
             "selection": rec,
             "confirmation": both.take(0),
@@ -418,7 +479,8 @@ def _finish(
         )
         for c in targets:
             i, sel = group.index(c), chosen[c.name]
-            alone = prog.run(i, {"learning_rate": np.full(preset.grid_points, sel.lr)}, seed_list)
+            width = len(selection[c.name].lrs)  # the selection call's configurations: the same batch shape
+            alone = prog.run(i, _columns(prog.tuned[c.name], *[sel.config] * width), seed_list)
             batching[c.name] = _rel_diff(
                 alone.val[0, :, -1], records[c.name]["selection"].val[sel.index, :, -1]
             )
@@ -444,9 +506,14 @@ def assemble(
     seeds: Sequence[int],
     confirm_seeds: Sequence[int],
     wall_s: float = float("nan"),
+    search: str = "grid",
+    trials: int | None = None,
+    search_seed: int = 0,
+    schedule: str = "constant",
 ) -> Study:
     """A :class:`Study` from the programs' results: selections of both modes, identity per table, the protocol
-    as it ran."""
+    as it ran. In a random search a chosen rate is flagged on the edge when it lies within
+    :data:`mxopt_jax.compare.search.EDGE_MARGIN` of its range's ends (:func:`mxopt_jax.compare.search.edges`)."""
     problems = list(problems)
     records: dict[str, dict[str, dict[str, Records]]] = {p.name: {} for p in problems}
     batching: dict[str, dict[str, float]] = {p.name: {} for p in problems}
@@ -455,6 +522,7 @@ def assemble(
         batching[r.problem].update(r.batching)
     known = {p.name: p for p in problems}
     order = [c.name for c in contenders]
+    by_name = {c.name: c for c in contenders}
     tuned: dict[str, dict[str, protocol.Selection]] = {}
     one_shot: dict[str, dict[str, protocol.Selection]] = {}
     identical: dict[str, dict[str, list[list[str]]]] = {}
@@ -465,6 +533,9 @@ def assemble(
         tuned[name] = {
             n: protocol.select(r["selection"], p, confirmation=r["confirmation"]) for n, r in per.items()
         }
+        if search == "random":  # the index of a trial says nothing about its place in the range
+            for n, sel in tuned[name].items():
+                sel.on_edge = _search.edges(by_name[n].hyperparameters, sel.config).get("learning_rate")
         one_shot[name] = {n: protocol.select(r["default"], p) for n, r in per.items()}
         identical[name] = {
             "tuned": identical_groups(
@@ -474,6 +545,7 @@ def assemble(
             "one-shot": identical_groups({n: r["default"] for n, r in per.items()}, min_shared=1),
         }
     ran = [c for c in contenders if any(c.name in records[p.name] for p in problems)]
+    searched = {c.name: set(c.defaults) if search == "random" else {"learning_rate"} for c in ran}
     text = _report.describe(
         preset,
         problems,
@@ -482,10 +554,20 @@ def assemble(
             c.name: records[problems[0].name][c.name]["selection"].lrs
             for c in ran
             if c.name in records[problems[0].name]
-        },
+        }
+        if search == "grid"
+        else None,
         seeds=list(seeds),
         confirm_seeds=list(confirm_seeds),
-        settings={c.name: (c.description, dict(c.settings)) for c in ran},
+        settings={
+            c.name: (c.description, {k: v for k, v in c.settings.items() if k not in searched[c.name]})
+            for c in ran
+        },
+        search=search,
+        trials=trials,
+        search_seed=search_seed,
+        spaces={c.name: c.hyperparameters for c in ran} if search == "random" else None,
+        schedule=schedule,
     )
     return Study(
         preset=preset,
@@ -501,4 +583,8 @@ def assemble(
         confirm_seeds=list(confirm_seeds),
         wall_s=wall_s,
         protocol=text,
+        search=search,
+        trials=trials,
+        search_seed=search_seed,
+        schedule=schedule,
     )

@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import schedules as _schedules
+from .. import search as _search
 from ..protocol import LEVEL, TAU_MAX, Preset
+from ..space import Hyperparameter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -34,6 +37,11 @@ def _settings_text(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _space_text(h: Hyperparameter) -> str:
+    """``"beta1 0.5..0.99 log1m [0.9]"``."""
+    return f"{h.name} {h.low:.4g}..{h.high:.4g} {h.scale} [{h.default:.4g}]"
+
+
 def describe(
     preset: Preset | None,
     problems: Sequence[Problem],
@@ -46,6 +54,11 @@ def describe(
     seeds: Sequence[int] | None = None,
     confirm_seeds: Sequence[int] | None = None,
     settings: Mapping[str, tuple[str, Mapping[str, object]]] | None = None,
+    search: str = "grid",
+    trials: int | None = None,
+    search_seed: int = 0,
+    spaces: Mapping[str, Sequence[Hyperparameter]] | None = None,
+    schedule: str = "constant",
 ) -> str:
     """The protocol in words, as it ran: printed with the results and stored with them.
 
@@ -60,6 +73,9 @@ def describe(
       seeds, confirm_seeds: the selection and the confirmation seeds that ran (default: the preset's).
       settings: ``{contender: (description, {setting: value})}``: what each contender ran with besides what
         was tuned.
+      search, trials, search_seed: ``"grid"`` or ``"random"`` (:mod:`mxopt_jax.compare.search`), the trials per
+        contender and the seed of a random search; ``spaces``: ``{contender: hyperparameters}`` it drew from.
+      schedule: the learning-rate schedule's name (:mod:`mxopt_jax.compare.schedules`).
     """
     pct = f"{100 * level:g} %"
     if preset is not None:
@@ -71,8 +87,32 @@ def describe(
     if preset is not None:
         budget = "each problem's quick step budget" if preset.quick else "each problem's full step budget"
         head += f" (preset '{preset.name}': {budget})"
-    paras.append(head + ".")
-    if preset is not None:
+    head += "."
+    if preset is not None and preset.quick and any(p.quick_steps is not None for p in problems):
+        head += (
+            " Budget: the quick budget is a fraction of the full one, so these tables rank early progress; "
+            "rankings can change at the full budget (the full preset; `mxopt-jax compare --compare-presets A B` "
+            "measures how far two studies agree)."
+        )
+    elif preset is not None and not preset.quick:
+        head += (
+            " Budget: each problem's full step budget; cite these rankings rather than the quick preset's."
+        )
+    paras.append(head)
+    if search == "random":
+        n_trials = trials if trials is not None else 0
+        paras.append(
+            f"Tuning (random search, equal budgets): each contender is trained at {n_trials} configurations: its "
+            f"default one (MXNet's or optax's defaults), then {max(n_trials - 1, 0)} drawn at random, every "
+            "hyperparameter it declares independently from its range (listed below): the learning rate "
+            "log-uniformly over its default times 10^-2 .. 10^2, decay rates (momentum, beta1, beta2, rho) "
+            "log-uniformly in 1 - value, epsilons and weight decays log-uniformly; the draws come from a "
+            f"generator seeded by the search seed ({search_seed}) and the contender's name, so a contender's "
+            "trials do not depend on which others run, and are the same on every problem. Every drawn "
+            "hyperparameter is a traced input of the compiled program (no recompiles). Settings not drawn keep "
+            "their defaults (listed below)."
+        )
+    elif preset is not None:
         ran = ""
         if sizes and sizes != [preset.grid_points]:
             ran = (
@@ -88,6 +128,12 @@ def describe(
         paras.append(
             "Tuning: each contender is trained on a log-spaced learning-rate grid; every other hyperparameter "
             "keeps its default."
+        )
+    if schedule != "constant":
+        paras.append(
+            f"Schedule: {_schedules.describe(schedule)}, the same for every contender; the peak is the "
+            "configuration's learning rate (the tuned one, or the default in the one-shot mode), and the "
+            "schedule knows each run's step budget."
         )
     seed_words = (
         f"each rate is run with {_seed_text(seeds)}" if seeds else "every rate is run with several seeds"
@@ -121,10 +167,16 @@ def describe(
         f"{pct} interval lies entirely below its own (no overlap); identical means tie, so statistically "
         "indistinguishable results share a rank. Contenders with a diverged seed rank last, tied."
     )
-    paras.append(
-        "Edge flag: a chosen rate that is the smallest (<) or the largest (>) of its grid is flagged: the best "
-        "rate may lie outside the grid."
-    )
+    if search == "random":
+        paras.append(
+            f"Edge flag: a chosen rate within {_search.EDGE_MARGIN:.0%} of its range's low (<) or high (>) end (on "
+            "its log scale) is flagged: the best rate may lie outside the range."
+        )
+    else:
+        paras.append(
+            "Edge flag: a chosen rate that is the smallest (<) or the largest (>) of its grid is flagged: the "
+            "best rate may lie outside the grid."
+        )
     if one_shot:
         on = f", on the same {_seed_text(confirm_seeds)}" if confirm_seeds else ""
         paras.append(
@@ -172,11 +224,20 @@ def describe(
                 lines.append(f"  {n:<{w}}  1 rate: {_fmt_lr(g[0])}")
             else:
                 lines.append(f"  {n:<{w}}  {len(g)} rates {_fmt_lr(g[0])} .. {_fmt_lr(g[-1])}")
+    elif spaces:
+        lines.append(
+            "Search spaces (the ranges each contender's trials were drawn from; default in brackets):"
+        )
+        for n in names:
+            hps = spaces.get(n, ())
+            lines.append(f"  {n:<{w}}  " + ", ".join(_space_text(h) for h in hps))
     else:
         lines.append("Contenders: " + ", ".join(names))
     if settings:
         lines.append(
             "Settings (besides the tuned rate; where libraries' defaults differ, these are the values run):"
+            if search != "random"
+            else "Settings (besides the searched hyperparameters; the values run):"
         )
         for n in names:
             if n not in settings:
