@@ -238,6 +238,20 @@ def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path
     assert {"beta1", "beta2", "epsilon", "wd", "b1"} <= set(head)
 
 
+def test_sensitivity_plot_draws_trials_as_points(random_study):
+    """A random search's trials are not a curve (other hyperparameters vary between them): no line, no band."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.collections import PolyCollection
+
+    from mxopt_jax.compare.report import plots
+
+    r = random_study
+    fig = plots.plot_sensitivity(r.problems, r.all_records("selection"), r.selections(), r.families)
+    lines = [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_label() in ("adam", "adam b1")]
+    assert len(lines) == 2 and all(ln.get_linestyle() == "None" for ln in lines)
+    assert not [c for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)]
+
+
 def test_bad_search_arguments_are_refused_before_compiling():
     prob = _mlp_problem()
     for kwargs, match in (

@@ -150,7 +150,13 @@ def _load(study: str | Path | Mapping[str, Any]) -> tuple[str, dict[str, dict[st
                 f"compare_studies: no study.json at {path} (write one with `mxopt-jax compare`)"
             )
         doc = read_json(path)
-        label = f"{path.parent.name or path.name} (preset {doc.get('preset')})"
+        meta = doc.get("meta") or {}
+        how = f"preset {doc.get('preset')}, {meta.get('search', 'grid')} search"
+        if meta.get("trials"):
+            how += f" ({meta['trials']} trials)"
+        if meta.get("schedule", "constant") != "constant":
+            how += f", {meta['schedule']} schedule"
+        label = f"{path.parent.name or path.name} ({how})"
     means: dict[str, dict[str, float]] = {}
     for s in doc.get("selections", ()):
         sel = s if isinstance(s, Selection) else Selection.from_dict(s)

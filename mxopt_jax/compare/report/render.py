@@ -108,6 +108,9 @@ def study_document(study: Study) -> dict[str, Any]:
             "batching": study.batching,
             "problems": {p.name: p.description for p in study.problems},
             "contenders": {c.name: c.description for c in study.contenders},
+            "search": getattr(study, "search", "grid"),
+            "trials": getattr(study, "trials", None),
+            "schedule": getattr(study, "schedule", "constant"),
         },
     }
 
