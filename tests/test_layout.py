@@ -30,6 +30,18 @@ LAYERS = [
     ["_src.registry"],
     ["_src.schedulers", "_src.embedding", "_src.sparse_transforms"],
     ["_src.facade.*"],
+    # the MXNet checkpoint reader, bottom up: budgets, array files, the pickle opcode interpreter, the allow-list,
+    # the attribute checks and state layouts, load_updater, TrainerCheckpoint, load_trainer, then the package
+    # that re-exports them
+    ["_src.mxnet_format.limits"],
+    ["_src.mxnet_format.arrays"],
+    ["_src.mxnet_format.opcodes"],
+    ["_src.mxnet_format.allowlist"],
+    ["_src.mxnet_format.unpickler"],
+    ["_src.mxnet_format.attributes", "_src.mxnet_format.states"],
+    ["_src.mxnet_format.updater"],
+    ["_src.mxnet_format.checkpoint"],
+    ["_src.mxnet_format.trainer"],
     ["_src.mxnet_format"],
     ["<public>"],
     ["compare.*", "__main__"],
@@ -183,6 +195,7 @@ def test_base_keywords_written_once_and_shown_in_every_signature():
 APP_LAYERS = [
     [
         "compare.checks",
+        "compare.distributed",
         "compare.figures",
         "compare.stats",
         "compare.records",

@@ -18,13 +18,15 @@ and family of optimizers, one compiled program trains every run at once. Its pie
   paired tests and ranks (pure NumPy);
 * :mod:`~mxopt_jax.compare.report` — tables, files, plots and the protocol's text;
 * :mod:`~mxopt_jax.compare.study` — :func:`study`, which runs it all and returns a :class:`Study`;
+* :mod:`~mxopt_jax.compare.distributed` — a study on many processes (``jax.distributed``): the launch, and
+  the one gate for what a study writes (process 0 writes);
 * :mod:`~mxopt_jax.compare.cli` — the command line.
 
 The visual tour of the optimizers on 2-D test functions (``mxopt-jax tour``) is its own sub-package,
 :mod:`mxopt_jax.compare.tour`; the study never imports it.
 """
 
-from . import engine, protocol, report, schedules, search
+from . import distributed, engine, protocol, report, schedules, search
 from .cli import StudyProgress, build_parser, configure_jax, main
 from .contenders import OPTAX_BASELINES, Contender, contender, default_contenders
 from .problems import PROBLEMS
@@ -53,6 +55,7 @@ __all__ = [
     "configure_jax",
     "contender",
     "default_contenders",
+    "distributed",
     "engine",
     "main",
     "protocol",

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from .. import OPTIMIZERS
@@ -121,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--no-plots", action="store_true", help="write no PNGs")
     _search_args(cmp)
     _device_args(cmp)
+    _launch_args(cmp)
 
     from .tour.cli import add_tour_parser
 
@@ -183,8 +186,11 @@ def _device_args(p: argparse.ArgumentParser) -> None:
         "--devices",
         type=positive_int_arg,
         default=None,
-        help="CPU only: host devices to shard the runs over (default: one per core, at most 8); set before "
-        "JAX starts, as XLA_FLAGS=--xla_force_host_platform_device_count=N",
+        metavar="N",
+        help="devices per process to shard the runs over, of JAX's default backend: on CPU the host device "
+        "count (default: one per core, at most 8; set before JAX starts, as "
+        "XLA_FLAGS=--xla_force_host_platform_device_count=N); on a GPU or TPU the first N devices (default: "
+        "all); more than a process has is refused",
     )
     p.add_argument(
         "--no-cache",
@@ -194,17 +200,143 @@ def _device_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def configure_jax(devices: int | None = None, cache: bool = True) -> None:
+def _address_arg(value: str) -> str:
+    from .distributed import parse_address
+
+    try:
+        parse_address(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
+
+
+def _process_id_arg(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
+
+def _launch_args(p: argparse.ArgumentParser) -> None:
+    """The flags of a study run as several processes (``jax.distributed``; see docs/study.md)."""
+    g = p.add_argument_group(
+        "many processes (jax.distributed)",
+        "Run the same command in every process (one per host, or several on one machine): the runs are "
+        "sharded over the devices of all of them; process 0 prints and writes, the others write nothing.",
+    )
+    g.add_argument(
+        "--coordinator",
+        type=_address_arg,
+        default=None,
+        metavar="HOST:PORT",
+        help="process 0's address and a free port, the same in every process",
+    )
+    g.add_argument(
+        "--num-processes", type=positive_int_arg, default=None, metavar="N", help="how many processes"
+    )
+    g.add_argument(
+        "--process-id", type=_process_id_arg, default=None, metavar="I", help="this process: 0 .. N-1"
+    )
+    g.add_argument(
+        "--distributed",
+        choices=("auto",),
+        default=None,
+        help="auto: let JAX detect the cluster (SLURM, Open MPI, Cloud TPU, ...) for what is not given; "
+        "jax.distributed.initialize() with no arguments",
+    )
+
+
+def _check_launch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse bad launch flags with a usage error, before JAX starts (and before it waits for processes)."""
+    from .distributed import check_launch
+
+    try:
+        check_launch(args.coordinator, args.num_processes, args.process_id, auto=args.distributed == "auto")
+    except (TypeError, ValueError) as e:
+        message = str(e).replace("auto=True; ", "")
+        for name in ("num_processes", "process_id", "coordinator"):  # the API's words as the flags
+            message = message.replace(name, "--" + name.replace("_", "-"))
+        parser.exit(2, f"{parser.prog} compare: error: {message}\n")
+
+
+def _start_jax(args: argparse.Namespace) -> None:
+    """JAX set up for ``compare``: host devices, the compilation cache, then the processes joined."""
+    configure_jax(
+        args.devices,
+        cache=not args.no_cache,
+        coordinator=args.coordinator,
+        num_processes=args.num_processes,
+        process_id=args.process_id,
+        distributed=args.distributed,
+    )
+
+
+@contextlib.contextmanager
+def _writer_output() -> Iterator[None]:
+    """Standard output as it is in the writing process (:func:`mxopt_jax.compare.distributed.is_writer`);
+    discarded in the others, Python's and the native libraries' alike (gloo's connection messages), so the
+    report is printed once."""
+    from .distributed import is_writer
+
+    if is_writer():
+        yield
+        return
+    sys.stdout.flush()
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        saved = os.dup(1)
+        os.dup2(sink.fileno(), 1)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _devices_text() -> str:
+    from .distributed import process_info
+
+    info = process_info()
+    where = f" in {info['processes']} processes" if info["processes"] > 1 else ""
+    return f"{info['devices']} {info['platform']} device(s){where}"
+
+
+def configure_jax(
+    devices: int | None = None,
+    cache: bool = True,
+    *,
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    distributed: str | None = None,
+) -> None:
     """Set up JAX for a study, before its first computation (the command line calls it first thing).
 
-    On CPU: ``devices`` host devices (default: one per core, at most 8) through
-    ``--xla_force_host_platform_device_count``, so the runs are sharded over the cores. Flags already in
-    ``XLA_FLAGS`` are kept.
+    ``devices``: on CPU, the host device count of this process (default: one per core, at most 8) through
+    ``--xla_force_host_platform_device_count``, so the runs are sharded over the cores (flags already in
+    ``XLA_FLAGS`` are kept); on a GPU or TPU the hardware decides, and
+    :func:`mxopt_jax.compare.distributed.study_devices` picks the first ``devices``.
     ``cache``: JAX's persistent compilation cache in ``$MXOPT_JAX_CACHE`` or ``~/.cache/mxopt_jax/jax``, so a
-    second study with the same programs skips compilation. Both must happen before JAX initializes its
-    backend; afterwards they have no effect (a warning says so).
+    second study with the same programs skips compilation.
+    ``coordinator``, ``num_processes``, ``process_id``: join a study of several processes
+    (:func:`mxopt_jax.compare.distributed.initialize`: process 0's ``HOST:PORT``, the number of processes,
+    this one's index); ``distributed="auto"``: JAX detects what is not given from the cluster (SLURM, ...).
+    Bad launch arguments raise ``ValueError`` here, before anything starts.
+    All of it must happen before JAX initializes its backend; afterwards the device count and the cache have
+    no effect and joining raises ``RuntimeError``.
     """
     import os
+
+    from .distributed import check_launch, initialize
+
+    if distributed not in (None, "auto"):
+        raise ValueError(f"distributed must be None or 'auto', got {distributed!r}")
+    if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int) or devices < 1):
+        raise ValueError(f"devices must be an int >= 1 (devices per process), got {devices!r}")
+    auto = distributed == "auto"
+    check_launch(coordinator, num_processes, process_id, auto=auto)
 
     import jax
 
@@ -221,10 +353,12 @@ def configure_jax(devices: int | None = None, cache: bool = True) -> None:
         )
         jax.config.update("jax_compilation_cache_dir", path)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    initialize(coordinator, num_processes, process_id, auto=auto)
 
 
 class StudyProgress:
-    """Progress of a study on stderr, with an ETA (one line per step when not on a terminal)."""
+    """Progress of a study on stderr, with an ETA (one line per step when not on a terminal); in a study of
+    several processes, process 0's only (:func:`mxopt_jax.compare.distributed.is_writer`)."""
 
     def __init__(self, stream: TextIO | None = None, width: int = 24) -> None:
         self.stream = sys.stderr if stream is None else stream
@@ -233,8 +367,15 @@ class StudyProgress:
         self.width = width
         self._t0 = time.perf_counter()
         self._shown = 0
+        self._quiet: bool | None = None
 
     def __call__(self, label: str, fraction: float) -> None:
+        if self._quiet is None:  # decided at the first call, once JAX runs: the bar is process 0's
+            from .distributed import is_writer
+
+            self._quiet = not is_writer()
+        if self._quiet:
+            return
         elapsed = time.perf_counter() - self._t0
         eta = f"ETA {elapsed * (1 - fraction) / fraction:4.0f}s" if fraction > 0.02 else "ETA    ?"
         filled = round(self.width * fraction)
@@ -259,25 +400,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .tour.cli import run_tour_command
 
         return run_tour_command(parser, args)
-    return _compare(args)
+    if args.compare_presets:
+        return _compare_presets(args)
+    if args.trials is not None and args.search != "random":
+        parser.error("--trials needs --search random")
+    _check_launch(parser, args)
+    _start_jax(args)
+    with _writer_output():
+        return _compare(args)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    if args.compare_presets:
-        from .report.agreement import compare_studies
-
-        try:
-            print(compare_studies(*args.compare_presets))
-        except (FileNotFoundError, ValueError) as e:
-            print(f"mxopt-jax compare --compare-presets: {e}", file=sys.stderr)
-            return 2
-        return 0
-    if args.trials is not None and args.search != "random":
-        print("mxopt-jax compare: --trials needs --search random", file=sys.stderr)
-        return 2
-    configure_jax(args.devices, cache=not args.no_cache)
-    import jax
-
+    from .distributed import study_devices
     from .problems import PROBLEMS
     from .study import study
 
@@ -287,7 +421,7 @@ def _compare(args: argparse.Namespace) -> int:
     )
     print(
         f"mxopt-jax compare (preset {args.preset}, {how}, {args.schedule} schedule): {', '.join(args.optimizers)} "
-        f"on {', '.join(args.problems)}; {len(jax.devices())} {jax.devices()[0].platform} device(s)",
+        f"on {', '.join(args.problems)}; " + _devices_text(),
         flush=True,
     )
     result = study(
@@ -299,6 +433,7 @@ def _compare(args: argparse.Namespace) -> int:
         extend=args.extend,
         check_batching=args.batching_check,
         progress=StudyProgress(),
+        devices=study_devices(args.devices),
         search=args.search,
         trials=args.trials,
         search_seed=args.search_seed,
@@ -316,4 +451,16 @@ def _compare(args: argparse.Namespace) -> int:
     written = result.write(args.out, plots=plots)
     print()
     print("Wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _compare_presets(args: argparse.Namespace) -> int:
+    """``--compare-presets DIR_A DIR_B``: how far two saved studies agree (no JAX, nothing run)."""
+    from .report.agreement import compare_studies
+
+    try:
+        print(compare_studies(*args.compare_presets))
+    except (FileNotFoundError, ValueError) as e:
+        print(f"mxopt-jax compare --compare-presets: {e}", file=sys.stderr)
+        return 2
     return 0

@@ -11,7 +11,9 @@ any seeds run through the same compiled program without recompiling.
 
 The run axis is sharded over every device (``jax.sharding``; on CPU, start the process with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` to get N host devices, which the command line does for
-you), so the same study runs on one CPU, a GPU or many devices unchanged.
+you), so the same study runs on one CPU, a GPU or many devices unchanged, and on the devices of many processes
+joined by ``jax.distributed`` (:mod:`mxopt_jax.compare.distributed`): each process places its own shards of the
+inputs and every process gets the whole results back, so all of them take the same decisions.
 
 What a run does (every contender sees exactly the same data, initializations and mini-batches for a seed):
 
@@ -153,14 +155,36 @@ def _mesh(devices: Sequence[jax.Device] | None) -> jax.sharding.Mesh:
 
 
 def _to_device(host: np.ndarray, sharding: jax.sharding.Sharding) -> jax.Array:
-    """A host array placed with ``sharding`` (every process holds the whole host array; each device gets its
-    shard)."""
-    return jax.device_put(host, sharding)
+    """A host array placed with ``sharding``, which may span the devices of several processes
+    (``jax.distributed``): every process holds the whole host array and hands in the shards of its own devices
+    (:func:`jax.make_array_from_callback`). Nothing here talks to the other processes, so it is safe in the
+    study's background compile thread (``jax.device_put`` of a host array onto devices of several processes
+    first checks, collectively, that every process holds the same value: a collective outside the main
+    thread's order)."""
+    host = np.asarray(host)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 
 
 def _to_host(array: jax.Array) -> np.ndarray:
-    """A (sharded) result as one host array."""
-    return np.asarray(array)
+    """A (sharded) result as one host array, in every process: gathered from the devices of all processes
+    (:func:`jax.experimental.multihost_utils.process_allgather`, a collective: every process calls it at the
+    same point) when this process cannot address them all."""
+    if array.is_fully_addressable:
+        return np.asarray(array)
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(array, tiled=True))
+
+
+def _host_data(problem: Problem) -> Any:
+    """The problem's splits as host arrays of the dtypes JAX computes in (``float64`` data becomes
+    ``float32`` unless x64 is on, as ``jnp.asarray`` does)."""
+
+    def canonical(a: Any) -> np.ndarray:
+        a = np.asarray(a)
+        return a.astype(jax.dtypes.canonicalize_dtype(a.dtype), copy=False)
+
+    return jax.tree.map(canonical, tuple(problem.data()))
 
 
 def _columns(configs: Mapping[str, Any] | Sequence[Mapping[str, float]]) -> dict[str, np.ndarray]:
@@ -202,6 +226,16 @@ class CompiledGroup:
     @property
     def n_devices(self) -> int:
         return int(self.mesh.devices.size)
+
+    @property
+    def platform(self) -> str:
+        """The platform of the program's devices (``"cpu"``, ``"gpu"``, ``"tpu"``)."""
+        return str(self.mesh.devices.flat[0].platform)
+
+    @property
+    def processes(self) -> int:
+        """How many processes own the program's devices (``jax.distributed``: more than one)."""
+        return len({int(d.process_index) for d in self.mesh.devices.flat})
 
     @property
     def eval_steps(self) -> np.ndarray:
@@ -260,6 +294,11 @@ class CompiledGroup:
             devices=self.n_devices,
         )
 
+    def _index(self, index: int) -> jax.Array:
+        """The contender's index, replicated over the program's devices."""
+        replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
+        return _to_device(np.asarray(index, np.int32), replicated)
+
     def _call(self, index: int, hp: np.ndarray, keys: np.ndarray) -> tuple[list[np.ndarray], float]:
         """Run the ``N`` rows of ``hp``/``keys`` in calls of ``capacity`` (the last one padded with copies of its
         last run, whose results are dropped); returns the outputs (``N`` rows each) and the seconds spent."""
@@ -275,7 +314,7 @@ class CompiledGroup:
                 k = np.concatenate([k, np.repeat(k[-1:], pad, axis=0)])
             h_dev, k_dev = _to_device(h, sharded), _to_device(k, sharded)
             t0 = time.perf_counter()
-            out = jax.block_until_ready(self.compiled(np.int32(index), h_dev, k_dev, self.data))
+            out = jax.block_until_ready(self.compiled(self._index(index), h_dev, k_dev, self.data))
             run_s += time.perf_counter() - t0
             parts.append([_to_host(a)[: self.capacity - pad] for a in out])
         return [np.concatenate(p, axis=0) for p in zip(*parts, strict=True)], run_s
@@ -334,7 +373,7 @@ def compile_group(
     capacity = runs + (-runs) % n_dev
     replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     sharded = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("runs"))
-    data = jax.device_put(jax.tree.map(jnp.asarray, tuple(problem.data())), replicated)
+    data = jax.tree.map(lambda a: _to_device(a, replicated), _host_data(problem))
 
     def branch(c: Contender) -> Callable[..., Any]:
         cols = names[c.name]

@@ -1,58 +1,71 @@
 """The study's tuning protocol: grids, presets, selection on validation, reporting on test, ranks, profiles.
 
 Everything here reads :class:`~mxopt_jax.compare.records.Records` (plain NumPy arrays) and needs no JAX, so a
-saved study can be re-analysed anywhere. The rules, in short (:func:`mxopt_jax.compare.report.text.describe`
-prints them in full with the results):
+saved study can be re-analysed anywhere; the statistics come from :mod:`mxopt_jax.compare.stats`. The rules, in
+short (:func:`mxopt_jax.compare.report.text.describe` prints them in full with the results):
 
 * **grid**: per contender a log-spaced learning-rate grid around its default rate (:data:`PRESETS`);
 * **selection** (:func:`select`): the rate with the lowest mean over seeds of the *final validation* metric;
   a seed that diverged (NaN/inf) counts as ``+inf``, so a rate where any seed diverged is never chosen over one
   where none did. Selection reads the validation split only;
-* **reporting**: at the chosen rate, the *test* metric per seed, its mean and 95 % Student-t confidence
-  interval (:func:`t_quantile`), the best validation value over the run, steps to target, ms/step, whether
-  the chosen rate sits on the grid's edge, and how many runs diverged;
-* **ranks** (:func:`rank`): 1 + the number of contenders whose 95 % interval lies entirely below one's own;
-* **performance profile** (:func:`performance_profile`, :func:`profile_score`): AlgoPerf-style, on the steps
-  a contender needs to reach each problem's validation target.
+* **reporting**: the chosen rate re-run on fresh seeds; the *test* metric per seed, its mean and the half-width
+  of the 95 % Student-t interval of the mean (:func:`~mxopt_jax.compare.stats.ci_halfwidth`), the best
+  validation value over the run, steps to target, ms/step, whether the chosen rate sits on the grid's edge,
+  and how many runs diverged;
+* **ranks** (:func:`rank`): :func:`mxopt_jax.compare.stats.ranks` on the reported test values, paired by seed:
+  Student's paired t-test of every pair of a table's contenders, Holm's correction over the table's pairs,
+  level 5 %, ranks monotone in the mean; identical contenders are folded into one entry first;
+  :func:`rank_uncertainty`: the mean rank over problems with its bootstrap interval and P(best);
+* **performance profile** (:func:`profile_times`, :func:`profile_scores`): AlgoPerf's, on the steps the
+  fastest trial needs to reach each problem's validation target (:attr:`Selection.fastest_time`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from . import stats
 from .records import Records, canonical
+from .stats import ci_halfwidth
 
 if TYPE_CHECKING:  # pragma: no cover
     from .problems.base import Problem
 
 __all__ = [
+    "BOOTSTRAP_REPLICATES",
+    "BOOTSTRAP_SEED",
     "CONFIRM_OFFSET",
     "LEVEL",
     "PRESETS",
     "TAU_MAX",
+    "TEST_LEVEL",
     "Preset",
     "Selection",
-    "ci_halfwidth",
     "combine",
+    "fold",
     "log_grid",
-    "performance_profile",
-    "profile_score",
-    "profile_taus",
+    "paired_values",
+    "profile_scores",
+    "profile_times",
     "rank",
+    "rank_uncertainty",
     "select",
     "shift_grid",
-    "t_quantile",
     "time_to_target",
 ]
 
 #: Confidence level of the reported intervals.
 LEVEL = 0.95
+#: Level of the paired tests behind the ranks (Holm-corrected over a table's pairs).
+TEST_LEVEL = 0.05
+#: Bootstrap replicates of the mean rank (:func:`rank_uncertainty`) and the seed they are drawn from.
+BOOTSTRAP_REPLICATES = 1000
+BOOTSTRAP_SEED = 0
 #: Largest ratio to the fastest contender a performance profile looks at (AlgoPerf's ``tau_max``).
 TAU_MAX = 4.0
 
@@ -222,82 +235,6 @@ def combine(a: Records, b: Records) -> Records:
     )
 
 
-# --------------------------------------------------------------------------- confidence intervals
-def _two_sided(t: float, df: int) -> float:
-    """``P(|T| <= t)`` for Student's t with ``df`` (integer) degrees of freedom, exactly.
-
-    Abramowitz & Stegun 26.7.3-4: with ``theta = atan(t / sqrt(df))``, a finite sum in ``cos(theta)``.
-    """
-    theta = math.atan(t / math.sqrt(df))
-    s, c2 = math.sin(theta), math.cos(theta) ** 2
-    if df % 2 == 1:
-        if df == 1:
-            return 2 * theta / math.pi
-        term, total = math.cos(theta), math.cos(theta)
-        for k in range(3, df - 1, 2):  # (2*4*...*(k-1)) / (1*3*...*k) cos^k
-            term *= c2 * (k - 1) / k
-            total += term
-        return 2 / math.pi * (theta + s * total)
-    term, total = 1.0, 1.0
-    for k in range(2, df - 1, 2):  # (1*3*...*(k-1)) / (2*4*...*k) cos^k
-        term *= c2 * (k - 1) / k
-        total += term
-    return s * total
-
-
-def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile of Student's t distribution with ``df`` degrees of freedom (no SciPy).
-
-    Exact (bisection on the closed-form distribution function of integer ``df``) up to ``df = 1000``; beyond,
-    the Cornish-Fisher expansion around the normal quantile (error below ``1e-9``). ``t_quantile(0.975, 4)``
-    is 2.776, ``t_quantile(0.975, 9)`` 2.262, and it tends to 1.960 as ``df`` grows.
-    """
-    if not 0 < p < 1:
-        raise ValueError(f"p must be in (0, 1), got {p!r}")
-    if int(df) != df or df < 1:
-        raise ValueError(f"df must be an integer >= 1, got {df!r}")
-    df = int(df)
-    if p == 0.5:
-        return 0.0
-    if p < 0.5:
-        return -t_quantile(1 - p, df)
-    level = 2 * p - 1  # P(|T| <= t)
-    if df > 1000:
-        z = statistics.NormalDist().inv_cdf(p)
-        g1 = (z**3 + z) / 4
-        g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-        g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-        return z + g1 / df + g2 / df**2 + g3 / df**3
-    if df == 1:
-        return math.tan(math.pi * (p - 0.5))
-    lo, hi = 0.0, 1.0
-    while _two_sided(hi, df) < level:
-        hi *= 2
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if _two_sided(mid, df) < level:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * hi:
-            break
-    return 0.5 * (lo + hi)
-
-
-def ci_halfwidth(values: Sequence[float] | np.ndarray, level: float = LEVEL) -> float:
-    """Half-width of the ``level`` Student-t confidence interval of the mean of ``values``.
-
-    ``t_{(1 + level) / 2, n - 1} * s / sqrt(n)`` with ``s`` the sample standard deviation (``ddof=1``). NaN
-    for fewer than two values; ``inf`` when a value is not finite.
-    """
-    v = np.asarray(values, np.float64).ravel()
-    if len(v) < 2:
-        return math.nan
-    if not np.all(np.isfinite(v)):
-        return math.inf
-    return t_quantile((1 + level) / 2, len(v) - 1) * float(np.std(v, ddof=1)) / math.sqrt(len(v))
-
-
 # --------------------------------------------------------------------------- selection
 def time_to_target(steps_to_target: Sequence[float] | np.ndarray) -> float:
     """Steps by which half of the seeds reached the target: the median over seeds of steps to target (the
@@ -329,6 +266,11 @@ class Selection:
       best_val: ``(R,)`` best (lowest) validation metric over each reported run; ``best_val_mean``.
       steps_to_target: ``(R,)`` first evaluation step reaching the target in each reported run (``inf``: never).
       time_to_target: :func:`time_to_target` of those; ``reached``: how many reported seeds reached the target.
+      fastest_steps: ``(S,)`` per selection seed (per seed of ``records`` in :func:`select`), the fewest steps
+        any configuration tried needed to reach the target (``inf``: none did): each seed's fastest trial.
+      fastest_time: :func:`time_to_target` of ``fastest_steps`` (their median; ``inf`` when fewer than half of
+        the seeds had a configuration reaching the target): AlgoPerf's time to target under external tuning,
+        which the performance profile reads (:func:`profile_times`).
       ms_per_step: the selection runs' :attr:`Records.ms_per_step` (timed with nothing else running).
       on_edge: ``"low"``/``"high"`` when the chosen rate is the grid's smallest/largest (``G > 1``), else None.
       diverged: how many selection runs diverged; ``diverged_chosen``: how many reported seeds diverged.
@@ -366,8 +308,10 @@ class Selection:
     target: float = math.nan
     config: dict[str, float] = dataclasses.field(default_factory=dict)
     report_seeds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    fastest_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.float64))
+    fastest_time: float = math.inf
 
-    _ARRAYS = ("lrs", "scores", "val_final", "test", "best_val", "steps_to_target")
+    _ARRAYS = ("lrs", "scores", "val_final", "test", "best_val", "steps_to_target", "fastest_steps")
 
     @property
     def test_low(self) -> float:
@@ -408,7 +352,7 @@ class Selection:
                 kw[f.name] = np.asarray(kw[f.name], np.int64)
             elif f.name == "config":
                 kw[f.name] = {k: _dec(x) for k, x in kw[f.name].items()}
-            elif f.type in ("float", float) or f.name in ("target", "level", "lr"):
+            elif f.type in ("float", float) or f.name in ("target", "level", "lr", "fastest_time"):
                 kw[f.name] = _dec(kw[f.name])
         return cls(**kw)
 
@@ -462,14 +406,21 @@ def select(
     ``confirmation``, the chosen configuration re-run on fresh seeds, when given (the study always gives it),
     else from ``records`` at the chosen configuration. With one configuration (``G = 1``: the default one, the
     one-shot mode) nothing is chosen and there is no edge flag.
+
+    A run counts as diverged when :attr:`Records.diverged_at` says so *or* any of its training losses or
+    validation metrics is not finite (a NaN anywhere in a run; for the reported runs, a test metric too): a
+    diverged selection run scores ``+inf``, a diverged reported run's test value is ``inf`` (shown "diverged",
+    ranked after every finite contender). Selection never reads the test split, not even to tell divergence.
+
+    The time to target of the performance profile (:attr:`Selection.fastest_time`) reads every configuration of
+    ``records``: per seed the fewest steps any of them needed to reach the target, then the median over seeds.
     """
     val = np.asarray(records.val, np.float64)
     if val.ndim != 3:
         raise ValueError(f"records.val must be (G, S, E), got shape {val.shape}")
     G, S, _ = val.shape
-    val_final = np.where(
-        np.asarray(records.diverged), np.nan, val[:, :, -1]
-    )  # diverged: whatever the metric says
+    # diverged: whatever the metric says; selection reads no test value, not even to tell divergence
+    val_final = np.where(_diverged(records, ("train_loss", "val")), np.nan, val[:, :, -1])
     index, scores = _choose(val_final)
     on_edge: str | None = None
     if G > 1 and index == 0:
@@ -495,10 +446,11 @@ def select(
     with np.errstate(invalid="ignore"):
         best = np.where(np.isfinite(rep_val), rep_val, np.inf).min(axis=1)
     stt = np.asarray(chosen.steps_to_target, np.float64)[rep_row]
-    rep_diverged = np.asarray(chosen.diverged_at, np.float64)[rep_row]
+    rep_diverged = _diverged(chosen)[rep_row]
     # reporting: the test split of the reported runs only
     test = np.asarray(chosen.test, np.float64)[rep_row, :, -1]
-    test = np.where(np.isfinite(rep_diverged), np.inf, test)
+    test = np.where(rep_diverged, np.inf, test)
+    fastest = np.asarray(records.steps_to_target, np.float64).min(axis=0)  # each seed's fastest trial
     return Selection(
         contender=records.contender,
         problem=records.problem,
@@ -520,8 +472,8 @@ def select(
         reached=int(np.isfinite(stt).sum()),
         ms_per_step=float(records.ms_per_step),
         on_edge=on_edge,
-        diverged=int(np.asarray(records.diverged).sum()),
-        diverged_chosen=int(np.isfinite(rep_diverged).sum()),
+        diverged=int(_diverged(records, ("train_loss", "val")).sum()),
+        diverged_chosen=int(rep_diverged.sum()),
         seeds=len(test),
         steps=records.steps,
         level=level,
@@ -529,7 +481,18 @@ def select(
         target=float(getattr(problem, "target", math.nan)),
         config=config,
         report_seeds=np.asarray(chosen.seeds, np.int64).copy(),
+        fastest_steps=fastest,
+        fastest_time=time_to_target(fastest),
     )
+
+
+def _diverged(records: Records, fields: Sequence[str] = ("train_loss", "val", "test")) -> np.ndarray:
+    """``(G, S)``: whether each run diverged: :attr:`Records.diverged` or a non-finite value anywhere in its
+    ``fields`` (training loss, validation and test metric; selection leaves the test metric out)."""
+    bad = np.asarray(records.diverged, bool).copy()
+    for name in fields:
+        bad |= ~np.all(np.isfinite(np.asarray(getattr(records, name), np.float64)), axis=-1)
+    return bad
 
 
 def _mean(v: np.ndarray) -> float:
@@ -539,83 +502,223 @@ def _mean(v: np.ndarray) -> float:
 
 
 # --------------------------------------------------------------------------- ranks
-def rank(selections: Sequence[Selection]) -> list[int]:
-    """Ranks of ``selections`` (same order), ties shared where results are statistically indistinguishable.
+def fold(
+    selections: Sequence[Selection], identical: Mapping[str, Sequence[str]] | None = None
+) -> tuple[list[Selection], dict[str, str]]:
+    """A table's entries: ``selections`` without the contenders that ``identical`` (``{representative:
+    [others]}``) lists as identical to a present one; and ``{contender: its entry}`` (a folded contender maps
+    to its representative, every other one to itself)."""
+    present = {s.contender for s in selections}
+    entry = {s.contender: s.contender for s in selections}
+    for rep, others in (identical or {}).items():
+        if rep in present:
+            for o in others:
+                if o in present and o != rep:
+                    entry[o] = rep
+    return [s for s in selections if entry[s.contender] == s.contender], entry
 
-    Rule: a contender's rank is 1 + the number of contenders that are *significantly better*: whose 95 %
-    confidence interval of the test metric lies entirely below its own (no overlap: upper end strictly below
-    the other's lower end). A contender with a non-finite mean (a seed diverged at its chosen rate) ranks
-    last, tied with the others like it (every finite contender counts as better). Identical means always tie.
-    With one seed there is no interval and the means are compared as they are.
 
-    Intervals ``[0, 2]``, ``[1, 3]``, ``[4, 5]`` rank ``1, 1, 3``. Ranks need not be consecutive, and a
-    contender can tie with two that do not tie with each other (``[0, 1]``, ``[0.9, 2]``, ``[1.5, 3]`` rank
-    ``1, 1, 2``). The rule is conservative: two 95 % intervals that do not overlap mean a difference well
-    beyond a 5 % two-sample test, so some real differences share a rank.
+def _seed_list(seeds: np.ndarray) -> str:
+    listing = ", ".join(str(int(x)) for x in seeds[:8])
+    return f"[{listing}{', ...' if len(seeds) > 8 else ''}]"
+
+
+def paired_values(selections: Sequence[Selection]) -> tuple[np.ndarray, np.ndarray]:
+    """The reported test values of one table's ``selections``, paired by seed: ``(values, seeds)``.
+
+    ``values`` is ``(C, R)``: row ``i`` is ``selections[i].test`` ordered by its report seeds, ``seeds`` the
+    ``R`` seeds in that (ascending) order. A non-finite value (a diverged run) becomes ``+inf``.
+
+    Raises
+    ------
+    ValueError
+        no selections; selections of more than one table (problem and mode); a contender twice; a selection
+        whose test values and report seeds differ in number or whose seeds repeat; contenders that report
+        different seeds (the paired comparison needs the same seeds for every contender); fewer than 2 seeds.
     """
-    lows = [s.test_low for s in selections]
-    highs = [s.test_high for s in selections]
-    finite = [math.isfinite(s.test_mean) for s in selections]
-    n_finite = sum(finite)
-    out = []
-    for i in range(len(selections)):
-        if not finite[i]:
-            out.append(1 + n_finite)
-            continue
-        better = sum(1 for j in range(len(selections)) if j != i and finite[j] and highs[j] < lows[i])
-        out.append(1 + better)
-    return out
+    sels = list(selections)
+    if not sels:
+        raise ValueError("paired_values: no selections")
+    tables = sorted({(s.problem, s.mode) for s in sels})
+    if len(tables) > 1:
+        raise ValueError(f"ranks compare the contenders of one table (one problem, one mode), got {tables}")
+    names = [s.contender for s in sels]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"a table lists each contender once, got {dup} more than once")
+    ref: np.ndarray | None = None
+    ref_name = ""
+    rows = []
+    for s in sels:
+        seeds = np.asarray(s.report_seeds, np.int64).ravel()
+        test = np.asarray(s.test, np.float64).ravel()
+        where = f"{s.contender} on {s.problem} ({s.mode})"
+        if len(seeds) != len(test):
+            raise ValueError(
+                f"{where}: {len(test)} test values but {len(seeds)} report seeds; ranks pair contenders by seed, "
+                "so each test value needs its seed (Selection.report_seeds)"
+            )
+        if len(set(seeds.tolist())) != len(seeds):
+            raise ValueError(f"{where}: report seeds repeat {_seed_list(seeds)}")
+        order = np.argsort(seeds, kind="stable")
+        if ref is None:
+            ref, ref_name = seeds[order], s.contender
+        elif not np.array_equal(seeds[order], ref):
+            raise ValueError(
+                f"ranks compare contenders paired by seed, so every contender of a table must report the same "
+                f"seeds: {ref_name} reports {_seed_list(ref)}, {s.contender} reports {_seed_list(seeds[order])} "
+                f"({s.problem}, {s.mode})"
+            )
+        rows.append(np.where(np.isfinite(test[order]), test[order], np.inf))
+    assert ref is not None
+    if len(ref) < 2:
+        raise ValueError(
+            f"ranks need at least 2 report seeds (a paired t-test per pair of contenders), got {len(ref)} "
+            f"({tables[0][0]}, {tables[0][1]})"
+        )
+    return np.stack(rows), ref
 
 
-# --------------------------------------------------------------------------- performance profiles
-def profile_taus(tau_max: float = TAU_MAX, points: int = 401) -> np.ndarray:
-    """Log-spaced ``tau`` values from 1 to ``tau_max`` for :func:`performance_profile`."""
-    return np.geomspace(1.0, float(tau_max), int(points))
+def rank(
+    selections: Sequence[Selection],
+    identical: Mapping[str, Sequence[str]] | None = None,
+    level: float = TEST_LEVEL,
+) -> list[int]:
+    """Ranks of one table's ``selections`` (same order): :func:`mxopt_jax.compare.stats.ranks` on their
+    reported test values, paired by seed (:func:`paired_values`).
 
+    Contenders that ``identical`` (``{representative: [others]}``) lists as identical to a present one are
+    folded into it *before* ranking (a duplicate would count twice in the tests and in the ranks of the
+    others) and share its rank. The rule (:func:`mxopt_jax.compare.stats.ranks`):
 
-def performance_profile(
-    selections_by_problem: Mapping[str, Sequence[Selection]], taus: Sequence[float] | np.ndarray | None = None
-) -> dict[str, np.ndarray]:
-    """AlgoPerf-style performance profiles: ``{contender: rho}`` with ``rho[i]`` at ``taus[i]``.
+    1. contenders finite on every seed are ordered by their mean test value (lower is better); one with a
+       non-finite value (a diverged run) ranks after every finite one, tied with the others like it;
+    2. every pair of finite entries is compared by Student's paired t-test over the seeds (two-sided), the
+       table's ``F (F - 1) / 2`` p-values corrected together by Holm's step-down method; a pair whose adjusted
+       p-value is at most ``level`` (5 %) differs significantly, and the one with the lower mean is
+       significantly better;
+    3. ``raw = 1 +`` the number of entries significantly better;
+    4. an entry's rank is the largest ``raw`` among the finite entries whose mean is at most its own: ranks
+       never decrease as the mean increases, so an unstable contender never outranks a better mean.
 
-    Per problem, a contender's time is its :attr:`Selection.time_to_target` (median over seeds of the steps
-    to reach the validation target at its chosen rate; ``inf`` when fewer than half of the seeds reached
-    it); its ratio is that time over the fastest contender's on the problem (``inf`` if it never reached the
-    target, or did not run the problem). ``rho(tau)`` = the fraction of problems with ratio ``<= tau``.
+    Raises
+    ------
+    ValueError
+        as :func:`paired_values` (one table, the same seeds for every contender, at least 2 seeds).
     """
-    taus = profile_taus() if taus is None else np.asarray(taus, np.float64)
-    names = list(dict.fromkeys(s.contender for sels in selections_by_problem.values() for s in sels))
-    ratios: dict[str, list[float]] = {n: [] for n in names}
-    for sels in selections_by_problem.values():
-        times = {s.contender: s.time_to_target for s in sels}
-        best = min(times.values(), default=math.inf)
-        for n in names:
-            t = times.get(n, math.inf)
-            ratios[n].append(_ratio(t, best))
-    n_problems = max(len(selections_by_problem), 1)
-    return {n: (np.asarray(r)[None, :] <= taus[:, None]).sum(axis=1) / n_problems for n, r in ratios.items()}
+    sels = list(selections)
+    if not sels:
+        return []
+    values, _ = paired_values(sels)  # every contender, folded ones included, must pair
+    shown, entry = fold(sels, identical)
+    keep = [i for i, s in enumerate(sels) if entry[s.contender] == s.contender]
+    r = stats.ranks(values[keep], level)
+    by_entry = {s.contender: k for s, k in zip(shown, r, strict=True)}
+    return [by_entry[entry[s.contender]] for s in sels]
 
 
-def _ratio(t: float, best: float) -> float:
-    if not (math.isfinite(t) and math.isfinite(best)):
-        return math.inf
-    if best <= 0:
-        return 1.0 if t <= best else math.inf
-    return t / best
+def rank_uncertainty(
+    by_problem: Mapping[str, Sequence[Selection]],
+    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    names: Sequence[str] | None = None,
+    n_boot: int = BOOTSTRAP_REPLICATES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = LEVEL,
+    test_level: float = TEST_LEVEL,
+) -> stats.BootstrapRanks:
+    """The mean rank over problems of each of ``names``, its bootstrap interval and P(best).
 
+    Per problem (``by_problem[problem]``: one table's selections), the table's entries (identical contenders
+    folded by ``identical_by_problem[problem]``, ``{representative: [others]}``) are ranked by :func:`rank`;
+    a folded contender takes its representative's rank. The mean rank is the mean over the problems a
+    contender ran on.
 
-def profile_score(
-    rho: Sequence[float] | np.ndarray, taus: Sequence[float] | np.ndarray | None = None
-) -> float:
-    """Normalized area under ``rho`` over ``log tau`` from 1 to ``taus[-1]`` (AlgoPerf's benchmark score).
+    Bootstrap (:func:`mxopt_jax.compare.stats.bootstrap_mean_ranks`, problem by problem): a replicate
+    resamples each problem's report seeds with replacement -- the same seeds for every contender of the
+    problem, so the pairing is kept -- ranks the entries again and averages over problems. Problem ``k`` (in
+    ``by_problem``'s order) draws from ``numpy.random.default_rng(seed + k)``, so the result is reproducible.
+    ``low``/``high``: the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the replicate mean ranks;
+    ``p_first``: the share of replicates in which a contender has the lowest mean rank (ties split). The
+    interval shows how the ranking moves when the seeds are resampled; it is not a calibrated confidence
+    interval (ranks are discontinuous in the data) and need not contain the mean rank.
 
-    1: fastest on every problem; 0: never reached a target within ``tau_max`` times the fastest. ``taus``
-    must start at 1 (as :func:`profile_taus` does).
+    Returns
+    -------
+    mxopt_jax.compare.stats.BootstrapRanks
+        in ``names``' order (default: every contender met, in order).
+
+    Raises
+    ------
+    ValueError
+        as :func:`paired_values`; ``names`` with a contender that ran on no problem is allowed (NaN rank).
     """
-    taus = profile_taus() if taus is None else np.asarray(taus, np.float64)
-    rho = np.asarray(rho, np.float64)
-    if len(taus) < 2 or not math.isclose(taus[0], 1.0) or taus[-1] <= 1:
-        raise ValueError("taus must run from 1 to a tau_max > 1")
-    x = np.log(taus)
-    area = float(np.sum(0.5 * (rho[1:] + rho[:-1]) * np.diff(x)))
-    return area / float(x[-1] - x[0])
+    per = {p: list(s) for p, s in by_problem.items() if len(s)}
+    if not per:
+        raise ValueError("rank_uncertainty: no selections")
+    if names is None:
+        names = list(dict.fromkeys(s.contender for sels in per.values() for s in sels))
+    names = tuple(names)
+    col = {n: i for i, n in enumerate(names)}
+    C = len(names)
+    total, count = np.zeros(C), np.zeros(C, np.int64)
+    boot = np.zeros((int(n_boot), C))
+    for k, (prob, sels) in enumerate(per.items()):
+        values, _ = paired_values(sels)
+        shown, entry = fold(sels, (identical_by_problem or {}).get(prob))
+        keep = [i for i, s in enumerate(sels) if entry[s.contender] == s.contender]
+        b = stats.bootstrap_mean_ranks(
+            {prob: values[keep]}, [s.contender for s in shown], n_boot, seed + k, level, test_level
+        )
+        where = {s.contender: j for j, s in enumerate(shown)}
+        for s in sels:
+            if s.contender in col:
+                i, j = col[s.contender], where[entry[s.contender]]
+                total[i] += b.mean_rank[j]
+                count[i] += 1
+                boot[:, i] += b.replicates[:, j]
+    ran = count > 0
+    low, high = np.full(C, np.nan), np.full(C, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_rank = np.where(ran, total / count, np.nan)
+        replicates = np.where(ran, boot / count, np.nan)
+    if ran.any():
+        q = np.quantile(replicates[:, ran], [(1 - level) / 2, (1 + level) / 2], axis=0)
+        low[ran], high[ran] = q[0], q[1]
+        best = np.min(np.where(ran, replicates, np.inf), axis=1, keepdims=True)
+        first = ran & (replicates == best)
+        p_first = (first / first.sum(axis=1, keepdims=True)).mean(axis=0)
+    else:
+        p_first = np.zeros(C)
+    return stats.BootstrapRanks(names, mean_rank, low, high, p_first, replicates, count, level)
+
+
+# --------------------------------------------------------------------------- time to target, profiles
+def profile_times(by_problem: Mapping[str, Sequence[Selection]]) -> dict[str, dict[str, float]]:
+    """``{problem: {contender: time}}``: each contender's time to target on each problem, for the performance
+    profile: :attr:`Selection.fastest_time`, AlgoPerf's time under external tuning.
+
+    AlgoPerf tunes with 5 studies of 5 trials (hyperparameter settings) each; a study's time is that of its
+    fastest trial reaching the validation target, and the workload's time is the median over the studies
+    (infinite when a study has no such trial). Here a study is a selection seed: its trials are the
+    configurations tried (the grid and its extensions) on that seed, its time the fewest steps any of them
+    needed; the time is the median over the seeds (the lower median for an even count), ``inf`` when fewer
+    than half of the seeds had a configuration reaching the target. Time is counted in steps (the tables show
+    steps x ms/step next to it): every contender of a problem does the same model work per step. Problems with
+    no selection are left out.
+    """
+    return {
+        p: {s.contender: float(s.fastest_time) for s in sels} for p, sels in by_problem.items() if len(sels)
+    }
+
+
+def profile_scores(
+    by_problem: Mapping[str, Sequence[Selection]], tau_max: float = TAU_MAX
+) -> dict[str, float]:
+    """AlgoPerf's benchmark score of each contender (:func:`mxopt_jax.compare.stats.profile_score`): the
+    normalized area under its performance profile over a linear ``tau`` from 1 to ``tau_max``, on
+    :func:`profile_times` (1: fastest on every problem; 0: never within ``tau_max`` of the fastest)."""
+    times = profile_times(by_problem)
+    if not times:
+        return {}
+    ratios = stats.performance_ratios(times)
+    return {n: stats.profile_score(r, tau_max) for n, r in ratios.items()}

@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
+    "MIN_EFFECT",
     "BootstrapRanks",
     "PairedTest",
     "bootstrap_mean_ranks",
@@ -342,6 +343,16 @@ def _check_level(level: float, name: str = "level") -> float:
     return x
 
 
+def _check_effect(min_effect: float) -> float:
+    try:
+        x = float(min_effect)
+    except (TypeError, ValueError):
+        x = math.nan
+    if not (math.isfinite(x) and x >= 0):
+        raise ValueError(f"min_effect must be a finite number >= 0, got {min_effect!r}")
+    return x
+
+
 def _matrix(values: Sequence[Sequence[float]] | np.ndarray, name: str = "values") -> np.ndarray:
     v = np.asarray(values, np.float64)
     if v.ndim != 2 or v.shape[0] < 1 or v.shape[1] < 2:
@@ -352,10 +363,21 @@ def _matrix(values: Sequence[Sequence[float]] | np.ndarray, name: str = "values"
     return v
 
 
-def _significance(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+#: The smallest difference a rank separates, as a fraction of the seed-to-seed standard deviation: a paired
+#: test shows differences far below the seed spread (two implementations of one algorithm that round
+#: differently differ by 1e-7 on every seed, "significantly"); below a tenth of the spread a difference is
+#: negligible for a reader and the ranks do not separate it. ``0`` tests significance alone.
+MIN_EFFECT = 0.1
+
+
+def _significance(
+    values: np.ndarray, level: float, min_effect: float = MIN_EFFECT
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For a batch ``values`` ``(B, C, S)``: ``better`` ``(B, C, C)`` (``[b, i, j]``: i significantly better
     than j), ``finite`` ``(B, C)`` (rows finite on every seed) and the means ``(B, C)`` (``inf`` where not
-    finite). Holm's family: the pairs of finite contenders of each batch element."""
+    finite). Holm's family: the pairs of finite contenders of each batch element. A significant pair counts
+    only when its mean difference is at least ``min_effect`` times the pooled seed standard deviation of the
+    two, ``sqrt((s_i^2 + s_j^2) / 2)``."""
     B, C, _ = values.shape
     finite = np.isfinite(values).all(axis=-1)
     v = np.where(finite[..., None], values, 0.0)
@@ -366,15 +388,18 @@ def _significance(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndar
     i, j = np.triu_indices(C, 1)
     mean_d, _, p = _paired(v[:, i, :] - v[:, j, :])
     p = np.where(finite[:, i] & finite[:, j], p, np.nan)
-    significant = _holm(p) <= level  # NaN: False
+    var = v.var(axis=-1, ddof=1)
+    spread = np.sqrt(0.5 * (var[:, i] + var[:, j]))
+    relevant = np.abs(mean_d) >= min_effect * spread
+    significant = (_holm(p) <= level) & relevant  # NaN: False
     better[:, i, j] = significant & (mean_d < 0)
     better[:, j, i] = significant & (mean_d > 0)
     return better, finite, means
 
 
-def _ranks(values: np.ndarray, level: float) -> np.ndarray:
+def _ranks(values: np.ndarray, level: float, min_effect: float = MIN_EFFECT) -> np.ndarray:
     """:func:`ranks` of each element of the batch ``values`` ``(B, C, S)``: ``(B, C)`` integers."""
-    better, finite, means = _significance(values, level)
+    better, finite, means = _significance(values, level, min_effect)
     raw = 1 + better.sum(axis=1)  # [b, i]: 1 + #{j: j significantly better than i}
     # [b, i, j]: j is finite and its mean is at most i's
     below = (means[:, None, :] <= means[:, :, None]) & finite[:, None, :]
@@ -383,15 +408,18 @@ def _ranks(values: np.ndarray, level: float) -> np.ndarray:
     return np.where(finite, rank, last)
 
 
-def significantly_better(values: Sequence[Sequence[float]] | np.ndarray, level: float = 0.05) -> np.ndarray:
+def significantly_better(
+    values: Sequence[Sequence[float]] | np.ndarray, level: float = 0.05, min_effect: float = MIN_EFFECT
+) -> np.ndarray:
     """Which contenders are significantly better than which on one problem (lower metric is better).
 
     ``values`` is ``(C, S)``: contender ``i``'s metric on seed ``k`` (the same seeds for every contender).
     Every pair ``i < j`` of contenders finite on every seed is tested by :func:`paired_t` (two-sided); the
     p-values of those ``F (F - 1) / 2`` tests (``F`` finite contenders) form one family, corrected by
-    :func:`holm`. ``out[i, j]`` is True when the pair's adjusted p-value is at most ``level`` and ``i``'s
-    mean is the lower (``mean(values[i] - values[j]) < 0``). A contender with a non-finite value (a diverged
-    run) is in no test: its row and column are False.
+    :func:`holm`. ``out[i, j]`` is True when the pair's adjusted p-value is at most ``level``, ``i``'s
+    mean is the lower (``mean(values[i] - values[j]) < 0``) and the difference is at least ``min_effect`` times
+    the pair's pooled seed standard deviation (:data:`MIN_EFFECT`: a negligible difference is no difference).
+    A contender with a non-finite value (a diverged run) is in no test: its row and column are False.
 
     Returns
     -------
@@ -405,10 +433,12 @@ def significantly_better(values: Sequence[Sequence[float]] | np.ndarray, level: 
     """
     v = _matrix(values)
     level = _check_level(level)
-    return _significance(v[None], level)[0][0]
+    return _significance(v[None], level, _check_effect(min_effect))[0][0]
 
 
-def ranks(values: Sequence[Sequence[float]] | np.ndarray, level: float = 0.05) -> list[int]:
+def ranks(
+    values: Sequence[Sequence[float]] | np.ndarray, level: float = 0.05, min_effect: float = MIN_EFFECT
+) -> list[int]:
     """Ranks of ``C`` contenders on one problem from their metric per seed (lower is better).
 
     ``values`` is ``(C, S)``: contender ``i``'s metric on seed ``k``; every contender ran the same seeds (same
@@ -419,7 +449,9 @@ def ranks(values: Sequence[Sequence[float]] | np.ndarray, level: float = 0.05) -
     2. Every pair of finite contenders is compared by Student's paired t-test over the seeds (two-sided);
        the ``F (F - 1) / 2`` p-values (``F``: the number of finite contenders) are corrected together by
        Holm's step-down method. A pair differs significantly when its adjusted p-value is at most ``level``
-       (0.05); then the one with the lower mean is *significantly better* (:func:`significantly_better`).
+       (0.05) and its mean difference is at least ``min_effect`` (0.1) times the pair's pooled seed standard
+       deviation (smaller differences are negligible, however consistent); then the one with the lower mean is
+       *significantly better* (:func:`significantly_better`).
     3. ``raw_i = 1 +`` the number of contenders significantly better than ``i``.
     4. A finite contender's rank is the largest ``raw_j`` over the finite contenders ``j`` whose mean is at
        most its own: the running maximum of ``raw`` along the mean order, contenders with equal means
@@ -447,7 +479,7 @@ def ranks(values: Sequence[Sequence[float]] | np.ndarray, level: float = 0.05) -
     """
     v = _matrix(values)
     level = _check_level(level)
-    return [int(r) for r in _ranks(v[None], level)[0]]
+    return [int(r) for r in _ranks(v[None], level, _check_effect(min_effect))[0]]
 
 
 # --------------------------------------------------------------------------- bootstrap of the mean rank

@@ -63,7 +63,8 @@ class ProgramResult:
       records: ``{contender: {role: Records}}`` (roles ``"selection"``, ``"confirmation"``, ``"default"``).
       batching: ``{contender: largest relative difference}`` of the batching check (contenders it ran for).
       compile_s: seconds to compile; ``devices``: devices the runs were sharded over; ``runs``: runs per call;
-      ``steps``: training steps per run.
+      ``steps``: training steps per run; ``platform``: the devices' platform (``"cpu"``, ``"gpu"``, ...);
+      ``processes``: how many processes owned them (``jax.distributed``).
     """
 
     problem: str
@@ -75,6 +76,8 @@ class ProgramResult:
     devices: int
     runs: int
     steps: int
+    platform: str = ""
+    processes: int = 1
 
     def info(self) -> dict[str, Any]:
         """The program's description (for the report and ``study.json``)."""
@@ -86,6 +89,8 @@ class ProgramResult:
             "devices": self.devices,
             "runs": self.runs,
             "steps": self.steps,
+            "platform": self.platform,
+            "processes": self.processes,
         }
 
 
@@ -495,6 +500,8 @@ def _finish(
         devices=prog.n_devices,
         runs=prog.capacity,
         steps=prog.steps,
+        platform=prog.platform,
+        processes=prog.processes,
     )
 
 

@@ -59,7 +59,9 @@ def test_registry() -> None:
         p = factory()
         assert isinstance(p, Problem) and p.name == name
         assert p.quick_steps is not None and p.quick_steps < p.steps
-        assert p.quick_steps // p.eval_every <= 12  # evaluation points of the quick preset
+        # evaluation points of the quick preset: enough that times to target are not stuck at ratios
+        # 1.5, 2, 3 of each other (the performance profile), few enough that the records stay small
+        assert 20 <= p.quick_steps // p.eval_every <= 50
 
 
 @pytest.mark.parametrize("name", NAMES)

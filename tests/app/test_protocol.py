@@ -1,4 +1,7 @@
-"""The study's tuning protocol: grids, t quantiles, selection on validation, ranks, performance profiles."""
+"""The study's tuning protocol: grids, selection on validation, ranks, performance profiles.
+
+(Student's t, the paired tests and Holm's correction themselves are tested in test_stats.py; the referee's
+regression cases of the rank rule, through the whole report path, in test_ranking.py.)"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import numpy as np
 import pytest
 
 from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare import stats
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report.text import describe
 
@@ -48,10 +52,21 @@ def records(val_final, test_final=None, stt=None, lrs=None, evals=3, name="adam"
     )
 
 
-def sel(mean: float, ci: float, name: str = "x", ttt: float = math.inf) -> P.Selection:
-    """A Selection with the given test mean and interval (other fields filler)."""
-    s = P.select(records([[1.0, 1.0]]), PROBLEM)
-    return dataclasses.replace(s, contender=name, test_mean=mean, test_ci=ci, time_to_target=ttt)
+def sel(test, name: str = "x", fastest: float = math.inf, seeds=None) -> P.Selection:
+    """A Selection reporting the test values ``test`` (one per seed; seeds 0, 1, ... unless given) and the
+    profile time ``fastest`` (other fields filler)."""
+    test = np.asarray(test, np.float64)
+    s = P.select(records([[1.0] * len(test)]), PROBLEM)
+    return dataclasses.replace(
+        s,
+        contender=name,
+        test=test,
+        mode="tuned",
+        test_mean=float(test.mean()) if np.all(np.isfinite(test)) else math.inf,
+        test_ci=stats.ci_halfwidth(test),
+        report_seeds=np.arange(len(test)) if seeds is None else np.asarray(seeds),
+        fastest_time=fastest,
+    )
 
 
 # --------------------------------------------------------------------------- grids and presets
@@ -101,42 +116,6 @@ def test_combine_shifted_grids():
     assert len(P.combine(a, nearly).lrs) == 5
 
 
-# --------------------------------------------------------------------------- t quantiles and intervals
-@pytest.mark.parametrize(
-    ("df", "t"),
-    [(1, 12.706), (2, 4.303), (4, 2.776), (9, 2.262), (10, 2.228), (30, 2.042), (120, 1.980)],
-)
-def test_t_quantile_table_values(df, t):
-    assert P.t_quantile(0.975, df) == pytest.approx(t, abs=5e-4)
-
-
-def test_t_quantile_limits_and_symmetry():
-    assert P.t_quantile(0.975, 10**7) == pytest.approx(1.959964, abs=1e-6)
-    assert P.t_quantile(0.975, 2000) == pytest.approx(1.961151, abs=1e-6)
-    assert P.t_quantile(0.025, 4) == pytest.approx(-P.t_quantile(0.975, 4))
-    assert P.t_quantile(0.5, 7) == 0.0
-    assert P.t_quantile(0.95, 5) == pytest.approx(2.015, abs=5e-4)
-    with pytest.raises(ValueError):
-        P.t_quantile(0.975, 0)
-
-
-def test_t_quantile_matches_scipy():
-    stats = pytest.importorskip("scipy.stats")
-    for df in (1, 2, 3, 5, 8, 13, 29, 64, 999, 1001, 4000):
-        for p in (0.6, 0.9, 0.975, 0.995):
-            assert P.t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-9, abs=1e-9)
-
-
-def test_ci_hand_example():
-    # values 1..5: mean 3, s = sqrt(2.5), t(0.975, 4) = 2.7764451
-    assert P.ci_halfwidth([1, 2, 3, 4, 5]) == pytest.approx(
-        2.7764451 * math.sqrt(2.5) / math.sqrt(5), rel=1e-6
-    )
-    assert P.ci_halfwidth([2.0, 2.0, 2.0]) == 0.0
-    assert math.isnan(P.ci_halfwidth([1.0]))
-    assert P.ci_halfwidth([1.0, math.nan]) == math.inf
-
-
 # --------------------------------------------------------------------------- selection
 def test_select_picks_lowest_mean_final_val():
     val = [[5.0, 5.2, 4.8], [3.0, 3.4, 2.6], [3.1, 2.9, 3.1], [9.0, 9.0, 9.0]]
@@ -153,7 +132,7 @@ def test_select_reports_test_at_chosen_rate():
     assert s.index == 1 and s.on_edge == "high"
     np.testing.assert_array_equal(s.test, [1.5, 2.5, 3.5])
     assert s.test_mean == pytest.approx(2.5)
-    assert s.test_ci == pytest.approx(P.t_quantile(0.975, 2) * 1.0 / math.sqrt(3))
+    assert s.test_ci == pytest.approx(stats.t_quantile(0.975, 2) * 1.0 / math.sqrt(3))
     assert s.val_mean == pytest.approx(2.0)
     np.testing.assert_array_equal(s.best_val, [1.0, 2.0, 3.0])  # earlier points were 2x: the final is best
     assert (s.metric_name, s.target) == ("error %", 5.0)
@@ -185,7 +164,24 @@ def test_every_rate_diverged_somewhere():
     s = P.select(records(val), PROBLEM)
     assert s.index == 1 and s.diverged_chosen == 1
     assert s.test_mean == math.inf and s.test_ci == math.inf
-    assert P.rank([s, sel(9.0, 1.0)]) == [2, 1]
+    assert P.rank([s, sel([8.0, 10.0])]) == [2, 1]
+
+
+def test_nan_anywhere_in_a_run_is_diverged():
+    # a NaN in the middle of one seed's training loss, validation or test curve, the last point finite
+    for field in ("train_loss", "val", "test"):
+        base = records([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]], evals=4)
+        bad = np.asarray(getattr(base, field), np.float64).copy()
+        bad[0, 1, 1] = np.nan
+        r = dataclasses.replace(base, **{field: bad})
+        r.diverged_at = np.full((2, 3), np.inf)  # as if the engine had not flagged it
+        s = P.select(r, PROBLEM)
+        if field == "test":  # selection never reads the test split, not even to tell divergence
+            assert s.index == 0 and s.diverged == 0
+        else:
+            assert s.index == 1 and s.scores[0] == math.inf and s.diverged == 1, field
+        one = P.select(r.take(0), PROBLEM)
+        assert one.diverged_chosen == 1 and one.test[1] == math.inf and one.test_mean == math.inf, field
 
 
 def test_edge_flag():
@@ -221,59 +217,123 @@ def test_selection_dict_round_trip():
 
 
 # --------------------------------------------------------------------------- ranks
-def test_rank_rule_examples():
-    # intervals [0, 2], [1, 3], [4, 5]: the first two overlap, both lie below the third
-    assert P.rank([sel(1.0, 1.0), sel(2.0, 1.0), sel(4.5, 0.5)]) == [1, 1, 3]
-    # not transitive: [0, 1] and [1.5, 3] differ, [0.9, 2] overlaps both
-    assert P.rank([sel(0.5, 0.5), sel(1.45, 0.55), sel(2.25, 0.75)]) == [1, 1, 2]
-    # identical means tie, even with zero-width intervals
-    assert P.rank([sel(2.0, 0.0), sel(2.0, 0.0), sel(3.0, 0.0)]) == [1, 1, 3]
-    # order of the input does not matter
-    assert P.rank([sel(4.5, 0.5), sel(1.0, 1.0), sel(2.0, 1.0)]) == [3, 1, 1]
+def test_rank_follows_paired_tests():
+    seeds = 6
+    rng = np.random.default_rng(1)
+    base = rng.normal(10.0, 2.0, seeds)  # the seeds' difficulty: shared by every contender
+    a = sel(base, "a")
+    b = sel(base + 0.5 + rng.normal(0, 0.01, seeds), "b")  # worse on every seed by 0.5
+    c = sel(base + 0.5 + rng.normal(0, 0.01, seeds), "c")
+    # the intervals overlap widely (spread 2 across seeds), but the pairing shows the difference
+    assert P.rank([a, b, c]) == [1, 2, 2]
+    assert P.rank([c, a, b]) == [2, 1, 2]  # permuting the contenders permutes the ranks
+    # the old rule (no overlap of the intervals) would have tied all three
+    assert abs(a.test_mean - b.test_mean) < a.test_ci
+
+
+def test_rank_pairs_by_seed_whatever_the_order():
+    a = sel([1.0, 2.0, 3.0, 4.0], "a", seeds=[10, 11, 12, 13])
+    b = sel([4.5, 3.5, 2.5, 1.5], "b", seeds=[13, 12, 11, 10])  # the same runs listed in reverse seed order
+    values, seeds = P.paired_values([a, b])
+    np.testing.assert_array_equal(seeds, [10, 11, 12, 13])
+    np.testing.assert_allclose(values[1] - values[0], 0.5)
+    assert P.rank([a, b]) == [1, 2]  # consistently 0.5 worse on every seed (0.39 seed standard deviations)
+
+
+def test_rank_refuses_unpaired_tables():
+    a = sel([1.0, 2.0, 3.0], "a")
+    with pytest.raises(ValueError, match="same seeds"):
+        P.rank([a, sel([1.0, 2.0, 3.0], "b", seeds=[0, 1, 5])])
+    with pytest.raises(ValueError, match="report seeds"):
+        P.rank([a, dataclasses.replace(sel([1.0, 2.0, 3.0], "b"), report_seeds=np.arange(2))])
+    with pytest.raises(ValueError, match="repeat"):
+        P.rank([sel([1.0, 2.0, 3.0], "b", seeds=[0, 0, 1])])
+    with pytest.raises(ValueError, match="one table"):
+        P.rank([a, dataclasses.replace(sel([1.0, 2.0, 3.0], "b"), problem="other")])
+    with pytest.raises(ValueError, match="more than once"):
+        P.rank([a, a])
+    with pytest.raises(ValueError, match="at least 2 report seeds"):
+        P.rank([sel([1.0], "a"), sel([2.0], "b")])
+    assert P.rank([]) == []
 
 
 def test_rank_diverged_last_tied():
-    ranks = P.rank([sel(math.inf, math.inf), sel(1.0, 0.1), sel(math.inf, math.nan), sel(5.0, 0.1)])
-    assert ranks == [3, 1, 3, 2]
+    ranks = P.rank(
+        [
+            sel([1.0, math.inf, 1.0], "a"),
+            sel([1.0, 1.1, 0.9], "b"),
+            sel([math.nan] * 3, "c"),
+            sel([5, 6, 7], "d"),
+        ]
+    )
+    assert ranks == [3, 1, 3, 2]  # a and c diverged: after every finite one, tied
 
 
-def test_rank_without_interval_compares_means():
-    assert P.rank([sel(1.0, math.nan), sel(2.0, math.nan), sel(1.0, math.nan)]) == [1, 3, 1]
+def test_identical_contenders_folded_before_ranking():
+    rng = np.random.default_rng(3)
+    base = rng.normal(5.0, 1.0, 5)
+    good = base + rng.normal(0, 0.02, 5)
+    worse = base + 0.3 + rng.normal(0, 0.02, 5)
+    mid = base + 0.15 + rng.normal(0, 0.02, 5)
+    sels = [sel(good, "sgd"), sel(good, "ccsgd"), sel(good, "test"), sel(mid, "m"), sel(worse, "w")]
+    folded = P.rank(sels, {"sgd": ["ccsgd", "test"]})
+    assert folded[:3] == [folded[0]] * 3  # the members share their representative's rank
+    alone = P.rank([sels[0], sels[3], sels[4]])
+    assert folded == [alone[0]] * 3 + alone[1:]  # and the others rank as if the duplicates were not there
+    # unfolded, the duplicates would count as three significantly better contenders
+    assert P.rank(sels)[4] >= folded[4]
+
+
+def test_rank_uncertainty_is_reproducible_and_folds():
+    rng = np.random.default_rng(4)
+    by_problem = {}
+    for p in ("p1", "p2"):
+        base = rng.normal(5.0, 1.0, 6)
+        sels = [sel(base + d + rng.normal(0, 0.05, 6), n) for n, d in (("a", 0.0), ("b", 0.4), ("c", 0.8))]
+        sels.append(dataclasses.replace(sels[0], contender="a2"))  # identical to a
+        by_problem[p] = [dataclasses.replace(s, problem=p) for s in sels]
+    ident = {"p1": {"a": ["a2"]}, "p2": {"a": ["a2"]}}
+    b1 = P.rank_uncertainty(by_problem, ident, n_boot=200)
+    b2 = P.rank_uncertainty(by_problem, ident, n_boot=200)
+    np.testing.assert_array_equal(b1.replicates, b2.replicates)
+    assert b1.names == ("a", "b", "c", "a2")
+    np.testing.assert_array_equal(b1.mean_rank, [1.0, 2.0, 3.0, 1.0])
+    np.testing.assert_array_equal(b1.replicates[:, 0], b1.replicates[:, 3])  # a2 shares a's rank everywhere
+    assert np.all(b1.low <= b1.high) and b1.p_first[1] == b1.p_first[2] == 0.0
+    assert b1.p_first[0] == pytest.approx(0.5)  # a and a2 tie for first in every replicate
+    assert P.rank_uncertainty(by_problem, ident, n_boot=200, seed=1).replicates.shape == (200, 4)
 
 
 # --------------------------------------------------------------------------- performance profiles
-def test_performance_profile_hand_example():
-    taus = np.array([1.0, 1.5, 2.0, 3.0, 4.0])
+def test_profile_times_are_the_fastest_trial():
+    # 3 rates x 5 seeds: per seed the fastest rate reaching the target, then the median over the seeds
+    stt = [
+        [40, np.inf, 60, np.inf, 100],
+        [20, 80, np.inf, np.inf, 30],
+        [np.inf, 50, 10, np.inf, np.inf],
+    ]
+    s = P.select(records([[1.0] * 5, [2.0] * 5, [3.0] * 5], stt=stt), PROBLEM)
+    np.testing.assert_array_equal(s.fastest_steps, [20, 50, 10, np.inf, 30])
+    assert s.fastest_time == 30  # median of 10, 20, 30, 50, inf
+    # the chosen rate alone (rate 0) reaches the target in 3 of 5 seeds, its median is 100
+    assert s.index == 0 and s.time_to_target == 100
+    one = P.select(records([[1.0] * 5], stt=[stt[0]]), PROBLEM)  # one configuration: its own median
+    assert one.fastest_time == one.time_to_target == 100
+
+
+def test_profile_scores_hand_example():
     by_problem = {
-        "p1": [sel(0, 0, "a", 100.0), sel(0, 0, "b", 200.0), sel(0, 0, "c", math.inf)],
-        "p2": [sel(0, 0, "a", 300.0), sel(0, 0, "b", 100.0), sel(0, 0, "c", 150.0)],
+        "p1": [sel([1, 2], "a", 100.0), sel([1, 2], "b", 200.0), sel([1, 2], "c")],
+        "p2": [sel([1, 2], "a", 300.0), sel([1, 2], "b", 100.0), sel([1, 2], "c", 150.0)],
     }
-    rho = P.performance_profile(by_problem, taus)
-    # ratios: a (1, 3), b (2, 1), c (inf, 1.5)
-    np.testing.assert_allclose(rho["a"], [0.5, 0.5, 0.5, 1.0, 1.0])
-    np.testing.assert_allclose(rho["b"], [0.5, 0.5, 1.0, 1.0, 1.0])
-    np.testing.assert_allclose(rho["c"], [0.0, 0.5, 0.5, 0.5, 0.5])
-    # a contender absent from a problem never reaches its target there
-    rho = P.performance_profile({"p1": [sel(0, 0, "a", 10.0)], "p2": [sel(0, 0, "b", 10.0)]}, taus)
-    np.testing.assert_allclose(rho["a"], 0.5)
-    # nobody reached: everyone's ratio is inf
-    rho = P.performance_profile({"p": [sel(0, 0, "a"), sel(0, 0, "b")]}, taus)
-    assert not rho["a"].any() and not rho["b"].any()
-
-
-def test_profile_score_bounds():
-    taus = P.profile_taus(4.0)
-    assert taus[0] == 1.0 and taus[-1] == pytest.approx(4.0)
-    assert P.profile_score(np.ones_like(taus), taus) == pytest.approx(1.0)
-    assert P.profile_score(np.zeros_like(taus), taus) == 0.0
-    # rho = 1 from tau = 2 on: the score is the share of log tau past 2
-    step = (taus >= 2.0).astype(float)
-    assert P.profile_score(step, taus) == pytest.approx(math.log(2) / math.log(4), abs=5e-3)
-    by_problem = {"p": [sel(0, 0, "a", 10.0), sel(0, 0, "b", 15.0), sel(0, 0, "c")]}
-    scores = {n: P.profile_score(r, taus) for n, r in P.performance_profile(by_problem, taus).items()}
-    assert scores["a"] == pytest.approx(1.0) and scores["c"] == 0.0 and 0 < scores["b"] < 1
-    with pytest.raises(ValueError):
-        P.profile_score([1.0, 1.0], [2.0, 4.0])
+    assert P.profile_times(by_problem)["p2"] == {"a": 300.0, "b": 100.0, "c": 150.0}
+    scores = P.profile_scores(by_problem)
+    # ratios: a (1, 3), b (2, 1), c (inf, 1.5); score = mean(max(0, 4 - r)) / 3, linear tau
+    assert scores["a"] == pytest.approx((3 + 1) / 2 / 3)
+    assert scores["b"] == pytest.approx((2 + 3) / 2 / 3)
+    assert scores["c"] == pytest.approx((0 + 2.5) / 2 / 3)
+    assert P.profile_scores({"p": [sel([1, 2], "a"), sel([1, 2], "b")]}) == {"a": 0.0, "b": 0.0}
+    assert P.profile_scores({}) == {}
 
 
 # --------------------------------------------------------------------------- the protocol in words
@@ -292,9 +352,21 @@ def test_describe_states_the_rules():
         "10 seeds (1000-1009), disjoint from the selection seeds",
         "counts as +inf",
         "never read to choose",
-        "95 % confidence",
-        "Student t",
+        "95 % Student-t confidence interval of that mean",
+        "can reach past the metric's range",
+        "paired by seed",
+        "Student's paired t-test (two-sided)",
+        "Holm's step-down method (over all pairs in the table)",
+        "at most 5 %",
+        "largest raw among the finite entries whose mean is at most its own",
+        "folded into one entry",
         "significantly better",
+        "1000 bootstrap resamples of the report seeds",
+        "seed 0 + the problem's index",
+        "P(best)",
+        "not a calibrated confidence interval",
+        "fastest trial that reaches the target",
+        "tau linear from 1 to 4",
         "Edge flag",
         "One-shot mode",
         "MXNet's defaults",

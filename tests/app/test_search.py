@@ -282,8 +282,9 @@ def test_cli_takes_the_search_flags(capsys):
         ]
     )
     assert (args.search, args.trials, args.schedule, args.search_seed) == ("random", 4, "warmup-cosine", 2)
-    assert main(["compare", "--trials", "4"]) == 2
-    assert "--trials needs --search random" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["compare", "--trials", "4"])
+    assert e.value.code == 2 and "--trials needs --search random" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         build_parser().parse_args(["compare", "--schedule", "step"])
 

@@ -604,6 +604,7 @@ def test_profile_bad_input(call, match):
 def test_public_names():
     assert sorted(S.__all__) == sorted(
         [
+            "MIN_EFFECT",
             "BootstrapRanks",
             "PairedTest",
             "bootstrap_mean_ranks",

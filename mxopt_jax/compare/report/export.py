@@ -50,6 +50,7 @@ SUMMARY_COLUMNS = (
     "best_val_mean",
     "time_to_target",
     "reached",
+    "fastest_time",
     "seeds",
     "steps",
     "ms_per_step",
@@ -109,20 +110,29 @@ def write_csv(path: str | Path, records_list: Iterable[Records]) -> Path:
     return path
 
 
-def write_summary_csv(path: str | Path, selections: Iterable[Selection]) -> Path:
+def write_summary_csv(
+    path: str | Path,
+    selections: Iterable[Selection],
+    identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
+) -> Path:
     """One row per selection (contender, problem, mode): the reported numbers, the rank, the seeds they come
     from, and the chosen value of every tuned hyperparameter (one column each after the fixed ones).
 
-    The rank (:func:`~mxopt_jax.compare.protocol.rank`) is computed among the selections of the same problem
-    and mode; ``time_to_target`` is ``inf`` when fewer than half of the seeds reached the target.
+    The rank is the table's (:func:`~mxopt_jax.compare.protocol.rank`, among the selections of the same
+    problem and mode, paired by seed): the contenders ``identical_by_problem[problem][mode]`` lists as identical
+    (``{representative: [others]}``) are folded before ranking and share their representative's rank.
+    ``time_to_target`` (steps, at the chosen rate on the report seeds) is ``inf`` when fewer than half of the
+    seeds reached the target; ``fastest_time`` is the performance profile's time (the fastest trial: per
+    selection seed the fewest steps any configuration tried needed, median over seeds).
     """
     path = Path(path)
     sels = list(selections)
     extra = _extra(k for s in sels for k in s.config)
     ranks: dict[int, int] = {}
+    by = identical_by_problem or {}
     for mode in dict.fromkeys(s.mode for s in sels):
-        for group in group_by_problem(s for s in sels if s.mode == mode).values():
-            for s, k in zip(group, rank(group), strict=True):
+        for prob, group in group_by_problem(s for s in sels if s.mode == mode).items():
+            for s, k in zip(group, rank(group, by.get(prob, {}).get(mode)), strict=True):
                 ranks[id(s)] = k
     with path.open("w", newline="") as f:
         w = csv.writer(f)
@@ -142,6 +152,7 @@ def write_summary_csv(path: str | Path, selections: Iterable[Selection]) -> Path
                     _num(s.best_val_mean),
                     _num(s.time_to_target),
                     s.reached,
+                    _num(s.fastest_time),
                     s.seeds,
                     s.steps,
                     _num(s.ms_per_step),

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import figures
+from .. import figures, stats
 from ..contenders import group_by_family
-from ..protocol import TAU_MAX, Selection, performance_profile, profile_score, profile_taus, select
+from ..protocol import TAU_MAX, Selection, profile_times, select
 from ..records import Records
 from .tables import collapse, group_by_problem, label
 
@@ -220,7 +220,12 @@ def plot_sensitivity(
                 trials = bool(recs[n].hparams) or not bool(np.all(np.diff(lrs) > 0))
                 shape = {**style, "linestyle": "none"} if trials else style
                 artists = ax.plot(
-                    lrs, mean, marker="o", markersize=3.5 if trials else 2.5, label=label(n, identical), **shape
+                    lrs,
+                    mean,
+                    marker="o",
+                    markersize=3.5 if trials else 2.5,
+                    label=label(n, identical),
+                    **shape,
                 )
                 if not trials:
                     artists.append(
@@ -372,14 +377,17 @@ def plot_profile(
     identical: Mapping[str, Sequence[str]] | None = None,
     tau_max: float = TAU_MAX,
 ) -> Figure:
-    """Performance profiles (AlgoPerf-style): ``rho(tau)``, the fraction of problems a contender reaches the
-    target within ``tau`` times the fastest contender's steps; step lines, log ``tau`` axis. Legends are
-    sorted by score (normalized area, in brackets); family panels share the y range."""
+    """Performance profiles as AlgoPerf defines them: ``rho(tau)``, the fraction of problems on which a
+    contender's fastest trial reaches the target within ``tau`` times the fastest contender's steps
+    (:func:`~mxopt_jax.compare.protocol.profile_times`); step lines on a linear ``tau`` axis from 1 to
+    ``tau_max``. Legends are sorted by score (AlgoPerf's normalized area, in brackets); family panels share the
+    y range."""
     by_problem = selections if isinstance(selections, Mapping) else group_by_problem(selections)
     by_problem = {p: collapse(s, identical) for p, s in by_problem.items()}
-    taus = profile_taus(tau_max)
-    rho = performance_profile(by_problem, taus)
-    scores = {n: profile_score(r, taus) for n, r in rho.items()}
+    times = profile_times(by_problem)
+    taus, rho = stats.performance_profile(times, tau_max)
+    ratios = stats.performance_ratios(times)
+    scores = {n: stats.profile_score(r, tau_max) for n, r in ratios.items()}
     groups = _groups(list(rho), families)
     ncols = len(groups)
     fig = figures.figure(figsize=(3.3 * ncols + 0.8 + (1.5 if ncols == 1 else 0), 4.6))
@@ -397,11 +405,9 @@ def plot_profile(
                 label=f"{label(n, identical)} ({scores[n]:.2f})",
                 **_style(i, len(members)),
             )
-        ax.set_xscale("log")
         ax.set_xlim(1, tau_max)
         ax.set_ylim(-0.03, 1.03)
-        ticks = [t for t in (1, 1.5, 2, 3, 4, 6, 10, 20, 50, 100) if t <= tau_max]
-        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_major_locator(FixedLocator([float(t) for t in np.arange(1.0, tau_max + 0.25, 0.5)]))
         ax.xaxis.set_major_formatter(figures.plain_formatter())
         figures.no_minor_ticks(ax.xaxis)
         ax.grid(True, **figures.GRID)
@@ -413,8 +419,8 @@ def plot_profile(
     axes[0].set_ylabel("fraction of problems within tau", fontsize=9)
     figures.suptitle(
         fig,
-        f"Performance profiles over {len(by_problem)} problem(s): steps to the validation target "
-        "(median over seeds) at the chosen rate; legend: contender (score)",
+        f"Performance profiles over {len(by_problem)} problem(s): steps of the fastest trial to the validation "
+        "target (per seed the fastest rate, median over seeds); legend: contender (AlgoPerf score)",
     )
     return fig
 

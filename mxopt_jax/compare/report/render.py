@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..contenders import Contender
+from ..distributed import is_writer
 from ..problems.base import Problem
 from ..protocol import Preset, Selection
 from ..records import Records
@@ -68,12 +69,18 @@ def batching_note(study: Study) -> str:
 
 
 def timing_note(study: Study) -> str:
-    """Wall clock, compiled programs and devices."""
+    """Wall clock, compiled programs, and where they ran: platform, devices, processes."""
     compile_s = sum(p["compile_s"] for p in study.programs)
-    devices = study.programs[0]["devices"] if study.programs else 1
+    first = study.programs[0] if study.programs else {}
+    devices = first.get("devices", 1)
+    platform = first.get("platform", "")
+    processes = first.get("processes", 1)
+    where = f"{devices} {platform} device(s)" if platform else f"{devices} device(s)"
+    if processes > 1:
+        where += f" in {processes} processes"
     return (
         f"Time: {study.wall_s:.0f} s wall clock, {len(study.programs)} compiled programs ({compile_s:.0f} s of "
-        f"compilation, overlapped with running), {devices} device(s)."
+        f"compilation, overlapped with running), {where}."
     )
 
 
@@ -117,13 +124,25 @@ def study_document(study: Study) -> dict[str, Any]:
 
 def write_study(study: Study, out_dir: str | Path, plots: bool = True) -> list[Path]:
     """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json`` and, with matplotlib and
-    ``plots``, ``sensitivity.png``, ``curves.png`` and ``profile.png`` into ``out_dir``; returns the paths."""
+    ``plots``, ``sensitivity.png``, ``curves.png`` and ``profile.png`` into ``out_dir``; returns the paths.
+    In a study of several processes only process 0 writes; the others write nothing and return ``[]``."""
+    if not is_writer():
+        return []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.txt"]
     (out / "report.txt").write_text(format_study(study) + "\n")
     written.append(write_csv(out / "runs.csv", study.all_records()))
-    written.append(write_summary_csv(out / "summary.csv", study.selections() + study.selections("one-shot")))
+    written.append(
+        write_summary_csv(
+            out / "summary.csv",
+            study.selections() + study.selections("one-shot"),
+            {
+                p.name: {m: study.identical_map(p.name, m) for m in ("tuned", "one-shot")}
+                for p in study.problems
+            },
+        )
+    )
     written.append(write_json(out / "study.json", study_document(study)))
     if plots:
         written += save_all(

@@ -12,7 +12,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..protocol import TAU_MAX, Selection, performance_profile, profile_score, profile_taus, rank
+from ..protocol import (
+    BOOTSTRAP_REPLICATES,
+    BOOTSTRAP_SEED,
+    TAU_MAX,
+    TEST_LEVEL,
+    Selection,
+    fold,
+    profile_scores,
+    rank,
+    rank_uncertainty,
+)
+from ..stats import MIN_EFFECT
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -51,10 +62,8 @@ def collapse(
     selections: Sequence[Selection], identical: Mapping[str, Sequence[str]] | None = None
 ) -> list[Selection]:
     """``selections`` without the contenders listed as identical to another one that is present (the
-    representative stands for them, labelled by :func:`label`)."""
-    present = {s.contender for s in selections}
-    hidden = {o for rep, others in (identical or {}).items() if rep in present for o in others if o != rep}
-    return [s for s in selections if s.contender not in hidden]
+    representative stands for them, labelled by :func:`label`; :func:`~mxopt_jax.compare.protocol.fold`)."""
+    return fold(selections, identical)[0]
 
 
 def group_by_problem(selections: Iterable[Selection]) -> dict[str, list[Selection]]:
@@ -100,6 +109,24 @@ def _fmt_target(s: Selection) -> str:
     return f"{_DASH} {k}" if s.reached else _DASH
 
 
+def _fmt_seconds(steps: float, ms_per_step: float) -> str:
+    """``steps x ms_per_step`` with its unit, 2 significant digits (``"0.29 ms"``, ``"1.2 s"``; a dash when
+    either is unknown)."""
+    if not (math.isfinite(steps) and math.isfinite(ms_per_step)):
+        return _DASH
+    v, unit = steps * ms_per_step, "ms"
+    if v >= 1e3:
+        v, unit = v / 1e3, "s"
+    if v == 0:
+        return "0 s"
+    v = float(f"{v:.2g}")
+    return f"{v:.{max(0, 1 - math.floor(math.log10(abs(v))))}f} {unit}"
+
+
+def _fmt_steps(v: float) -> str:
+    return f"{v:.0f}" if math.isfinite(v) else _DASH
+
+
 def _fmt_ms(v: float) -> str:
     if not math.isfinite(v):
         return _DASH
@@ -131,17 +158,31 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> li
 
 
 # --------------------------------------------------------------------------- tables
+def _rank_note(sels: Sequence[Selection], pct: str) -> list[str]:
+    """What the interval and the ranks of a table are."""
+    n = len(sels)
+    pairs = n * (n - 1) // 2
+    return [
+        f"test: mean over the {sels[0].seeds} report seeds ± the half-width of the {pct} Student-t interval of "
+        "the mean (symmetric, so it can reach past the metric's range, e.g. below 0); ranks do not read it.",
+        f"rank: contenders paired by seed, Student's paired t-test (two-sided) of every pair, Holm's correction "
+        f"over the table's {pairs} pair(s), level {100 * TEST_LEVEL:g} %, differences below {MIN_EFFECT:g} seed "
+        "standard deviation ignored; ranks never decrease with the mean; a shared rank means not shown to "
+        "differ; diverged: after every finite one.",
+    ]
+
+
 def format_problem(
     selections: Sequence[Selection],
     problem: Problem | None = None,
     identical: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
 ) -> str:
-    """One problem's table: rank, contender, test metric (mean ± CI), chosen lr, best val, steps to
-    target, ms/step, diverged runs.
+    """One problem's table: rank, contender, test metric (mean ± CI), chosen lr, best val, steps and seconds to
+    target at the chosen rate, the fastest trial's steps to target (the profile's time), ms/step, diverged runs.
 
-    Contenders identical to a present one are folded into its row (``"sgd (= ccsgd, test)"``) and ranks are
-    computed over the rows shown (:func:`~mxopt_jax.compare.protocol.rank`).
+    Contenders identical to a present one are folded into its row (``"sgd (= ccsgd, test)"``) before ranking
+    (:func:`~mxopt_jax.compare.protocol.rank`: paired t-tests by seed, Holm, ranks monotone in the mean).
     """
     sels = collapse(selections, identical)
     if not sels:
@@ -158,17 +199,19 @@ def format_problem(
     head = [
         "rank",
         "contender",
-        f"test {metric} (± {pct} CI)",
+        f"test {metric} (mean ± {pct} t)",
         "lr",
         f"best val {metric}",
         "steps to target",
+        "time to target",
+        "fastest trial",
         "ms/step",
         "diverged",
     ]
     rows = []
     for i in _order(sels, ranks):
         s = sels[i]
-        runs = len(s.lrs) * s.seeds
+        runs = len(s.lrs) * len(s.val_final)
         rows.append(
             [
                 str(ranks[i]),
@@ -177,20 +220,23 @@ def format_problem(
                 fmt_lr(s),
                 _fmt_num(s.best_val_mean),
                 _fmt_target(s),
+                _fmt_seconds(s.time_to_target, s.ms_per_step),
+                _fmt_steps(s.fastest_time),
                 _fmt_ms(s.ms_per_step),
                 f"{s.diverged}/{runs}" if s.diverged else "",
             ]
         )
-    lines = [title, *_table(head, rows, "><><>>>>")]
+    lines = [title, *_table(head, rows, "><><>>>>>>")]
     if s0.mode == "tuned":
         lines += format_configs([sels[i] for i in _order(sels, ranks)], identical)
-    notes = []
+    notes = _rank_note(sels, pct)
     if any(s.on_edge for s in sels):
         notes.append(_EDGE_NOTE)
-    if len(set(ranks)) < len(ranks):
-        notes.append(f"Shared ranks: {pct} intervals overlap (not significantly different).")
     notes.append(
-        "steps to target: median over seeds (k/S: seeds that reached it); diverged: (rate, seed) runs."
+        "steps to target: median over the report seeds at the chosen rate (k/S: seeds that reached it); time to "
+        "target: those steps x ms/step (ms/step: one run's time per step, amortized over the runs batched "
+        "together); fastest trial: the profile's time (per seed the fewest steps any rate tried needed, median "
+        "over seeds); diverged: (rate, seed) runs."
     )
     return "\n".join(lines + notes)
 
@@ -212,16 +258,17 @@ def format_configs(
 
 
 def _ranks_by_problem(
-    by_problem: Mapping[str, Sequence[Selection]], identical: Mapping[str, Sequence[str]] | None
+    by_problem: Mapping[str, Sequence[Selection]],
+    identical: Mapping[str, Mapping[str, Sequence[str]]] | None,
 ) -> dict[str, dict[str, int]]:
+    """``{problem: {contender: rank}}``, each problem's identical contenders (``identical[problem]``) folded
+    before ranking and sharing their representative's rank."""
     out: dict[str, dict[str, int]] = {}
     for prob, sels in by_problem.items():
-        shown = collapse(sels, identical)
-        out[prob] = dict(zip((s.contender for s in shown), rank(shown), strict=True))
-        for rep, others in (identical or {}).items():  # an entry's members share its rank
-            for o in others:
-                if rep in out[prob] and any(s.contender == o for s in sels):
-                    out[prob][o] = out[prob][rep]
+        if sels:
+            out[prob] = dict(
+                zip((s.contender for s in sels), rank(sels, (identical or {}).get(prob)), strict=True)
+            )
     return out
 
 
@@ -230,51 +277,91 @@ def _mean_rank(ranks: Mapping[str, Mapping[str, int]], name: str) -> float:
     return float(np.mean(vals)) if vals else math.inf
 
 
+def _per_problem(
+    problems: Iterable[str],
+    identical: Mapping[str, Sequence[str]] | None,
+    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None,
+) -> dict[str, Mapping[str, Sequence[str]]]:
+    """Each problem's identity map: ``identical_by_problem[problem]`` where given, else ``identical``."""
+    return {p: (identical_by_problem or {}).get(p, identical or {}) for p in problems}
+
+
 def format_overall(
     selections: Sequence[Selection] | Mapping[str, Sequence[Selection]],
     identical: Mapping[str, Sequence[str]] | None = None,
     tau_max: float = TAU_MAX,
     title: str | None = None,
+    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    n_boot: int = BOOTSTRAP_REPLICATES,
+    seed: int = BOOTSTRAP_SEED,
 ) -> str:
-    """Across problems: mean rank, rank per problem, problems whose target was reached (time to target
-    finite: at least half of the seeds), and the performance-profile score; best mean rank first."""
-    by_problem = selections if isinstance(selections, Mapping) else group_by_problem(selections)
-    by_problem = {p: collapse(s, identical) for p, s in by_problem.items()}
-    ranks = _ranks_by_problem(by_problem, identical)
-    taus = profile_taus(tau_max)
-    rho = performance_profile(by_problem, taus)
-    scores = {n: profile_score(r, taus) for n, r in rho.items()}
-    names = list(rho)
+    """Across problems: mean rank with its bootstrap interval and P(best), the rank on each problem, problems
+    whose target was reached, and the performance-profile score; best mean rank first.
+
+    Rows are the contenders left after folding those ``identical`` on every problem; each problem's ranks fold
+    that problem's identical contenders (``identical_by_problem[problem]``, default ``identical``) as its own
+    table does. The interval and P(best) come from
+    :func:`~mxopt_jax.compare.protocol.rank_uncertainty` (``n_boot`` resamples of the report seeds, numpy
+    seed ``seed + k`` for the ``k``-th problem).
+    """
+    by_problem = dict(selections) if isinstance(selections, Mapping) else group_by_problem(selections)
+    by_problem = {p: list(s) for p, s in by_problem.items() if len(s)}
+    idents = _per_problem(by_problem, identical, identical_by_problem)
+    ranks = _ranks_by_problem(by_problem, idents)
+    names = list(
+        dict.fromkeys(s.contender for sels in by_problem.values() for s in collapse(sels, identical))
+    )
+    boot = rank_uncertainty(by_problem, idents, names, n_boot=n_boot, seed=seed)
+    scores = profile_scores(by_problem, tau_max)
     reached = {
         n: sum(
             1
             for sels in by_problem.values()
             for s in sels
-            if s.contender == n and math.isfinite(s.time_to_target)
+            if s.contender == n and math.isfinite(s.fastest_time)
         )
         for n in names
     }
     problems = list(by_problem)
-    order = sorted(names, key=lambda n: (_mean_rank(ranks, n), -scores[n], n))
-    head = ["contender", "mean rank", *problems, "targets", f"profile score (tau<={tau_max:g})"]
+    row = {n: i for i, n in enumerate(names)}
+    order = sorted(names, key=lambda n: (_mean_rank(ranks, n), -scores.get(n, 0.0), n))
+    pct = f"{100 * boot.level:g}%"
+    head = [
+        "contender",
+        "mean rank",
+        f"{pct} bootstrap",
+        "P(best)",
+        *problems,
+        "targets",
+        f"profile score (tau<={tau_max:g})",
+    ]
     rows = []
     for n in order:
+        i = row[n]
         cells = [str(ranks[p][n]) if n in ranks[p] else "-" for p in problems]
         rows.append(
             [
                 label(n, identical),
                 f"{_mean_rank(ranks, n):.2f}",
+                f"[{boot.low[i]:.2f}, {boot.high[i]:.2f}]" if math.isfinite(boot.low[i]) else "-",
+                f"{boot.p_first[i]:.2f}",
                 *cells,
                 f"{reached[n]}/{len(problems)}",
-                f"{scores[n]:.3f}",
+                f"{scores.get(n, 0.0):.3f}",
             ]
         )
     title = title or f"== Overall: {len(problems)} problem(s)"
-    lines = [title, *_table(head, rows, "<>" + ">" * len(problems) + ">>")]
-    lines.append(
-        "targets: problems where at least half of the seeds reached the validation target at the chosen rate; "
-        "profile score: normalized area under the performance profile over log tau."
-    )
+    lines = [title, *_table(head, rows, "<>>>" + ">" * len(problems) + ">>")]
+    lines += [
+        f"mean rank: mean of the table ranks over the problems; {pct} bootstrap: the {(1 - boot.level) / 2:.1%} "
+        f"and {(1 + boot.level) / 2:.1%} percentiles of the mean rank over {boot.replicates.shape[0]} resamples "
+        f"of the report seeds (the same seeds for every contender of a problem; numpy seed {seed} + the "
+        "problem's index), how much the ranking moves when the seeds are resampled, not a calibrated "
+        "confidence interval; P(best): share of the resamples in which it has the lowest mean rank (ties split).",
+        "targets: problems where at least half of the selection seeds had a rate reaching the validation "
+        f"target; profile score: AlgoPerf's, the normalized area under the performance profile (linear tau from "
+        f"1 to {tau_max:g}) of the fastest trial's steps to target (1: fastest everywhere).",
+    ]
     return "\n".join(lines)
 
 
@@ -283,14 +370,23 @@ def format_modes(
     one_shot: Sequence[Selection] | Mapping[str, Sequence[Selection]],
     identical: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
+    identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
 ) -> str:
     """One-shot against tuned: per problem ``one-shot rank -> tuned rank``, the mean rank in each mode and
-    its change (negative: tuning helped it more than the others), largest improvement first."""
+    its change (negative: tuning helped it more than the others), largest improvement first.
+
+    Ranks are the tables' (``identical_by_problem[problem][mode]`` folded, default ``identical``); rows fold
+    ``identical``."""
     t = tuned if isinstance(tuned, Mapping) else group_by_problem(tuned)
     o = one_shot if isinstance(one_shot, Mapping) else group_by_problem(one_shot)
-    rt, ro = _ranks_by_problem(t, identical), _ranks_by_problem(o, identical)
+    by = identical_by_problem or {}
+    rt = _ranks_by_problem(t, {p: by.get(p, {}).get("tuned", identical or {}) for p in t})
+    ro = _ranks_by_problem(o, {p: by.get(p, {}).get("one-shot", identical or {}) for p in o})
     problems = list(dict.fromkeys([*t, *o]))
-    names = list(dict.fromkeys([n for r in (*rt.values(), *ro.values()) for n in r]))
+    hidden = {m for rep, others in (identical or {}).items() for m in others if m != rep}
+    names = [
+        n for n in dict.fromkeys([n for r in (*rt.values(), *ro.values()) for n in r]) if n not in hidden
+    ]
 
     def cell(p: str, n: str) -> str:
         a = ro.get(p, {}).get(n)
@@ -356,12 +452,20 @@ def format_report(
             if sels:
                 here = by_problem.get(name, {}).get(mode, identical.get(mode, {}))
                 parts.append(format_problem(sels, known.get(name), here))
+
+    def per_problem(mode: str, names: Iterable[str]) -> dict[str, Mapping[str, Sequence[str]]]:
+        return {p: by_problem.get(p, {}).get(mode, identical.get(mode, {})) for p in names}
+
     if tb:
-        parts.append(format_overall(tb, identical.get("tuned"), tau_max))
+        parts.append(format_overall(tb, identical.get("tuned"), tau_max, None, per_problem("tuned", tb)))
     if ob:
         parts.append(
             format_overall(
-                ob, identical.get("one-shot"), tau_max, title=f"== Overall, one-shot: {len(ob)} problem(s)"
+                ob,
+                identical.get("one-shot"),
+                tau_max,
+                f"== Overall, one-shot: {len(ob)} problem(s)",
+                per_problem("one-shot", ob),
             )
         )
     if tb and ob:
@@ -369,5 +473,9 @@ def format_report(
             rep: [o for o in others if o in identical.get("one-shot", {}).get(rep, [])]
             for rep, others in identical.get("tuned", {}).items()
         }
-        parts.append(format_modes(tb, ob, {k: v for k, v in both.items() if v}))
+        modes = {
+            p: {"tuned": per_problem("tuned", [p])[p], "one-shot": per_problem("one-shot", [p])[p]}
+            for p in dict.fromkeys([*tb, *ob])
+        }
+        parts.append(format_modes(tb, ob, {k: v for k, v in both.items() if v}, None, modes))
     return "\n\n".join(parts) + "\n"

@@ -10,8 +10,9 @@ import numpy as np
 
 from .. import schedules as _schedules
 from .. import search as _search
-from ..protocol import LEVEL, TAU_MAX, Preset
+from ..protocol import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, LEVEL, TAU_MAX, TEST_LEVEL, Preset
 from ..space import Hyperparameter
+from ..stats import MIN_EFFECT
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -157,15 +158,39 @@ def describe(
             "would be optimistic)."
         )
     paras.append(
-        f"Reporting (test): the final test metric's mean over the reported seeds and its {pct} confidence "
-        "half-width (Student t with R-1 degrees of freedom); also the best validation value over the run (mean "
-        "over seeds), steps to target and ms per step (the selection runs' time over every step of every run, "
-        "measured while nothing else ran in the process, compilation excluded)."
+        f"Reporting (test): the final test metric's mean over the reported seeds and the half-width of the {pct} "
+        "Student-t confidence interval of that mean (R-1 degrees of freedom; symmetric, so it can reach past "
+        "the metric's range, e.g. below 0 %; the ranks do not read it); also the best validation value over the "
+        "run (mean over seeds), steps to target and ms per step (the selection runs' time over every step of "
+        "every run, measured while nothing else ran in the process, compilation excluded)."
     )
+    test_pct = f"{100 * TEST_LEVEL:g} %"
     paras.append(
-        f"Ranks: a contender's rank is 1 + the number of contenders that are significantly better, i.e. whose "
-        f"{pct} interval lies entirely below its own (no overlap); identical means tie, so statistically "
-        "indistinguishable results share a rank. Contenders with a diverged seed rank last, tied."
+        "Ranks (per table, on the reported test values): contenders identical in the table are first folded "
+        "into one entry (a duplicate would count twice), which all of them share. Every contender of a table "
+        "ran the same report seeds, so the entries are compared paired by seed: Student's paired t-test "
+        f"(two-sided) of every pair of entries whose runs all stayed finite; the table's p-values are corrected "
+        f"together by Holm's step-down method (over all pairs in the table), and a pair whose adjusted p-value "
+        f"is at most {test_pct} and whose mean difference is at least {MIN_EFFECT:g} times the pair's pooled "
+        "seed standard deviation (a smaller difference is negligible, however consistent: two implementations "
+        "of one update that round differently differ by 1e-7 on every seed) differs significantly, the one with "
+        "the lower mean being significantly better. "
+        "Let raw = 1 + the number of entries significantly better than this one. An entry's rank is the "
+        "largest raw among the finite entries whose mean is at most its own: ranks never decrease as the mean "
+        "increases, so an unstable contender never outranks one with a lower mean. An entry with a diverged "
+        "run ranks after every finite one, tied with the others like it. A shared rank means not shown to "
+        "differ, not equal; few seeds give few significant differences."
+    )
+    boot_pct = f"{100 * level:g} %"
+    paras.append(
+        f"Overall ranking: each contender's mean rank over the problems, with the {boot_pct} percentile "
+        f"interval of that mean rank over {BOOTSTRAP_REPLICATES} bootstrap resamples of the report seeds (the "
+        "same resampled seeds for every contender of a problem, so the pairing is kept; each resample is "
+        "ranked again by the rule above; numpy's default_rng, seed "
+        f"{BOOTSTRAP_SEED} + the problem's index) and P(best), the share of resamples in which it has the "
+        "lowest mean rank. The interval shows how much the ranking moves when the seeds are resampled; it is "
+        "not a calibrated confidence interval (ranks jump at significance thresholds) and need not contain "
+        "the mean rank."
     )
     if search == "random":
         paras.append(
@@ -189,18 +214,23 @@ def describe(
     )
     paras.append(
         "Target: each problem's validation target (below). Steps to target: the first evaluation step whose "
-        "validation metric reaches the target, per seed; tables show the median over seeds (the lower median "
-        "for an even count) and how many seeds reached it. Time to target, for the performance profile: that "
-        "median, infinite when fewer than half of the seeds reached the target. Profile: rho(tau) = fraction "
-        "of problems on which a contender's time to target is at most tau times the fastest contender's; "
-        f"score = area under rho over log tau from 1 to {tau_max:g}, normalized (1: fastest everywhere, "
-        "0: no target reached)."
+        "validation metric reaches the target, per seed; tables show, at the chosen rate on the report seeds, "
+        "the median over seeds (the lower median for an even count), how many seeds reached it, and the "
+        "seconds it stands for (steps x ms per step). Time to target, for the performance profile (AlgoPerf's "
+        "external tuning: per study the fastest trial that reaches the target, median over the studies): a "
+        "selection seed is a study and the rates tried on it its trials, so per seed the fewest steps any rate "
+        "tried needed, then the median over the seeds, infinite when fewer than half of them reached the "
+        "target; counted in steps (every contender of a problem does the same model work per step). Profile: "
+        "rho(tau) = fraction of problems on which a contender's time to target is at most tau times the "
+        f"fastest contender's, tau linear from 1 to {tau_max:g}; score = the area under rho over tau from 1 to "
+        f"{tau_max:g}, divided by {tau_max - 1:g} (1: fastest everywhere, 0: never within {tau_max:g} times the "
+        "fastest)."
     )
     paras.append(
         "Noise: runs at different rates share one batched program; at unstable rates batched arithmetic can "
         "make a run's last bits depend on which other rates share the program, and those bits grow "
-        "chaotically. The spread over seeds is the study's measure of noise; differences within it are not "
-        "results."
+        "chaotically. The spread over seeds is the study's measure of noise; the ranks compare contenders seed "
+        "by seed, so a difference smaller than that spread counts only where it is consistent over the seeds."
     )
     text = "\n".join(
         textwrap.fill(p, width=width, subsequent_indent="  ", break_on_hyphens=False) for p in paras

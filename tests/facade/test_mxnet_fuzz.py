@@ -1,0 +1,311 @@
+"""Fuzzing the MXNet checkpoint readers with mutations of the real MXNet files under tests/golden/.
+
+Each case mutates one real file (bit flips, bytes set to pickle opcodes or to extreme integers, inserts,
+deletions, duplicated spans, truncation) and reads it as a user would: ``load_params``, ``load_updater`` or
+``load_trainer``. The reading runs in a child process (tests/_support/fuzz_child.py) under an address-space
+limit (``RLIMIT_AS``: what it uses after a warm-up plus ``HEADROOM``) with a time limit per case. Asserted:
+a ``ValueError`` naming the file or a correct load; never another exception, a crash, a hang, or an
+allocation past the limit. Hypothesis draws the cases, derandomized: a few hundred in the default run, a few
+thousand under ``-m slow``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pathlib
+import pickletools
+import select
+import struct
+import subprocess
+import sys
+import time
+import zipfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+GOLDEN = pathlib.Path(__file__).parents[1] / "golden"
+CKPT, RESUME = GOLDEN / "mxnet_ckpt", GOLDEN / "mxnet_resume"
+CHILD = pathlib.Path(__file__).parents[1] / "_support" / "fuzz_child.py"
+HEADROOM = 768 * 2**20  # above the reader's default budget (64 MiB for these files) and the JAX arrays made
+CASE_SECONDS = 20.0  # a case that takes longer is a hang (the machine may be shared)
+
+FEW = settings(
+    max_examples=150,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.generate, Phase.shrink),
+)
+MANY = settings(FEW, max_examples=1500)
+
+
+def _meta_of(path: pathlib.Path) -> dict:
+    """How a user loads this .states file (a substitute for a class of one's own, an optimizer for a
+    states-only file)."""
+    stem = path.name.split(".")[0]
+    meta: dict = {"kind": "states"}
+    if path.name.endswith(".nodump.states"):
+        meta["optimizer"] = "sgd"
+    if "custom" in stem:
+        meta.update(optimizer="sgd", lr_scheduler=True)
+    return meta
+
+
+STATES = sorted(p for d in (CKPT, RESUME) for p in d.glob("*.states"))
+PARAMS = sorted(p for d in (CKPT, RESUME) for p in d.glob("*.params"))
+TRAINERS = sorted(p.with_suffix("") for p in RESUME.glob("*.states"))
+
+
+def _trainer_meta(stem: pathlib.Path) -> dict:
+    with np.load(stem.with_suffix(".npz")) as z:
+        meta = json.loads(str(z["meta"]))
+    out: dict = {"kind": "trainer", "names": meta["collect_params"] if stem.name.startswith("mx19") else None}
+    if "custom" in stem.name:
+        out.update(optimizer="sgd", lr_scheduler=True)
+    return out
+
+
+class Child:
+    """The reading process; restarted after a crash or a hang."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        warm = [
+            [{"kind": "params"}, str(CKPT / "mx19_adam.params"), ""],
+            [{"kind": "params"}, str(CKPT / "mx20_adam.params"), ""],
+            [_meta_of(CKPT / "mx20_adam_fp16.states"), str(CKPT / "mx20_adam_fp16.states"), ""],
+            [_trainer_meta(RESUME / "mx20_cnn_adam"), str(RESUME / "mx20_cnn_adam.params"),
+             str(RESUME / "mx20_cnn_adam.states")],
+        ]  # fmt: skip
+        env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+        self.proc = subprocess.Popen(
+            [sys.executable, str(CHILD), str(HEADROOM), json.dumps(warm)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        ready = self._answer(300.0)
+        assert ready is not None and ready.get("ready"), f"the fuzz child did not start: {ready}"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def _answer(self, timeout: float) -> dict | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self.proc.stdout.readline()
+        return json.loads(line) if line else {"eof": True}
+
+    def read(self, meta: dict, a: bytes, b: bytes = b"", timeout: float = CASE_SECONDS) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        head = json.dumps(meta).encode()
+        t0 = time.monotonic()
+        try:
+            self.proc.stdin.write(struct.pack("<III", len(head), len(a), len(b)) + head + a + b)
+            self.proc.stdin.flush()
+            answer = self._answer(timeout)
+        except BrokenPipeError:
+            answer = {"eof": True}
+        if answer is None or "eof" in answer:
+            rc = self.proc.wait(5) if answer is not None else None
+            self.stop()
+            return {"dead": f"hung for {timeout} s" if answer is None else f"died (exit status {rc})"}
+        answer["seconds"] = time.monotonic() - t0
+        return answer
+
+
+@pytest.fixture(scope="module")
+def child():
+    c = Child()
+    yield c
+    c.stop()
+
+
+# --------------------------------------------------------------------------- mutations
+_OPCODES = sorted(set(b"().0123NIJKLMFGSTUVXBCabcdeghijlopqrstu}]") | set(range(0x80, 0x99)))
+_EXTREMES = [0, 1, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 2**63 - 1, 2**64 - 1]
+# whole opcodes (with their argument) put in place of one opcode of a genuine pickle: the stream stays
+# well formed, so the values reach the allow-list and the resume's checks
+_VALUES = [
+    b"N", b"\x88", b"\x89", b"K\xff", b"J\xff\xff\xff\x7f", b"J\x00\x00\x00\x80", b"\x8a\x09" + b"\xff" * 8 + b"\x7f",
+    b"G\x7f\xf8\x00\x00\x00\x00\x00\x00", b"G\x7f\xf0\x00\x00\x00\x00\x00\x00", b"G\xc0\x00\x00\x00\x00\x00\x00\x00",
+    b")", b"}", b"]", b"\x8c\x00", b"\x8c\x04step", b"\x8c\x02lr", b"C\x00", b"C\x04\xca\xfa\x93\xf9",
+    b"\x8c\x05numpy\x8c\x05dtype\x93", b"\x8c\x08builtins\x8c\x06object\x93", b"\x8c\x03foo\x8c\x03Bar\x93",
+]  # fmt: skip
+
+position = st.integers(0, 2**32)
+mutation = st.one_of(
+    st.tuples(st.just("flip"), position, st.integers(0, 7)),
+    st.tuples(st.just("byte"), position, st.integers(0, 255)),
+    st.tuples(st.just("opcode"), position, st.sampled_from(_OPCODES)),
+    st.tuples(st.just("int"), position, st.sampled_from([1, 2, 4, 8]), st.sampled_from(_EXTREMES)),
+    st.tuples(st.just("insert"), position, st.binary(min_size=1, max_size=8)),
+    st.tuples(st.just("delete"), position, st.integers(1, 16)),
+    st.tuples(st.just("repeat"), position, st.integers(1, 64), st.integers(1, 64)),
+    st.tuples(st.just("truncate"), position),
+)
+value = st.tuples(st.just("value"), position, st.sampled_from(_VALUES))
+# byte-level mutations (the stream breaks), or whole values swapped (the stream stays well formed)
+mutations = st.lists(mutation, min_size=1, max_size=4) | st.lists(value, min_size=1, max_size=3)
+
+
+def _opcode_spans(data: bytes) -> list[tuple[int, int]]:
+    """``(start, end)`` of each opcode of a genuine pickle whose argument is a value (not a memo index)."""
+    ops = list(pickletools.genops(data))
+    spans = [(pos, ops[k + 1][2]) for k, (op, _, pos) in enumerate(ops[:-1])]
+    return [sp for sp, (op, _, _) in zip(spans, ops, strict=False) if op.name not in _STRUCTURE]
+
+
+_STRUCTURE = {"PROTO", "FRAME", "MARK", "STOP", "MEMOIZE", "BINPUT", "LONG_BINPUT", "PUT"}
+
+
+def mutate(data: bytes, muts: list) -> bytes:
+    values = [m for m in muts if m[0] == "value"]
+    if values and data[:1] == b"\x80":  # whole opcodes of the genuine pickle first, from the end
+        spans = _opcode_spans(data)
+        b = bytearray(data)
+        for start, end, new in sorted(((*spans[m[1] % len(spans)], m[2]) for m in values), reverse=True):
+            b[start:end] = new
+        if b[2:3] == b"\x95":  # protocol 4's one frame (the files are small): its length follows the swaps
+            b[3:11] = struct.pack("<Q", len(b) - 11)
+        data = bytes(b)
+    b = bytearray(data)
+    for m in muts:
+        if not b or m[0] == "value":
+            continue
+        kind, p = m[0], m[1] % len(b)
+        if kind == "flip":
+            b[p] ^= 1 << m[2]
+        elif kind in ("byte", "opcode"):
+            b[p] = m[2]
+        elif kind == "int":
+            width, value = m[2], m[3] % (1 << (8 * m[2]))
+            b[p : p + width] = value.to_bytes(width, "little")
+        elif kind == "insert":
+            b[p:p] = m[2]
+        elif kind == "delete":
+            del b[p : p + m[2]]
+        elif kind == "repeat":  # a span repeated: lengths, frames and memo references go out of step
+            b[p:p] = bytes(b[p : p + m[2]]) * m[3]
+        else:
+            del b[p:]
+    return bytes(b)
+
+
+def mutate_params(data: bytes, muts: list, member: int | None) -> bytes:
+    """For an .npz archive and ``member`` given: mutate that member's bytes and write a valid archive again
+    (stored, as MXNet writes it), so the mutations reach the .npy reader past the CRC."""
+    if member is None or not data.startswith(b"PK"):
+        return mutate(data, muts)
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        members = [(i.filename, zf.read(i)) for i in zf.infolist()]
+    k = member % len(members)
+    members[k] = (members[k][0], mutate(members[k][1], muts))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, raw in members:
+            zf.writestr(name, raw)
+    return buf.getvalue()
+
+
+def _check(answer: dict, what: str) -> None:
+    """A correct load, or a ValueError whose message names the file (the readers name bytes ``<... bytes>``)."""
+    assert "dead" not in answer, f"{what}: the reader {answer['dead']}"
+    if "error" in answer:
+        assert answer["error"] == "ValueError", (
+            f"{what}: {answer['error']}: {answer['msg']}\n{answer.get('trace')}"
+        )
+        msg = answer["msg"]
+        assert "<states bytes>" in msg or "<params bytes>" in msg, f"{what}: the message names no file: {msg}"
+    else:
+        assert answer.get("ok") is True, answer
+
+
+def _states_case(child, path, muts):
+    _check(child.read(_meta_of(path), mutate(path.read_bytes(), muts)), f"{path.name} {muts}")
+
+
+def _params_case(child, path, muts, member):
+    data = mutate_params(path.read_bytes(), muts, member)
+    _check(child.read({"kind": "params"}, data), f"{path.name} {muts} member {member}")
+
+
+def _trainer_case(child, stem, which, muts):
+    params, states = stem.with_suffix(".params").read_bytes(), stem.with_suffix(".states").read_bytes()
+    if which == "params":
+        params = mutate_params(params, muts, 0)
+    else:
+        states = mutate(states, muts)
+    _check(child.read(_trainer_meta(stem), params, states), f"{stem.name} {which} {muts}")
+
+
+@FEW
+@given(path=st.sampled_from(STATES), muts=mutations)
+def test_fuzz_states(child, path, muts):
+    _states_case(child, path, muts)
+
+
+members = st.none() | st.integers(0, 64)
+
+
+@settings(FEW, max_examples=100)
+@given(path=st.sampled_from(PARAMS), muts=mutations, member=members)
+def test_fuzz_params(child, path, muts, member):
+    _params_case(child, path, muts, member)
+
+
+@settings(FEW, max_examples=50)
+@given(stem=st.sampled_from(TRAINERS), which=st.sampled_from(["params", "states"]), muts=mutations)
+def test_fuzz_trainer(child, stem, which, muts):
+    _trainer_case(child, stem, which, muts)
+
+
+@pytest.mark.slow
+@MANY
+@given(path=st.sampled_from(STATES), muts=mutations)
+def test_fuzz_states_many(child, path, muts):
+    _states_case(child, path, muts)
+
+
+@pytest.mark.slow
+@MANY
+@given(path=st.sampled_from(PARAMS), muts=mutations, member=members)
+def test_fuzz_params_many(child, path, muts, member):
+    _params_case(child, path, muts, member)
+
+
+@pytest.mark.slow
+@settings(MANY, max_examples=500)
+@given(stem=st.sampled_from(TRAINERS), which=st.sampled_from(["params", "states"]), muts=mutations)
+def test_fuzz_trainer_many(child, stem, which, muts):
+    _trainer_case(child, stem, which, muts)
+
+
+def test_the_child_reports_what_the_fuzz_asserts(child):
+    """The harness can fail: a correct load, a refusal, an allocation past the limit, a crash and a hang each
+    come back as such."""
+    assert child.read({"kind": "params"}, (CKPT / "mx20_adam.params").read_bytes()).get("ok") is True
+    assert child.read(_meta_of(CKPT / "mx20_adam.states"), (CKPT / "mx20_adam.states").read_bytes())["ok"]
+    refused = child.read({"kind": "params"}, b"\x13\x01" + b"\0" * 30)
+    assert refused["error"] == "ValueError" and refused["msg"].startswith("<params bytes>: wrong magic")
+    assert child.read({"kind": "selftest", "do": "alloc"}, b"")["error"] == "MemoryError"
+    assert child.read({"kind": "selftest", "do": "crash"}, b"")["dead"].startswith("died")
+    assert (
+        child.read({"kind": "selftest", "do": "sleep", "seconds": 60}, b"", timeout=1.0)["dead"]
+        == "hung for 1.0 s"
+    )
