@@ -151,7 +151,7 @@ def _load(study: str | Path | Mapping[str, Any]) -> tuple[str, dict[str, dict[st
             )
         doc = read_json(path)
         meta = doc.get("meta") or {}
-        how = f"preset {doc.get('preset')}, {meta.get('search', 'grid')} search"
+        how = f"preset {doc.get('preset')}" + (f", {meta['search']} search" if meta.get("search") else "")
         if meta.get("trials"):
             how += f" ({meta['trials']} trials)"
         if meta.get("schedule", "constant") != "constant":
