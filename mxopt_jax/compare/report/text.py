@@ -145,11 +145,12 @@ def describe(
         "the same ones. The data split (train / validation / test) is fixed. Every run of a contender is "
         "trained in one compiled program."
     )
+    what, tie = ("configuration", "the earlier trial") if search == "random" else ("rate", "the smaller rate")
     paras.append(
-        "Selection (validation only): the chosen rate is the one with the lowest mean over the selection seeds "
-        "of the final validation metric; a run that diverged (its training loss or a parameter became NaN/inf, "
-        "whatever the metric then says) counts as +inf, so a rate where any seed diverged is never chosen over "
-        "one where none did; equal means: the smaller rate. The test split is never read to choose."
+        f"Selection (validation only): the chosen {what} is the one with the lowest mean over the selection "
+        "seeds of the final validation metric; a run that diverged (its training loss or a parameter became "
+        f"NaN/inf, whatever the metric then says) counts as +inf, so a {what} where any seed diverged is never "
+        f"chosen over one where none did; equal means: {tie}. The test split is never read to choose."
     )
     if confirm_seeds:
         paras.append(
