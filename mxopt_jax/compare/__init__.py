@@ -12,6 +12,8 @@ and family of optimizers, one compiled program trains every run at once. Its pie
   MXNet's defaults, optax baselines, any user factory (:func:`contender`);
 * :mod:`~mxopt_jax.compare.engine` — the compiled programs (vmap over runs, scan over steps, sharded over
   devices), producing :class:`Records`;
+* :mod:`~mxopt_jax.compare.search` — which configurations are tried (the learning-rate grid, or a random
+  search over every hyperparameter); :mod:`~mxopt_jax.compare.schedules` — learning-rate schedules;
 * :mod:`~mxopt_jax.compare.protocol` — presets, grids, selection; :mod:`~mxopt_jax.compare.stats` — intervals,
   paired tests and ranks (pure NumPy);
 * :mod:`~mxopt_jax.compare.report` — tables, files, plots and the protocol's text;
@@ -24,13 +26,15 @@ The visual tour of the optimizers on 2-D test functions (``mxopt-jax tour``) is 
 :mod:`mxopt_jax.compare.tour`; the study never imports it.
 """
 
-from . import distributed, engine, protocol, report
+from . import distributed, engine, protocol, report, schedules, search
 from .cli import StudyProgress, build_parser, configure_jax, main
 from .contenders import OPTAX_BASELINES, Contender, contender, default_contenders
 from .problems import PROBLEMS
 from .problems.base import Problem, Splits
 from .protocol import PRESETS, Preset, Selection
 from .records import Records
+from .report.agreement import compare_studies
+from .space import Hyperparameter
 from .study import Study, study
 
 __all__ = [
@@ -38,6 +42,7 @@ __all__ = [
     "PRESETS",
     "PROBLEMS",
     "Contender",
+    "Hyperparameter",
     "Preset",
     "Problem",
     "Records",
@@ -46,6 +51,7 @@ __all__ = [
     "Study",
     "StudyProgress",
     "build_parser",
+    "compare_studies",
     "configure_jax",
     "contender",
     "default_contenders",
@@ -54,5 +60,7 @@ __all__ = [
     "main",
     "protocol",
     "report",
+    "schedules",
+    "search",
     "study",
 ]

@@ -119,8 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--preset",
         choices=("quick", "full"),
         default=None,
-        help="quick: 7 rates x 5 seeds, 10 confirmation seeds, short budgets (about 5 minutes on 2 CPU cores); "
-        "full: 11 rates x 10 seeds, 20 confirmation seeds, full budgets (default: quick, or the resumed study's)",
+        help="quick: 7 rates x 5 seeds, 10 confirmation seeds, a third of the full budgets: it ranks early "
+        "progress (minutes on 2 CPU cores); full: 11 rates x 10 seeds, 20 confirmation seeds, full budgets: the "
+        "rankings to cite (default: quick, or the resumed study's)",
     )
     cmp.add_argument(
         "--optimizers",
@@ -180,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "missing, then write the outputs from everything; refused if DIR was made under another protocol",
     )
     cmp.add_argument("--no-plots", action="store_true", help="write no PNGs")
+    _search_args(cmp)
     _device_args(cmp)
     _launch_args(cmp)
 
@@ -187,6 +189,49 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_tour_parser(sub)
     return parser
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    from .schedules import SCHEDULES
+    from .search import DEFAULT_TRIALS
+
+    p.add_argument(
+        "--search",
+        choices=("grid", "random"),
+        default=None,
+        help="grid: the learning rate on the preset's grid, everything else at its defaults (the quick mode); "
+        "random: --trials configurations of every hyperparameter per optimizer, the same number for each, the "
+        "first its defaults (the Crowded Valley's protocol; the research mode) (default: grid, or the resumed "
+        "study's)",
+    )
+    p.add_argument(
+        "--trials",
+        type=positive_int_arg,
+        default=None,
+        help=f"configurations per optimizer of a random search (default: {DEFAULT_TRIALS})",
+    )
+    p.add_argument(
+        "--search-seed",
+        type=non_negative_int_arg,
+        default=None,
+        help="seed of the random search; an optimizer's trials depend on it and its name only (default: 0, or "
+        "the resumed study's)",
+    )
+    p.add_argument(
+        "--schedule",
+        choices=tuple(SCHEDULES),
+        default=None,
+        help="learning-rate schedule of every run, its peak the tuned rate (default: constant, or the resumed "
+        "study's)",
+    )
+    p.add_argument(
+        "--compare-presets",
+        nargs=2,
+        metavar=("DIR_A", "DIR_B"),
+        default=None,
+        help="run nothing: print how far two saved studies (their --out folders) agree, per workload: Kendall's "
+        "tau of the tuned test means and the top-3 overlap",
+    )
 
 
 def _device_args(p: argparse.ArgumentParser) -> None:
@@ -378,6 +423,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .tour.cli import run_tour_command
 
         return run_tour_command(parser, args)
+    if args.compare_presets:
+        return _compare_presets(args)
+    if args.trials is not None and args.search != "random" and args.resume is None:
+        parser.error("--trials needs --search random")
     _check_launch(parser, args)
     if args.distributed is None and args.process_id in (None, 0):  # the writer: its folder checked at once
         refused = _check_folder(args)
@@ -479,6 +528,12 @@ def _compare(args: argparse.Namespace) -> int:
     }
     if "group_by" in options:
         kwargs["group_by"] = options["group_by"]
+    search = {
+        "search": args.search or options.get("search", "grid"),
+        "trials": args.trials if args.trials is not None else options.get("trials"),
+        "search_seed": args.search_seed if args.search_seed is not None else options.get("search_seed", 0),
+        "schedule": args.schedule or options.get("schedule", "constant"),
+    }
     known = {c.name for c in resolve(None)} | {"all", "mxopt", "optax"}
     problems = [PROBLEMS[name]() for name in problem_names if name in PROBLEMS]
     optimizers = [name for name in optimizer_names if name in known]
@@ -490,9 +545,13 @@ def _compare(args: argparse.Namespace) -> int:
             print(PLOT_HINT, file=sys.stderr)
             plots = False
     name = preset if isinstance(preset, str) else preset.name
+    how = f"{search['search']} search" + (
+        f", {search['trials'] or 'default'} trials" if search["search"] == "random" else ""
+    )
     print(
-        f"mxopt-jax compare (preset {name}): {', '.join(optimizer_names)} on {', '.join(problem_names)}; "
-        f"{_devices_text()}; " + (f"resuming {root}" if stored else f"writing into {root}"),
+        f"mxopt-jax compare (preset {name}, {how}, {search['schedule']} schedule): {', '.join(optimizer_names)} "
+        f"on {', '.join(problem_names)}; {_devices_text()}; "
+        + (f"resuming {root}" if stored else f"writing into {root}"),
         flush=True,
     )
     progress = StudyProgress()
@@ -508,6 +567,7 @@ def _compare(args: argparse.Namespace) -> int:
             resume=root if stored else None,
             plots=plots,
             **kwargs,
+            **search,
         )
     except KeyboardInterrupt:
         progress.close()
@@ -535,4 +595,16 @@ def _compare(args: argparse.Namespace) -> int:
         f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program: --resume {shlex.quote(str(root))} "
         "continues or extends the study)"
     )
+    return 0
+
+
+def _compare_presets(args: argparse.Namespace) -> int:
+    """``--compare-presets DIR_A DIR_B``: how far two saved studies agree (no JAX, nothing run)."""
+    from .report.agreement import compare_studies
+
+    try:
+        print(compare_studies(*args.compare_presets))
+    except (FileNotFoundError, ValueError) as e:
+        print(f"mxopt-jax compare --compare-presets: {e}", file=sys.stderr)
+        return 2
     return 0

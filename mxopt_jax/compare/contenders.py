@@ -27,8 +27,11 @@ from .space import names as _names
 
 __all__ = [
     "FAMILY_ORDER",
+    "NOT_SEARCHED",
     "OPTAX_BASELINES",
     "OPTAX_FAMILY",
+    "RANGES",
+    "SEARCH_SPACES",
     "Contender",
     "Factory",
     "Hyperparameter",
@@ -39,6 +42,7 @@ __all__ = [
     "mxopt_contender",
     "rate",
     "resolve",
+    "search_space",
 ]
 
 #: A contender's factory in the engine's form: ``(hp, key, steps) -> transform``. ``hp`` maps every
@@ -48,11 +52,109 @@ __all__ = [
 Factory = Callable[[Mapping[str, Any], jax.Array, int], optax.GradientTransformation]
 
 
-def rate(default: float, decades: float = 3.0) -> Hyperparameter:
-    """The learning rate as a hyperparameter: ``default`` and a log range ``decades`` either side of it."""
+def rate(default: float, decades: float = 2.0) -> Hyperparameter:
+    """The learning rate as a hyperparameter: ``default`` and a log range ``decades`` either side of it (the
+    random search's range: 4 decades by default, as wide as the Crowded Valley's ``10**-4 .. 1``)."""
     return Hyperparameter(
         "learning_rate", float(default), default * 10**-decades, default * 10**decades, "log"
     )
+
+
+# --------------------------------------------------------------------------- search spaces
+#: The random search's range of each kind of hyperparameter, ``(low, high, scale)`` (:mod:`~.space`): the one
+#: table the study draws from (docs/study.md, "Random search", prints it). The learning rate's range is its
+#: default times ``10**-2 .. 10**2`` (:func:`rate`). Decay rates are drawn log-uniformly in ``1 - value``
+#: (``"log1m"``), so ``0.9, 0.99, 0.999`` are equally likely neighbourhoods.
+RANGES: dict[str, tuple[float, float, str]] = {
+    # momentum, 1 - m log-uniform in [0.01, 1]: median 0.9; 0 (no momentum) is the edge
+    "momentum": (0.0, 0.99, "log1m"),
+    # first-moment decay (Adam's beta1), 1 - b1 in [0.01, 0.5]: median 0.93; FTML's default 0.6 inside
+    "beta1": (0.5, 0.99, "log1m"),
+    # second-moment decay (Adam's beta2), 1 - b2 in [1e-4, 0.1]: median 0.997
+    "beta2": (0.9, 0.9999, "log1m"),
+    # squared-gradient decay of RMSProp and AdaDelta (MXNet's default 0.9), 1 - rho in [1e-3, 0.5]
+    "rho": (0.5, 0.999, "log1m"),
+    # the denominator's epsilon: from negligible to one that makes an adaptive method SGD-like
+    "epsilon": (1e-10, 1e-3, "log"),
+    # weight decay (MXNet's wd: L2 added to the gradient; decoupled in AdamW/LAMB/LANS/optax.adamw); the default
+    # 0 lies outside a log range: the first trial runs it
+    "wd": (1e-6, 1e-2, "log"),
+    # Signum's decoupled weight decay (wd_lh)
+    "wd_lh": (1e-6, 1e-2, "log"),
+    # DCASGD's delay compensation (default 0.04)
+    "lamda": (1e-3, 1.0, "log"),
+    # Ftrl's L1 strength (default 0.01) and its beta (default 1, added to sqrt(n) in the denominator)
+    "lamda1": (1e-6, 0.1, "log"),
+    "beta": (0.1, 10.0, "log"),
+    # LARS's trust coefficient (default 0.001)
+    "eta": (1e-4, 0.1, "log"),
+    # NAdam's momentum schedule decay (default 0.004)
+    "schedule_decay": (1e-4, 0.1, "log"),
+}
+
+_ADAM = ("beta1", "beta2", "epsilon", "wd")
+
+#: Which hyperparameters the random search draws for each contender (besides the learning rate), by their
+#: keyword; the range of each is :data:`RANGES` of its kind (optax's ``b1``/``b2``/``eps``/``weight_decay``
+#: are ``beta1``/``beta2``/``epsilon``/``wd``). Every float keyword of each constructor is here or in
+#: :data:`NOT_SEARCHED` (a test holds the table to the signatures).
+SEARCH_SPACES: dict[str, tuple[str, ...]] = {
+    "sgd": ("momentum", "wd"),
+    "nag": ("momentum", "wd"),
+    "signum": ("momentum", "wd_lh", "wd"),
+    "sgld": ("wd",),
+    "dcasgd": ("momentum", "lamda", "wd"),
+    "lbsgd": ("momentum", "wd"),
+    "ccsgd": ("momentum", "wd"),
+    "test": ("wd",),
+    "adagrad": ("epsilon", "wd"),
+    "groupadagrad": ("epsilon", "wd"),
+    "adadelta": ("rho", "epsilon", "wd"),
+    "rmsprop": ("rho", "momentum", "epsilon", "wd"),
+    "ftrl": ("lamda1", "beta", "wd"),
+    "ftml": _ADAM,
+    "adam": _ADAM,
+    "adamw": _ADAM,
+    "adamax": _ADAM,
+    "nadam": (*_ADAM[:3], "schedule_decay", "wd"),
+    "adabelief": _ADAM,
+    "lars": ("momentum", "eta", "epsilon", "wd"),
+    "lamb": _ADAM,
+    "lans": _ADAM,
+    "optax.sgd": ("momentum",),
+    "optax.adam": ("b1", "b2", "eps"),
+    "optax.adamw": ("b1", "b2", "eps", "weight_decay"),
+    "optax.lamb": ("b1", "b2", "eps", "weight_decay"),
+}
+
+#: optax's keywords -> the kind of hyperparameter (:data:`RANGES`).
+_OPTAX_KIND = {"b1": "beta1", "b2": "beta2", "eps": "epsilon", "weight_decay": "wd"}
+
+#: The keywords with a number (or ``None``) as default that the random search leaves alone, and why.
+NOT_SEARCHED: dict[str, str] = {
+    "rescale_grad": "a gradient scale, not a setting of the update (1: the losses are means already)",
+    "clip_gradient": "None (no clipping); a value would switch clipping on, another algorithm",
+    "lower_bound": "None (LAMB/LANS's trust ratio unclipped); a bound is another algorithm",
+    "upper_bound": "None (LAMB/LANS's trust ratio unclipped); a bound is another algorithm",
+    "clip_weights": "None (RMSProp's weights unclipped); a bound is another algorithm",
+    "warmup_epochs": "an integer (LBSGD's warm-up, a no-op at batch_scale 1)",
+    "batch_scale": "an integer (LBSGD's gradient accumulation: another number of updates)",
+    "updates_per_epoch": "an integer (LBSGD's warm-up length)",
+    "begin_epoch": "an integer (LBSGD's starting epoch)",
+    "num_epochs": "unused (as in MXNet)",
+    "eps_root": "0 (optax's epsilon inside the square root; a value is another algorithm)",
+}
+
+
+def search_space(name: str, default_lr: float, defaults: Mapping[str, float]) -> tuple[Hyperparameter, ...]:
+    """The hyperparameters of contender ``name`` (a key of :data:`SEARCH_SPACES`): the learning rate
+    (:func:`rate`), then each searched keyword with its default (from ``defaults``) and its range
+    (:data:`RANGES`)."""
+    out = [rate(default_lr)]
+    for key in SEARCH_SPACES[name]:
+        low, high, scale = RANGES[_OPTAX_KIND.get(key, key)]
+        out.append(Hyperparameter(key, float(defaults[key]), low, high, scale))  # type: ignore[arg-type]
+    return tuple(out)
 
 
 #: The family label of the optax baselines (used to group programs and plot panels).
@@ -97,6 +199,8 @@ class Contender:
         gradients come from :func:`mxopt_jax.sparse.value_and_grad`); otherwise gradients are dense.
       sparse_make: ``make`` for problems with embedding tables, when it differs (lazy updates).
       description: one line for the printed protocol (what is not MXNet's/optax's default).
+      sparse_fixed: hyperparameters a random search leaves at their default on problems with embedding tables
+        (AdaGrad's and GroupAdaGrad's row-sparse kernels take no weight decay, and refuse a traced one).
       settings: every setting of the optimizer that the study does not tune, with its value (printed with the
         protocol, so that defaults that differ between libraries are stated).
     """
@@ -109,6 +213,7 @@ class Contender:
     sparse_make: Factory | None = None
     description: str = ""
     settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    sparse_fixed: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -130,6 +235,14 @@ class Contender:
                 f"Contender {self.name!r}: the default learning rate must be > 0, got {self.default_lr!r}"
             )
         object.__setattr__(self, "hyperparameters", hps)
+        unknown = sorted(
+            set(self.sparse_fixed) - set(_names(hps)) | ({"learning_rate"} & set(self.sparse_fixed))
+        )
+        if unknown:
+            raise ValueError(
+                f"Contender {self.name!r}: `sparse_fixed` names {unknown}, not hyperparameters besides the rate"
+            )
+        object.__setattr__(self, "sparse_fixed", tuple(self.sparse_fixed))
 
     @property
     def default_lr(self) -> float:
@@ -214,7 +327,9 @@ def mxopt_contender(name: str) -> Contender:
         raise ValueError(f"unknown optimizer {name!r}; known: {', '.join(OPTIMIZERS)}")
     fn = OPTIMIZERS[name]
     params = inspect.signature(fn).parameters
-    hyperparameters = (rate(float(params["learning_rate"].default)),)
+    hyperparameters = search_space(
+        name, float(params["learning_rate"].default), {k: p.default for k, p in params.items()}
+    )
 
     def build(
         hp: Mapping[str, Any], key: jax.Array, steps: int, **extra: Any
@@ -226,7 +341,8 @@ def mxopt_contender(name: str) -> Contender:
         if name == "groupadagrad":
             rows = tx
             other = _quiet(
-                OPTIMIZERS["adagrad"], **{k: v for k, v in hp.items() if k in ("learning_rate", "wd")}
+                OPTIMIZERS["adagrad"],
+                **{k: v for k, v in hp.items() if k in ("learning_rate", "epsilon", "wd")},
             )
             tx = optax.multi_transform(
                 {"rows": rows, "other": other},
@@ -249,14 +365,16 @@ def mxopt_contender(name: str) -> Contender:
         row_sparse=True,
         sparse_make=(lambda hp, key, steps: build(hp, key, steps, lazy_update=True)) if lazy else None,
         description=desc,
-        settings=_settings(fn, [h.name for h in hyperparameters]),
+        settings=_settings(fn, ["learning_rate"]),
+        sparse_fixed=("wd",) if name in ("adagrad", "groupadagrad") else (),
     )
 
 
 def _optax(
     name: str, fn: Callable[..., optax.GradientTransformation], lr: float, desc: str, **kw: Any
 ) -> Contender:
-    hyperparameters = (rate(lr),)
+    defaults = {k: p.default for k, p in inspect.signature(fn).parameters.items()}
+    hyperparameters = search_space(f"optax.{name}", lr, {**defaults, **kw})
 
     def build(hp: Mapping[str, Any], key: jax.Array, steps: int) -> optax.GradientTransformation:
         return fn(**{**kw, **hp})
@@ -268,7 +386,7 @@ def _optax(
         family=OPTAX_FAMILY,
         row_sparse=False,
         description=desc,
-        settings=_settings(fn, [h.name for h in hyperparameters], **kw),
+        settings=_settings(fn, ["learning_rate"], **kw),
     )
 
 
@@ -288,6 +406,54 @@ OPTAX_BASELINES: dict[str, Contender] = {
         _optax("lamb", optax.lamb, 1e-3, "optax.lamb(lr), optax's defaults (eps=1e-6, as MXNet's lamb)"),
     )
 }
+
+
+#: What JAX raises when Python code needs the value of a traced scalar (``if lr > 0``, ``float(lr)``).
+_TRACER_ERRORS: tuple[type[Exception], ...] = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerIntegerConversionError,
+    jax.errors.TracerArrayConversionError,
+)
+
+
+def _traced_call(
+    name: str, make: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> optax.GradientTransformation:
+    """``make(*args, **kwargs)``; a factory (or the transform it returns, at ``init``/``update``) that needs a
+    traced value in Python fails with a ``TypeError`` naming the contender."""
+    try:
+        tx = make(*args, **kwargs)
+    except _TRACER_ERRORS as e:
+        raise _traced_error(name, "factory", e) from e
+    if not isinstance(tx, optax.GradientTransformation | optax.GradientTransformationExtraArgs):
+        raise TypeError(
+            f"contender {name!r}: its factory must return an optax.GradientTransformation, got {type(tx).__name__}"
+        )
+
+    def init(params: Any) -> Any:
+        try:
+            return tx.init(params)
+        except _TRACER_ERRORS as e:
+            raise _traced_error(name, "transform's init", e) from e
+
+    def update(updates: Any, state: Any, params: Any = None, **extra: Any) -> Any:
+        try:
+            return tx.update(updates, state, params, **extra)
+        except _TRACER_ERRORS as e:
+            raise _traced_error(name, "transform's update", e) from e
+
+    return tx._replace(init=init, update=update)
+
+
+def _traced_error(name: str, where: str, e: Exception) -> TypeError:
+    return TypeError(
+        f"contender {name!r}: its {where} uses a traced hyperparameter as a Python value ({type(e).__name__}): "
+        "the study passes the learning rate (or the schedule built on it) and every tuned hyperparameter as "
+        "traced JAX values, so the factory must not compare them or convert them in Python. Build schedules "
+        "with jax.numpy, e.g. mxopt_jax.compare.schedules.warmup_cosine(lr, steps) (take `steps` as a "
+        "parameter), or give the study schedule='warmup-cosine'; optax's warmup_cosine_decay_schedule compares "
+        "its peak with 0 in Python and cannot take a traced rate."
+    )
 
 
 def contender(
@@ -366,7 +532,7 @@ def contender(
 
     def build(hp: Mapping[str, Any], key: jax.Array, steps: int) -> optax.GradientTransformation:
         if sig is None:
-            return make(hp["learning_rate"], key)
+            return _traced_call(name, make, (hp["learning_rate"], key), {})
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
         values = {"lr": hp["learning_rate"], "key": key, "steps": steps}
@@ -376,7 +542,7 @@ def contender(
                 kwargs[p.name] = v
             else:
                 args.append(v)
-        return make(*args, **kwargs)
+        return _traced_call(name, make, tuple(args), kwargs)
 
     return Contender(
         name,

@@ -77,14 +77,20 @@ _LIBRARIES = ("/jax/", "/jaxlib/", "/optax/", "/chex/", "/flax/", "/haiku/", "/m
 
 
 def _where(e: BaseException) -> str:
-    """The innermost frame of ``e``'s traceback outside JAX, optax and mxopt_jax (the user's code)."""
-    frames = [
-        f for f in traceback.extract_tb(e.__traceback__) if not any(s in f.filename for s in _LIBRARIES)
-    ]
-    if not frames:
-        return ""
-    f = frames[-1]
-    return f"{f.filename}:{f.lineno} in {f.name}"
+    """The innermost frame outside JAX, optax and mxopt_jax (the user's code) of ``e``'s traceback, or of its
+    causes' (an error re-raised with the contender's name keeps the user's frame in its cause)."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = e
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for exc in reversed(chain):  # innermost first
+        tb = traceback.extract_tb(exc.__traceback__)
+        frames = [f for f in tb if not any(s in f.filename for s in _LIBRARIES)]
+        if frames:
+            f = frames[-1]
+            return f"{f.filename}:{f.lineno} in {f.name}"
+    return ""
 
 
 def _failure(problem: str, contender: str | None, e: BaseException) -> TraceFailure:
@@ -96,7 +102,7 @@ def trace_all(
     problems: Sequence[Problem],
     contenders: Sequence[Contender] | Mapping[str, Sequence[Contender]],
     steps: Callable[[Problem], int],
-    tuned: Sequence[str] = ("learning_rate",),
+    tuned: Sequence[str] | Callable[[Problem, Contender], Sequence[str]] = ("learning_rate",),
     schedule: Schedule | None = None,
     data: Mapping[str, Any] | None = None,
     tick: Callable[[str], None] | None = None,
@@ -105,7 +111,7 @@ def trace_all(
 
     ``contenders`` is one list for every problem or ``{problem name: contenders}``; ``steps(problem)`` the
     run's budget; ``tuned`` the hyperparameters traced as inputs (the others at their defaults, as in the
-    engine); ``data`` the problems' splits where already loaded (``{name: Splits}``); ``tick(label)`` is
+    engine), or ``(problem, contender) -> names``; ``schedule`` the study's learning-rate schedule hook; ``data`` the problems' splits where already loaded (``{name: Splits}``); ``tick(label)`` is
     called after each problem.
     """
     failures: list[TraceFailure] = []
@@ -121,7 +127,8 @@ def trace_all(
             continue
         n = steps(p)
         for c in cs:
-            names = [h.name for h in c.hyperparameters if h.name in tuned]
+            traced = tuned(p, c) if callable(tuned) else tuned
+            names = [h.name for h in c.hyperparameters if h.name in traced]
             hp = {name: jax.ShapeDtypeStruct((), jnp.float32) for name in names}
 
             def run(hp: Any, key: Any, data: Any, p: Problem = p, c: Contender = c, n: int = n) -> Any:

@@ -374,8 +374,9 @@ def _choose(val_final: np.ndarray) -> tuple[int, np.ndarray]:
     """The chosen grid index from the ``(G, S)`` final validation metric alone, and the ``(G,)`` scores.
 
     Score = mean over seeds, ``inf`` where a seed is not finite. Lowest score wins; among equal scores, the
-    smaller rate. If every rate has a diverged seed, the rate with the fewest diverged seeds wins, then the
-    lowest mean over its finite seeds.
+    lower index (on a grid sorted by rate: the smaller rate; in a random search: the earlier trial). If every
+    configuration has a diverged seed, the one with the fewest diverged seeds wins, then the lowest mean over
+    its finite seeds.
     """
     finite = np.isfinite(val_final)
     n_bad = (~finite).sum(axis=1)

@@ -71,6 +71,25 @@ class Hyperparameter:
         lo, hi = math.log(1 - self.high), math.log(1 - self.low)  # log1m: 1 - value is log-uniform
         return 1 - np.exp(hi + u * (lo - hi))
 
+    def to_unit(self, value: np.ndarray | float) -> np.ndarray:
+        """Where ``value`` lies in the range on this hyperparameter's scale (the inverse of :meth:`from_unit`:
+        0 at ``low``, 1 at ``high``; outside ``[0, 1]`` outside the range, NaN where the scale has no place
+        for it, such as 0 on a log scale). A range of one point maps to 0."""
+        v = np.asarray(value, np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.high == self.low:
+                return np.where(np.isfinite(v), 0.0, np.nan)
+            if self.scale == "linear":
+                return (v - self.low) / (self.high - self.low)
+            if self.scale == "log":
+                return np.where(
+                    v > 0,
+                    (np.log(v) - math.log(self.low)) / (math.log(self.high) - math.log(self.low)),
+                    np.nan,
+                )
+            lo, hi = math.log(1 - self.high), math.log(1 - self.low)
+            return np.where(v < 1, (np.log(1 - v) - hi) / (lo - hi), np.nan)
+
 
 def names(hyperparameters: Sequence[Hyperparameter]) -> tuple[str, ...]:
     """The names, in order."""

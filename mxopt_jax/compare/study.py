@@ -4,11 +4,13 @@
 a family by default), then for every contender of the program:
 
 1. **selection**: runs every configuration (the learning-rate grid of :meth:`protocol.Preset.grid`, centred on
-   its default rate) on the selection seeds. These runs are timed (ms/step) while nothing else runs: the next
-   program starts compiling, in a background thread, only once every contender of this one has made them;
-2. chooses on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge, runs the grid
-   shifted past that edge with the same compiled program (rates are inputs) and chooses again on the union,
-   up to ``extend`` times; a rate still on the edge stays flagged;
+   its default rate, or the trials of a random search over every hyperparameter, :mod:`.search`, under the
+   study's learning-rate schedule, :mod:`.schedules`) on the selection seeds. These runs are timed (ms/step)
+   while nothing else runs: the next program starts compiling, in a background thread, only once every
+   contender of this one has made them;
+2. chooses on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge (grid mode),
+   runs the grid shifted past that edge with the same compiled program (rates are inputs) and chooses again on
+   the union, up to ``extend`` times; a rate still on the edge stays flagged;
 3. **confirmation**: re-runs the chosen configuration on fresh seeds (disjoint from the selection seeds); the
    tuned mode reports these runs only;
 4. **default**: runs the default configuration (MXNet's or optax's defaults) on the same fresh seeds: the
@@ -37,9 +39,11 @@ import numpy as np
 
 from . import checks, preflight, protocol
 from . import report as _report
+from . import schedules as _schedules
+from . import search as _search
 from .contenders import Contender, group_by_family, resolve
 from .distributed import is_writer
-from .engine import CompiledGroup, compile_group
+from .engine import CompiledGroup, Schedule, compile_group
 from .problems.base import Problem
 from .progress import StudyProgress, interactive
 from .records import Records
@@ -49,6 +53,7 @@ from .store import ResumeError, Store, differences, problem_fingerprint, program
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
+
 
 __all__ = ["MODES", "Frames", "ProgramResult", "Study", "identical_groups", "study"]
 
@@ -124,6 +129,9 @@ class Study:
       seeds / confirm_seeds: the selection and the confirmation seeds that ran.
       wall_s: wall-clock seconds of the whole study.
       protocol: the protocol in words, as it ran (:func:`mxopt_jax.compare.report.text.describe`).
+      search: ``"grid"`` or ``"random"`` (:mod:`mxopt_jax.compare.search`); ``trials``: configurations per
+        contender of a random search (None for the grid); ``search_seed``: the random search's seed;
+        ``schedule``: the learning-rate schedule's name (:mod:`mxopt_jax.compare.schedules`).
     """
 
     preset: protocol.Preset
@@ -139,6 +147,10 @@ class Study:
     confirm_seeds: list[int]
     wall_s: float
     protocol: str
+    search: str = "grid"
+    trials: int | None = None
+    search_seed: int = 0
+    schedule: str = "constant"
 
     def __repr__(self) -> str:
         ran = {n for per in self.records.values() for n in per}
@@ -255,6 +267,10 @@ class Study:
             meta["seeds"],
             meta["confirm_seeds"],
             wall_s=float("nan") if wall is None else float(wall),
+            search=meta.get("search") or "grid",
+            trials=meta.get("trials"),
+            search_seed=int(meta.get("search_seed") or 0),
+            schedule=meta.get("schedule") or "constant",
         )
 
 
@@ -378,6 +394,10 @@ def study(
     out: str | Path | None = None,
     resume: str | Path | None = None,
     plots: bool = True,
+    search: str = "grid",
+    trials: int | None = None,
+    search_seed: int = 0,
+    schedule: str | Schedule | None = None,
 ) -> Study:
     """Run the protocol on ``problems`` for ``contenders`` (names, :class:`Contender` objects, or ``None``: all).
 
@@ -407,6 +427,18 @@ def study(
         A folder made under another protocol or other definitions of the problems or contenders is refused,
         saying what differs. Problems and contenders saved there but not given are restored from it.
       plots: with ``out``/``resume``, whether to write the PNG plots (when matplotlib is installed).
+      search: ``"grid"`` (default: the learning rate on the preset's grid, the other hyperparameters at their
+        defaults) or ``"random"``: ``trials`` configurations of every hyperparameter a contender declares, the
+        same number for every contender, the first its defaults (:mod:`mxopt_jax.compare.search`).
+      trials: configurations per contender of a random search (default
+        :data:`mxopt_jax.compare.search.DEFAULT_TRIALS`).
+      search_seed: seeds the random search (with each contender's name: its trials do not depend on the
+        other contenders).
+      schedule: the learning-rate schedule of every run, its peak the tuned rate: ``"constant"`` (default),
+        ``"cosine"``, ``"warmup-cosine"``, ``"trapezoidal"`` (:mod:`mxopt_jax.compare.schedules`) or a hook
+        ``(peak, steps) -> learning_rate`` written with ``jax.numpy``.
+
+    Each problem's validation target is its target for the preset (:meth:`Problem.target_for`).
 
     Every contender is traced on every problem before the first compile (:mod:`mxopt_jax.compare.preflight`,
     seconds): one that cannot run is refused up front, named with the cause, before anything ran.
@@ -429,6 +461,10 @@ def study(
         preset = protocol.PRESETS[preset]
     if not isinstance(preset, protocol.Preset):
         raise TypeError(f"preset must be one of {sorted(protocol.PRESETS)} or a Preset, got {preset!r}")
+    trials = _search.check_search(search, trials)
+    _search.generator(search_seed, "")  # checks the seed
+    schedule_name, hook = _schedules.resolve(schedule)
+    problems = [_preset_target(p, preset) for p in problems]
     seed_list = _seed_list(preset.seeds if seeds is None else seeds, "seeds")
     confirm_list = _seed_list(
         preset.confirm_seeds if confirm_seeds is None else confirm_seeds, "confirm_seeds"
@@ -507,7 +543,14 @@ def study(
     need: dict[str, list[Contender]] = {}
     for p, group, _ in jobs:
         need.setdefault(p.name, []).extend(group)
-    failures = preflight.trace_all([p for p in problems if p.name in need], need, preset.steps, data=data)
+    failures = preflight.trace_all(
+        [p for p in problems if p.name in need],
+        need,
+        preset.steps,
+        tuned=lambda p, c: _search.tuned([c], search, sparse=bool(p.tables))[c.name],
+        schedule=hook,
+        data=data,
+    )
     if failures:
         raise preflight.PreflightError(failures)
 
@@ -522,7 +565,15 @@ def study(
             preset,
             seed_list,
             confirm_list,
-            {"extend": extend, "check_batching": check, "group_by": group_by},
+            {
+                "extend": extend,
+                "check_batching": check,
+                "group_by": group_by,
+                "search": search,
+                "trials": trials,
+                "search_seed": search_seed,
+                "schedule": schedule_name,
+            },
             fingerprints,
             cs,
         )
@@ -536,7 +587,7 @@ def study(
                 )
         store.write_spec(doc)
 
-    G, S, C = preset.grid_points, len(seed_list), len(confirm_list)
+    G, S, C = trials or preset.grid_points, len(seed_list), len(confirm_list)
     capacity = max(G * S, 2 * C)
     # work units for the progress bar: a compile ~ 4 units, a contender's runs ~ 1 unit (measured on CPU)
     checks_of = {"all": lambda g: len(g), "best": lambda g: 1, "none": lambda g: 0}[check]
@@ -551,8 +602,18 @@ def study(
 
     def build(p: Problem, group: list[Contender]) -> CompiledGroup:
         return compile_group(
-            p, group, capacity, steps=preset.steps(p), devices=devices, name=f"{p.name}/{group[0].family}"
+            p,
+            group,
+            capacity,
+            steps=preset.steps(p),
+            tuned=_search.tuned(group, search, sparse=bool(p.tables)),
+            schedule=hook,
+            devices=devices,
+            name=f"{p.name}/{group[0].family}",
         )
+
+    def configs(p: Problem, c: Contender) -> dict[str, np.ndarray]:
+        return _search.configurations(c, preset, search, trials, search_seed, sparse=bool(p.tables))
 
     results: dict[str, ProgramResult] = {key: _saved_result(saved) for key, saved in stored.items()}
     wall_before = sum(saved["wall_s"] for saved in stored.values())
@@ -561,12 +622,13 @@ def study(
             _run_jobs(
                 jobs,
                 build,
+                configs,
                 tick,
                 progress,
                 preset,
                 seed_list,
                 confirm_list,
-                extend,
+                extend if search == "grid" else 0,  # a random search is not extended
                 check,
                 store,
                 on_program,
@@ -590,6 +652,10 @@ def study(
         seed_list,
         confirm_list,
         wall_s=time.perf_counter() - t_start + wall_before,
+        search=search,
+        trials=trials,
+        search_seed=search_seed,
+        schedule=schedule_name,
     )
     if store is not None:
         result.write(store.root, plots=plots and _has_matplotlib())
@@ -657,6 +723,7 @@ def _saved_result(saved: Mapping[str, Any]) -> ProgramResult:
 def _run_jobs(
     jobs: Sequence[tuple[Problem, list[Contender], str]],
     build: Callable[[Problem, list[Contender]], CompiledGroup],
+    configs: Callable[[Problem, Contender], dict[str, np.ndarray]],
     tick: Callable[[str, float], None],
     progress: Progress | None,
     preset: protocol.Preset,
@@ -679,13 +746,10 @@ def _run_jobs(
             progress(f"compiling {jobs[0][0].name}/{jobs[0][1][0].family}", 0.0)
         future = pool.submit(build, jobs[0][0], jobs[0][1])
         t_last = time.perf_counter()
-        for k, (_, group, key) in enumerate(jobs):
+        for k, (p, group, key) in enumerate(jobs):
             prog = future.result()
             tick(f"compiled {prog.name} ({prog.compile_s:.1f} s)", 4)
-            selection = {
-                c.name: prog.run(i, {"learning_rate": preset.grid(c.default_lr)}, seed_list)
-                for i, c in enumerate(group)
-            }
+            selection = {c.name: prog.run(i, configs(p, c), seed_list) for i, c in enumerate(group)}
             if k + 1 < len(jobs):  # selection runs are timed alone; the next compile overlaps what follows
                 future = pool.submit(build, jobs[k + 1][0], jobs[k + 1][1])
             result = _finish(prog, group, selection, preset, seed_list, confirm_list, extend, check, tick)
@@ -702,6 +766,17 @@ def _run_jobs(
         raise
     finally:
         pool.shutdown(wait=not interrupted, cancel_futures=True)
+
+
+def _preset_target(p: Problem, preset: protocol.Preset) -> Problem:
+    """``p`` with its target for ``preset`` (:meth:`Problem.target_for`)."""
+    target = p.target_for(preset.name)
+    return p if target == p.target else dataclasses.replace(p, target=target)
+
+
+def _columns(names: Sequence[str], *configs: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """Configurations as the columns a program takes (``names``: the hyperparameters it traces)."""
+    return {n: np.array([float(cfg[n]) for cfg in configs], np.float64) for n in names}
 
 
 def _finish(
@@ -730,7 +805,8 @@ def _finish(
             grid = more.lrs
             rec = protocol.combine(rec, more)
             sel = protocol.select(rec, p)
-        both = prog.run(i, {"learning_rate": [sel.lr, c.default_lr]}, confirm_list, role="confirmation")
+        names = prog.tuned[c.name]
+        both = prog.run(i, _columns(names, sel.config, c.defaults), confirm_list, role="confirmation")
         records[c.name] = {
             "selection": rec,
             "confirmation": both.take(0),
@@ -745,7 +821,8 @@ def _finish(
         )
         for c in targets:
             i, sel = group.index(c), chosen[c.name]
-            alone = prog.run(i, {"learning_rate": np.full(preset.grid_points, sel.lr)}, seed_list)
+            width = len(selection[c.name].lrs)  # the selection call's configurations: the same batch shape
+            alone = prog.run(i, _columns(prog.tuned[c.name], *[sel.config] * width), seed_list)
             batching[c.name] = _rel_diff(
                 alone.val[0, :, -1], records[c.name]["selection"].val[sel.index, :, -1]
             )
@@ -773,9 +850,14 @@ def assemble(
     seeds: Sequence[int],
     confirm_seeds: Sequence[int],
     wall_s: float = float("nan"),
+    search: str = "grid",
+    trials: int | None = None,
+    search_seed: int = 0,
+    schedule: str = "constant",
 ) -> Study:
     """A :class:`Study` from the programs' results: selections of both modes, identity per table, the protocol
-    as it ran."""
+    as it ran. In a random search a chosen rate is flagged on the edge when it lies within
+    :data:`mxopt_jax.compare.search.EDGE_MARGIN` of its range's ends (:func:`mxopt_jax.compare.search.edges`)."""
     problems = list(problems)
     records: dict[str, dict[str, dict[str, Records]]] = {p.name: {} for p in problems}
     batching: dict[str, dict[str, float]] = {p.name: {} for p in problems}
@@ -784,6 +866,7 @@ def assemble(
         batching[r.problem].update(r.batching)
     known = {p.name: p for p in problems}
     order = [c.name for c in contenders]
+    by_name = {c.name: c for c in contenders}
     tuned: dict[str, dict[str, protocol.Selection]] = {}
     one_shot: dict[str, dict[str, protocol.Selection]] = {}
     identical: dict[str, dict[str, list[list[str]]]] = {}
@@ -794,6 +877,9 @@ def assemble(
         tuned[name] = {
             n: protocol.select(r["selection"], p, confirmation=r["confirmation"]) for n, r in per.items()
         }
+        if search == "random":  # the index of a trial says nothing about its place in the range
+            for n, sel in tuned[name].items():
+                sel.on_edge = _search.edges(by_name[n].hyperparameters, sel.config).get("learning_rate")
         one_shot[name] = {n: protocol.select(r["default"], p) for n, r in per.items()}
         identical[name] = {
             "tuned": identical_groups(
@@ -803,6 +889,7 @@ def assemble(
             "one-shot": identical_groups({n: r["default"] for n, r in per.items()}, min_shared=1),
         }
     ran = [c for c in contenders if any(c.name in records[p.name] for p in problems)]
+    searched = {c.name: set(c.defaults) if search == "random" else {"learning_rate"} for c in ran}
     text = _report.describe(
         preset,
         problems,
@@ -811,10 +898,20 @@ def assemble(
             c.name: records[problems[0].name][c.name]["selection"].lrs
             for c in ran
             if c.name in records[problems[0].name]
-        },
+        }
+        if search == "grid"
+        else None,
         seeds=list(seeds),
         confirm_seeds=list(confirm_seeds),
-        settings={c.name: (c.description, dict(c.settings)) for c in ran},
+        settings={
+            c.name: (c.description, {k: v for k, v in c.settings.items() if k not in searched[c.name]})
+            for c in ran
+        },
+        search=search,
+        trials=trials,
+        search_seed=search_seed,
+        spaces={c.name: c.hyperparameters for c in ran} if search == "random" else None,
+        schedule=schedule,
     )
     return Study(
         preset=preset,
@@ -830,4 +927,8 @@ def assemble(
         confirm_seeds=list(confirm_seeds),
         wall_s=wall_s,
         protocol=text,
+        search=search,
+        trials=trials,
+        search_seed=search_seed,
+        schedule=schedule,
     )

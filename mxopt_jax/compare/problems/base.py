@@ -21,7 +21,7 @@ Conventions every problem follows:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import jax
@@ -56,12 +56,15 @@ class Problem:
       loss: ``(params, batch) -> scalar``, the mean training loss of a mini-batch.
       metric: ``(params, batch) -> scalar``, lower is better, evaluated on a whole split.
       metric_name: how tables label the metric, e.g. ``"error %"`` (the value is shown as computed).
-      target: the validation metric a run must reach (``<=``) to count as "reached target".
+      target: the validation metric a run must reach (``<=``) to count as "reached target" (the full budget's;
+        see ``targets``).
       steps: training steps of one run (the full preset; the quick preset scales it, see ``quick_steps``).
       batch_size: examples per mini-batch.
       eval_every: steps between evaluations of the metric on the validation and test splits.
       quick_steps: steps in the quick preset (a multiple of ``eval_every``); ``None`` means ``steps``.
       tables: top-level parameter keys read only through :func:`mxopt_jax.sparse.lookup` (row-sparse).
+      targets: the target per preset name (``{"quick": ..., "full": ...}``), each calibrated at that preset's
+        budget; a preset not named here uses ``target`` (:meth:`target_for`).
     """
 
     name: str
@@ -78,6 +81,11 @@ class Problem:
     eval_every: int
     quick_steps: int | None = None
     tables: tuple[str, ...] = ()
+    targets: Mapping[str, float] = dataclasses.field(default_factory=dict)
+
+    def target_for(self, preset: str) -> float:
+        """The validation target at preset ``preset``'s budget: ``targets[preset]``, else ``target``."""
+        return float(self.targets.get(preset, self.target))
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -108,5 +116,12 @@ class Problem:
                     f"Problem {self.name!r}: `{field}` ({value}) must be a multiple of `eval_every` "
                     f"({self.eval_every})"
                 )
+        if not isinstance(self.targets, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool)
+            for k, v in self.targets.items()
+        ):
+            raise TypeError(
+                f"Problem {self.name!r}: `targets` must map preset names to numbers, got {self.targets!r}"
+            )
         if not isinstance(self.tables, tuple) or not all(isinstance(t, str) for t in self.tables):
             raise TypeError(f"Problem {self.name!r}: `tables` must be a tuple of str, got {self.tables!r}")

@@ -274,10 +274,21 @@ def plot_sensitivity(
                 style = _style(i, len(members))
                 mean, low, high, bad = means[n]
                 lrs = np.asarray(recs[n].lrs, np.float64)
-                artists = ax.plot(lrs, mean, marker="o", markersize=2.5, label=label(n, identical), **style)
-                artists.append(
-                    ax.fill_between(lrs, low, high, color=style["color"], alpha=figures.BAND_ALPHA, lw=0)
+                # a random search's trials (other hyperparameters vary between them): points, no line or band
+                trials = bool(recs[n].hparams) or not bool(np.all(np.diff(lrs) > 0))
+                shape = {**style, "linestyle": "none"} if trials else style
+                artists = ax.plot(
+                    lrs,
+                    mean,
+                    marker="o",
+                    markersize=3.5 if trials else 2.5,
+                    label=label(n, identical),
+                    **shape,
                 )
+                if not trials:
+                    artists.append(
+                        ax.fill_between(lrs, low, high, color=style["color"], alpha=figures.BAND_ALPHA, lw=0)
+                    )
                 if bad.any():  # in the strip above the data, one row per contender
                     ax.plot(
                         lrs[bad],

@@ -129,6 +129,10 @@ def study_document(study: Study) -> dict[str, Any]:
             "preset": study.preset.to_dict(),
             "problems": {p.name: problem_info(p) for p in study.problems},
             "contenders": {c.name: contender_info(c) for c in study.contenders},
+            "search": getattr(study, "search", "grid"),
+            "trials": getattr(study, "trials", None),
+            "search_seed": getattr(study, "search_seed", 0),
+            "schedule": getattr(study, "schedule", "constant"),
         },
     }
 

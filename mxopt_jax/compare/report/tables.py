@@ -33,6 +33,7 @@ __all__ = [
     "collapse",
     "fmt_lr",
     "fmt_mean_ci",
+    "format_configs",
     "format_modes",
     "format_overall",
     "format_problem",
@@ -43,7 +44,10 @@ __all__ = [
 
 #: Marks appended to a chosen rate on the grid's edge.
 EDGE_MARKS = {"low": "<", "high": ">"}
-_EDGE_NOTE = "< / >: chosen rate is the smallest / largest of its grid; the best rate may lie beyond it."
+_EDGE_NOTE = (
+    "< / >: chosen rate is the smallest / largest of its grid (random search: within 5% of its range's end); "
+    "the best rate may lie beyond it."
+)
 _DASH = "—"
 
 
@@ -223,6 +227,8 @@ def format_problem(
             ]
         )
     lines = [title, *_table(head, rows, "><><>>>>>>")]
+    if s0.mode == "tuned":
+        lines += format_configs([sels[i] for i in _order(sels, ranks)], identical)
     notes = _rank_note(sels, pct)
     if any(s.on_edge for s in sels):
         notes.append(_EDGE_NOTE)
@@ -233,6 +239,22 @@ def format_problem(
         "over seeds); diverged: (rate, seed) runs."
     )
     return "\n".join(lines + notes)
+
+
+def format_configs(
+    selections: Sequence[Selection], identical: Mapping[str, Sequence[str]] | None = None
+) -> list[str]:
+    """The chosen value of every tuned hyperparameter besides the rate, one line per contender (none when
+    only rates were tuned): ``"  adam  beta1=0.931 beta2=0.9987 epsilon=2.1e-09 wd=3.2e-06"``."""
+    rows = [(s, {k: v for k, v in s.config.items() if k != "learning_rate"}) for s in selections]
+    if not any(extra for _, extra in rows):
+        return []
+    names = [label(s.contender, identical) for s, _ in rows]
+    w = max(len(n) for n in names)
+    out = ["chosen configurations (besides lr):"]
+    for n, (_, extra) in zip(names, rows, strict=True):
+        out.append(f"  {n:<{w}}  " + (" ".join(f"{k}={v:.4g}" for k, v in extra.items()) or "-"))
+    return out
 
 
 def _ranks_by_problem(

@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import schedules as _schedules
+from .. import search as _search
 from ..protocol import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, LEVEL, TAU_MAX, TEST_LEVEL, Preset
+from ..space import Hyperparameter
 from ..stats import MIN_EFFECT
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,6 +38,11 @@ def _settings_text(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _space_text(h: Hyperparameter) -> str:
+    """``"beta1 0.5..0.99 log1m [0.9]"``."""
+    return f"{h.name} {h.low:.4g}..{h.high:.4g} {h.scale} [{h.default:.4g}]"
+
+
 def describe(
     preset: Preset | None,
     problems: Sequence[Problem],
@@ -47,6 +55,11 @@ def describe(
     seeds: Sequence[int] | None = None,
     confirm_seeds: Sequence[int] | None = None,
     settings: Mapping[str, tuple[str, Mapping[str, object]]] | None = None,
+    search: str = "grid",
+    trials: int | None = None,
+    search_seed: int = 0,
+    spaces: Mapping[str, Sequence[Hyperparameter]] | None = None,
+    schedule: str = "constant",
 ) -> str:
     """The protocol in words, as it ran: printed with the results and stored with them.
 
@@ -61,6 +74,9 @@ def describe(
       seeds, confirm_seeds: the selection and the confirmation seeds that ran (default: the preset's).
       settings: ``{contender: (description, {setting: value})}``: what each contender ran with besides what
         was tuned.
+      search, trials, search_seed: ``"grid"`` or ``"random"`` (:mod:`mxopt_jax.compare.search`), the trials per
+        contender and the seed of a random search; ``spaces``: ``{contender: hyperparameters}`` it drew from.
+      schedule: the learning-rate schedule's name (:mod:`mxopt_jax.compare.schedules`).
     """
     pct = f"{100 * level:g} %"
     if preset is not None:
@@ -72,8 +88,32 @@ def describe(
     if preset is not None:
         budget = "each problem's quick step budget" if preset.quick else "each problem's full step budget"
         head += f" (preset '{preset.name}': {budget})"
-    paras.append(head + ".")
-    if preset is not None:
+    head += "."
+    if preset is not None and preset.quick and any(p.quick_steps is not None for p in problems):
+        head += (
+            " Budget: the quick budget is a fraction of the full one, so these tables rank early progress; "
+            "rankings can change at the full budget (the full preset; `mxopt-jax compare --compare-presets A B` "
+            "measures how far two studies agree)."
+        )
+    elif preset is not None and not preset.quick:
+        head += (
+            " Budget: each problem's full step budget; cite these rankings rather than the quick preset's."
+        )
+    paras.append(head)
+    if search == "random":
+        n_trials = trials if trials is not None else 0
+        paras.append(
+            f"Tuning (random search, equal budgets): each contender is trained at {n_trials} configurations: its "
+            f"default one (MXNet's or optax's defaults), then {max(n_trials - 1, 0)} drawn at random, every "
+            "hyperparameter it declares independently from its range (listed below): the learning rate "
+            "log-uniformly over its default times 10^-2 .. 10^2, decay rates (momentum, beta1, beta2, rho) "
+            "log-uniformly in 1 - value, epsilons and weight decays log-uniformly; the draws come from a "
+            f"generator seeded by the search seed ({search_seed}) and the contender's name, so a contender's "
+            "trials do not depend on which others run, and are the same on every problem. Every drawn "
+            "hyperparameter is a traced input of the compiled program (no recompiles). Settings not drawn keep "
+            "their defaults (listed below)."
+        )
+    elif preset is not None:
         ran = ""
         if sizes and sizes != [preset.grid_points]:
             ran = (
@@ -90,6 +130,12 @@ def describe(
             "Tuning: each contender is trained on a log-spaced learning-rate grid; every other hyperparameter "
             "keeps its default."
         )
+    if schedule != "constant":
+        paras.append(
+            f"Schedule: {_schedules.describe(schedule)}, the same for every contender; the peak is the "
+            "configuration's learning rate (the tuned one, or the default in the one-shot mode), and the "
+            "schedule knows each run's step budget."
+        )
     seed_words = (
         f"each rate is run with {_seed_text(seeds)}" if seeds else "every rate is run with several seeds"
     )
@@ -99,11 +145,12 @@ def describe(
         "the same ones. The data split (train / validation / test) is fixed. Every run of a contender is "
         "trained in one compiled program."
     )
+    what, tie = ("configuration", "the earlier trial") if search == "random" else ("rate", "the smaller rate")
     paras.append(
-        "Selection (validation only): the chosen rate is the one with the lowest mean over the selection seeds "
-        "of the final validation metric; a run that diverged (its training loss or a parameter became NaN/inf, "
-        "whatever the metric then says) counts as +inf, so a rate where any seed diverged is never chosen over "
-        "one where none did; equal means: the smaller rate. The test split is never read to choose."
+        f"Selection (validation only): the chosen {what} is the one with the lowest mean over the selection "
+        "seeds of the final validation metric; a run that diverged (its training loss or a parameter became "
+        f"NaN/inf, whatever the metric then says) counts as +inf, so a {what} where any seed diverged is never "
+        f"chosen over one where none did; equal means: {tie}. The test split is never read to choose."
     )
     if confirm_seeds:
         paras.append(
@@ -146,10 +193,16 @@ def describe(
         "not a calibrated confidence interval (ranks jump at significance thresholds) and need not contain "
         "the mean rank."
     )
-    paras.append(
-        "Edge flag: a chosen rate that is the smallest (<) or the largest (>) of its grid is flagged: the best "
-        "rate may lie outside the grid."
-    )
+    if search == "random":
+        paras.append(
+            f"Edge flag: a chosen rate within {_search.EDGE_MARGIN:.0%} of its range's low (<) or high (>) end (on "
+            "its log scale) is flagged: the best rate may lie outside the range."
+        )
+    else:
+        paras.append(
+            "Edge flag: a chosen rate that is the smallest (<) or the largest (>) of its grid is flagged: the "
+            "best rate may lie outside the grid."
+        )
     if one_shot:
         on = f", on the same {_seed_text(confirm_seeds)}" if confirm_seeds else ""
         paras.append(
@@ -202,11 +255,20 @@ def describe(
                 lines.append(f"  {n:<{w}}  1 rate: {_fmt_lr(g[0])}")
             else:
                 lines.append(f"  {n:<{w}}  {len(g)} rates {_fmt_lr(g[0])} .. {_fmt_lr(g[-1])}")
+    elif spaces:
+        lines.append(
+            "Search spaces (the ranges each contender's trials were drawn from; default in brackets):"
+        )
+        for n in names:
+            hps = spaces.get(n, ())
+            lines.append(f"  {n:<{w}}  " + ", ".join(_space_text(h) for h in hps))
     else:
         lines.append("Contenders: " + ", ".join(names))
     if settings:
         lines.append(
             "Settings (besides the tuned rate; where libraries' defaults differ, these are the values run):"
+            if search != "random"
+            else "Settings (besides the searched hyperparameters; the values run):"
         )
         for n in names:
             if n not in settings:

@@ -1,0 +1,211 @@
+"""How far two saved studies agree (``mxopt-jax compare --compare-presets DIR_A DIR_B``).
+
+The quick preset's budget is a fraction of the full one's, so its tables rank early progress; whether a
+ranking survives a longer budget (or another search, schedule or seed set) is a measurement, not an
+assumption. :func:`compare_studies` reads two ``study.json`` files (:func:`~.export.read_json`) and, per
+workload, compares the tuned test means of the contenders both ran: Kendall's tau-b of the two orders (ties,
+such as identical contenders or two diverged ones, counted as ties) and the overlap of the top ``k`` (by mean,
+name breaking ties). Contenders in one study only are listed and left out of both numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..protocol import Selection
+from .export import read_json
+
+__all__ = ["Agreement", "WorkloadAgreement", "compare_studies", "kendall_tau"]
+
+
+def kendall_tau(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
+    """Kendall's tau-b of two paired samples (ties in either corrected for; ``+inf`` equals ``+inf``).
+
+    1: the same order; -1: reversed; NaN with fewer than two pairs or when one sample is all ties.
+    """
+    x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"kendall_tau: need two 1-D samples of the same length, got {x.shape} and {y.shape}")
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise ValueError("kendall_tau: NaN has no order (a diverged result is +inf)")
+    if len(x) < 2:
+        return math.nan
+    i, j = np.triu_indices(len(x), k=1)
+    dx, dy = np.sign(_diff(x, i, j)), np.sign(_diff(y, i, j))
+    concordant_minus_discordant = float(np.sum(dx * dy))
+    n_x, n_y = float(np.sum(dx != 0)), float(np.sum(dy != 0))
+    if n_x == 0 or n_y == 0:
+        return math.nan
+    return concordant_minus_discordant / math.sqrt(n_x * n_y)
+
+
+def _diff(v: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """``v[i] - v[j]`` with equal values (infinities included) giving 0."""
+    with np.errstate(invalid="ignore"):
+        return np.where(v[i] == v[j], 0.0, v[i] - v[j])
+
+
+@dataclasses.dataclass
+class WorkloadAgreement:
+    """One workload's agreement between studies ``a`` and ``b``.
+
+    Attributes:
+      problem: the workload; ``common``: the contenders both ran on it; ``only_a``/``only_b``: those one ran.
+      tau: Kendall's tau-b of the tuned test means over ``common`` (NaN with fewer than two).
+      top_a, top_b: the ``k`` best of ``common`` in each study (lowest mean first).
+      overlap: ``len(set(top_a) & set(top_b))``.
+    """
+
+    problem: str
+    common: list[str]
+    only_a: list[str]
+    only_b: list[str]
+    tau: float
+    top_a: list[str]
+    top_b: list[str]
+    overlap: int
+
+
+@dataclasses.dataclass
+class Agreement:
+    """How far two studies agree, workload by workload (:func:`compare_studies`); ``str()`` is the table."""
+
+    a: str
+    b: str
+    k: int
+    workloads: list[WorkloadAgreement]
+    only_a: list[str] = dataclasses.field(default_factory=list)
+    only_b: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def mean_tau(self) -> float:
+        """The mean of the workloads' taus (those defined)."""
+        taus = [w.tau for w in self.workloads if math.isfinite(w.tau)]
+        return float(np.mean(taus)) if taus else math.nan
+
+    def format(self) -> str:
+        """The comparison as text: one row per workload, then what only one study ran."""
+        lines = [
+            f"Agreement of the tuned test means: A = {self.a}, B = {self.b}",
+            "(Kendall's tau-b over the contenders both ran, 1 = the same order; top-k overlap, k = "
+            f"{self.k})",
+        ]
+        head = [
+            "workload",
+            "contenders",
+            "tau",
+            f"top-{self.k} overlap",
+            f"top-{self.k} A",
+            f"top-{self.k} B",
+        ]
+        rows = [
+            [
+                w.problem,
+                str(len(w.common)),
+                f"{w.tau:+.2f}" if math.isfinite(w.tau) else "-",
+                f"{w.overlap}/{min(self.k, len(w.common))}",
+                ", ".join(w.top_a),
+                ", ".join(w.top_b),
+            ]
+            for w in self.workloads
+        ]
+        widths = [max(len(h), *(len(r[c]) for r in rows)) if rows else len(h) for c, h in enumerate(head)]
+        lines.append("  ".join(f"{h:<{w}}" for h, w in zip(head, widths, strict=True)).rstrip())
+        lines.append("-" * len(lines[-1]))
+        lines += ["  ".join(f"{c:<{w}}" for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        mean = self.mean_tau
+        lines.append(f"mean tau: {mean:+.2f}" if math.isfinite(mean) else "mean tau: -")
+        for w in self.workloads:
+            if w.only_a or w.only_b:
+                lines.append(
+                    f"{w.problem}: only in A: {', '.join(w.only_a) or '-'}; only in B: {', '.join(w.only_b) or '-'}"
+                )
+        if self.only_a or self.only_b:
+            lines.append(
+                f"workloads only in A: {', '.join(self.only_a) or '-'}; only in B: {', '.join(self.only_b) or '-'}"
+            )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+def _load(study: str | Path | Mapping[str, Any]) -> tuple[str, dict[str, dict[str, float]]]:
+    """``(label, {problem: {contender: tuned test mean}})`` of a saved study (a folder holding
+    ``study.json``, the file, or :func:`read_json`'s dict)."""
+    if isinstance(study, Mapping):
+        doc, label = study, str(study.get("preset") or "study")
+    else:
+        path = Path(study)
+        if path.is_dir():
+            path = path / "study.json"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"compare_studies: no study.json at {path} (write one with `mxopt-jax compare`)"
+            )
+        doc = read_json(path)
+        meta = doc.get("meta") or {}
+        how = f"preset {doc.get('preset')}" + (f", {meta['search']} search" if meta.get("search") else "")
+        if meta.get("trials"):
+            how += f" ({meta['trials']} trials)"
+        if meta.get("schedule", "constant") != "constant":
+            how += f", {meta['schedule']} schedule"
+        label = f"{path.parent.name or path.name} ({how})"
+    means: dict[str, dict[str, float]] = {}
+    for s in doc.get("selections", ()):
+        sel = s if isinstance(s, Selection) else Selection.from_dict(s)
+        if sel.mode != "tuned":
+            continue
+        mean = sel.test_mean if not math.isnan(sel.test_mean) else math.inf
+        means.setdefault(sel.problem, {})[sel.contender] = float(mean)
+    if not means:
+        raise ValueError(f"compare_studies: {label} holds no tuned selections")
+    return label, means
+
+
+def compare_studies(
+    a: str | Path | Mapping[str, Any], b: str | Path | Mapping[str, Any], k: int = 3
+) -> Agreement:
+    """How far two saved studies agree, per workload both ran: Kendall's tau-b of the tuned test means and
+    the overlap of the top ``k``, over the contenders both ran (a diverged mean, ``inf``, ties with another).
+
+    ``a`` and ``b``: folders written by ``mxopt-jax compare`` (or :meth:`Study.write`), their ``study.json``
+    files, or :func:`~.export.read_json`'s dicts. Contenders and workloads in one study only are listed.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"compare_studies: k must be an int >= 1, got {k!r}")
+    label_a, ma = _load(a)
+    label_b, mb = _load(b)
+    rows = []
+    for problem in [p for p in ma if p in mb]:
+        xa, xb = ma[problem], mb[problem]
+        common = [c for c in xa if c in xb]
+        tau = kendall_tau([xa[c] for c in common], [xb[c] for c in common])
+        top_a = sorted(common, key=lambda c: (xa[c], c))[:k]
+        top_b = sorted(common, key=lambda c: (xb[c], c))[:k]
+        rows.append(
+            WorkloadAgreement(
+                problem=problem,
+                common=common,
+                only_a=[c for c in xa if c not in xb],
+                only_b=[c for c in xb if c not in xa],
+                tau=tau,
+                top_a=top_a,
+                top_b=top_b,
+                overlap=len(set(top_a) & set(top_b)),
+            )
+        )
+    return Agreement(
+        a=label_a,
+        b=label_b,
+        k=k,
+        workloads=rows,
+        only_a=[p for p in ma if p not in mb],
+        only_b=[p for p in mb if p not in ma],
+    )

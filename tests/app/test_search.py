@@ -1,0 +1,360 @@
+"""The random search: the search spaces stated in one table and held to the constructors, reproducible draws
+that depend on the seed and the contender alone, every hyperparameter a traced input (trials never
+recompile), the chosen values in the records, tables and files, the per-preset targets, and the comparison
+of two saved studies (``--compare-presets``)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import inspect
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from test_study import _mlp_problem
+
+import mxopt_jax
+from mxopt_jax.compare import PRESETS, PROBLEMS, compare_studies, engine, search, study
+from mxopt_jax.compare import contenders as C
+from mxopt_jax.compare.cli import build_parser, main
+from mxopt_jax.compare.protocol import Selection
+from mxopt_jax.compare.report import write_json
+from mxopt_jax.compare.report.agreement import kendall_tau
+from mxopt_jax.compare.space import Hyperparameter
+from mxopt_jax.compare.study import _preset_target
+
+#: Keywords that are plumbing or switches, not numbers to search (bools, dtypes, masks, ...).
+_NOT_NUMBERS = C._PLUMBING | {"seed"}
+
+
+def _numeric_keywords(fn, overrides=None) -> set[str]:
+    out = set()
+    for k, p in inspect.signature(fn).parameters.items():
+        v = (overrides or {}).get(k, p.default)
+        if k in _NOT_NUMBERS or k == "learning_rate" or p.default is inspect.Parameter.empty:
+            continue
+        if isinstance(v, bool) or isinstance(v, str):
+            continue
+        if isinstance(v, int | float) or k in C.NOT_SEARCHED:
+            out.add(k)
+    return out
+
+
+# --------------------------------------------------------------------------- the search spaces
+def test_every_numeric_keyword_is_searched_or_said_why_not():
+    """The table states a range for every number of every constructor, or why it stays fixed."""
+    for name, fn in mxopt_jax.OPTIMIZERS.items():
+        keywords = _numeric_keywords(fn)
+        searched = set(C.SEARCH_SPACES[name])
+        assert searched <= keywords, (name, searched - keywords)
+        assert keywords - searched <= set(C.NOT_SEARCHED), (name, keywords - searched - set(C.NOT_SEARCHED))
+    for c in C.OPTAX_BASELINES.values():
+        fn = getattr(optax, c.name.removeprefix("optax."))
+        searched = set(C.SEARCH_SPACES[c.name])
+        assert searched <= _numeric_keywords(fn, c.settings), c.name
+    assert set(C.SEARCH_SPACES) == {*mxopt_jax.OPTIMIZERS, *C.OPTAX_BASELINES}
+
+
+def test_contenders_declare_their_search_space_with_library_defaults():
+    for c in C.default_contenders():
+        names = [h.name for h in c.hyperparameters]
+        assert names == ["learning_rate", *C.SEARCH_SPACES[c.name]], c.name
+        lr = c.hyperparameters[0]
+        assert math.isclose(lr.low * 100, lr.default) and math.isclose(lr.high / 100, lr.default)
+        fn = mxopt_jax.OPTIMIZERS.get(c.name)
+        if fn is not None:
+            sig = inspect.signature(fn).parameters
+            for h in c.hyperparameters:
+                assert h.default == sig[h.name].default, (c.name, h.name)
+    assert C.mxopt_contender("ftml").defaults["beta1"] == 0.6
+    assert (
+        C.OPTAX_BASELINES["optax.sgd"].defaults["momentum"] == 0.9
+    )  # the baseline's setting, not optax's None
+    assert C.OPTAX_BASELINES["optax.adamw"].defaults["weight_decay"] == 1e-4
+
+
+def test_grid_mode_is_unchanged_by_the_declared_spaces():
+    """The grid tunes the learning rate alone; the rest is passed at MXNet's defaults, as numbers."""
+    adam = C.mxopt_contender("adam")
+    assert search.tuned([adam], "grid") == {"adam": ("learning_rate",)}
+    cfg = search.configurations(adam, PRESETS["quick"])
+    assert list(cfg) == ["learning_rate"] and len(cfg["learning_rate"]) == 7
+    assert adam.settings["beta1"] == 0.9  # the protocol still prints every untuned setting
+
+
+# --------------------------------------------------------------------------- draws
+def test_draws_are_reproducible_per_contender_and_start_at_the_defaults():
+    adam = C.mxopt_contender("adam")
+    a = search.configurations(adam, PRESETS["quick"], "random", 50, seed=3)
+    b = search.configurations(adam, PRESETS["full"], "random", 50, seed=3)  # preset does not matter
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert {k: float(v[0]) for k, v in a.items()} == adam.defaults  # trial 0: the defaults
+    other = search.configurations(adam, PRESETS["quick"], "random", 50, seed=4)
+    assert not np.array_equal(a["beta1"], other["beta1"])
+    # a contender's stream is its name's: the same whatever else runs, different from another's
+    adamw = search.configurations(C.mxopt_contender("adamw"), PRESETS["quick"], "random", 50, seed=3)
+    assert not np.array_equal(a["beta1"][1:], adamw["beta1"][1:])
+    assert np.array_equal(search.generator(3, "adam").random(4), search.generator(3, "adam").random(4))
+    for h in adam.hyperparameters:
+        drawn = a[h.name][1:]
+        assert np.all((drawn >= h.low) & (drawn <= h.high)), h.name
+
+
+def test_scales_are_log_uniform_where_stated():
+    beta2 = Hyperparameter("beta2", 0.999, 0.9, 0.9999, "log1m")
+    eps = Hyperparameter("epsilon", 1e-8, 1e-10, 1e-3, "log")
+    cols = search.draw([beta2, eps], 4001, np.random.default_rng(0), include_default=False)
+    u_b = np.log10(1 - cols["beta2"])  # uniform on [-4, -1]
+    u_e = np.log10(cols["epsilon"])  # uniform on [-10, -3]
+    assert abs(np.median(u_b) + 2.5) < 0.1 and abs(np.median(u_e) + 6.5) < 0.2
+    for h in (beta2, eps, Hyperparameter("x", 0.5, 0.0, 2.0, "linear")):
+        u = np.linspace(0, 1, 7)
+        np.testing.assert_allclose(h.to_unit(h.from_unit(u)), u, atol=1e-9)
+    assert np.isnan(eps.to_unit(0.0))  # a weight decay of 0 has no place on a log scale
+
+
+def test_edges_flag_values_near_the_ends_of_their_ranges():
+    hps = C.mxopt_contender("adam").hyperparameters
+    assert search.edges(hps, {"learning_rate": 0.095, "beta1": 0.9, "wd": 0.0}) == {"learning_rate": "high"}
+    assert search.edges(hps, {"learning_rate": 1.1e-5, "beta1": 0.5}) == {
+        "learning_rate": "low",
+        "beta1": "low",
+    }
+    assert search.edges(hps, {"learning_rate": 1e-3}) == {}
+
+
+def test_sparse_problems_keep_adagrads_weight_decay_at_its_default():
+    """AdaGrad's row-sparse kernel refuses a traced wd: on problems with tables the search leaves it at 0."""
+    ada = C.mxopt_contender("adagrad")
+    assert search.tuned([ada], "random", sparse=True) == {"adagrad": ("learning_rate", "epsilon")}
+    dense = search.configurations(ada, PRESETS["quick"], "random", 5)
+    sparse = search.configurations(ada, PRESETS["quick"], "random", 5, sparse=True)
+    assert set(dense) == {"learning_rate", "epsilon", "wd"} and set(sparse) == {"learning_rate", "epsilon"}
+    assert np.array_equal(dense["epsilon"], sparse["epsilon"])  # the other draws do not move
+    with pytest.raises(ValueError, match="sparse_fixed"):
+        C.Contender("x", ada.make, ada.hyperparameters, "f", sparse_fixed=("momentum",))
+
+
+# --------------------------------------------------------------------------- every hyperparameter traced
+def _trace(c: C.Contender, sparse: bool) -> None:
+    params = {"emb": jnp.ones((10, 3)), "w": jnp.ones(3)}
+    ids = jnp.array([[1, 2], [3, 1]])
+
+    def loss(p, b):
+        return jnp.mean((mxopt_jax.sparse.lookup(p["emb"], b).sum(axis=1) @ p["w"] - 1.0) ** 2)
+
+    grad = (
+        mxopt_jax.sparse.value_and_grad(loss, tables=("emb",))
+        if sparse and c.row_sparse
+        else jax.value_and_grad(loss)
+    )
+    cols = search.configurations(c, PRESETS["quick"], "random", 3, sparse=sparse)
+
+    def one(row, key):
+        hp = {**c.defaults, **row, "learning_rate": search_schedule(row["learning_rate"], 50)}
+        tx = c.factory(sparse)(hp, key, 50)
+        state = tx.init(params)
+        _, g = grad(params, ids)
+        updates, state = tx.update(g, state, params)
+        return optax.apply_updates(params, updates)
+
+    rows = {k: jnp.asarray(v, jnp.float32) for k, v in cols.items()}
+    jax.eval_shape(jax.vmap(one), rows, jax.random.split(jax.random.PRNGKey(0), 3))
+
+
+def search_schedule(peak, steps):
+    from mxopt_jax.compare.schedules import warmup_cosine
+
+    return warmup_cosine(peak, steps)
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "row-sparse"])
+def test_every_contender_takes_its_whole_search_space_traced(sparse):
+    """vmap over draws of every hyperparameter (under a warm-up schedule) traces for all 26 contenders, with
+    dense and with row-sparse gradients: no hyperparameter changes the state's structure or needs a Python
+    value (momentum 0 vs > 0 included: a traced momentum keeps the buffer)."""
+    for c in C.default_contenders():
+        _trace(c, sparse)
+
+
+def test_trials_are_inputs_of_one_compiled_program():
+    """Two different draws run through the same compiled program: nothing recompiles (an ahead-of-time
+    compiled program cannot), and the values reach the optimizer (the runs made alone are equal to the
+    vmapped ones: ``test_study.py``)."""
+    prob = _mlp_problem(steps=10)
+    adam = C.mxopt_contender("adam")
+    names = search.tuned([adam], "random")
+    group = engine.compile_group(prob, [adam], 4, tuned=names)
+    compiled = group.compiled
+    a = search.configurations(adam, PRESETS["quick"], "random", 2, seed=0)
+    b = search.configurations(adam, PRESETS["quick"], "random", 2, seed=1)
+    ra, rb = group.run(0, a, [0, 1]), group.run(0, b, [0, 1])
+    assert group.compiled is compiled
+    assert not np.array_equal(ra.val[1], rb.val[1])
+    assert set(rb.hparams) == {"beta1", "beta2", "epsilon", "wd"}
+    np.testing.assert_array_equal(ra.val[0], rb.val[0])  # trial 0, the defaults, in both draws
+    assert ra.config(0) == rb.config(0) == adam.defaults
+
+
+# --------------------------------------------------------------------------- the study
+@pytest.fixture(scope="module")
+def random_study():
+    adam_b1 = C.contender(
+        "adam b1",
+        lambda lr, b1: optax.adam(lr, b1=b1),
+        1e-2,
+        family="Adam family",  # one compiled program with mxopt's Adam
+        hyperparameters=[Hyperparameter("b1", 0.9, 0.5, 0.99, "log1m")],
+    )
+    preset = dataclasses.replace(PRESETS["quick"], seeds=2, confirm_seeds=2)
+    return study(_mlp_problem(), ["adam", adam_b1], preset, search="random", trials=3, check_batching="none")
+
+
+def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path):
+    r = random_study
+    assert (r.search, r.trials, r.schedule) == ("random", 3, "constant")
+    sel = r.tuned["tiny"]["adam"]
+    assert set(sel.config) == {"learning_rate", "beta1", "beta2", "epsilon", "wd"} and len(sel.lrs) == 3
+    conf = r.records["tiny"]["adam"]["confirmation"]
+    assert conf.config(0) == sel.config  # the confirmation runs the chosen configuration, every value of it
+    default = r.records["tiny"]["adam"]["default"]
+    assert default.config(0) == C.mxopt_contender("adam").defaults
+    assert set(r.tuned["tiny"]["adam b1"].config) == {"learning_rate", "b1"}
+    assert len(r.programs) == 1
+    text = r.report()
+    assert "random search, equal budgets" in text and "Search spaces" in text
+    assert "chosen configurations (besides lr):" in text and "beta1=" in text and "b1=" in text
+    r.write(tmp_path, plots=False)
+    with (tmp_path / "summary.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    row = next(x for x in rows if x["contender"] == "adam" and x["mode"] == "tuned")
+    assert float(row["beta2"]) == pytest.approx(sel.config["beta2"]) and row["b1"] == ""
+    with (tmp_path / "runs.csv").open() as f:
+        head = next(csv.reader(f))
+    assert {"beta1", "beta2", "epsilon", "wd", "b1"} <= set(head)
+
+
+def test_sensitivity_plot_draws_trials_as_points(random_study):
+    """A random search's trials are not a curve (other hyperparameters vary between them): no line, no band."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.collections import PolyCollection
+
+    from mxopt_jax.compare.report import plots
+
+    r = random_study
+    fig = plots.plot_sensitivity(r.problems, r.all_records("selection"), r.selections(), r.families)
+    lines = [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_label() in ("adam", "adam b1")]
+    assert len(lines) == 2 and all(ln.get_linestyle() == "None" for ln in lines)
+    assert not [c for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)]
+
+
+def test_bad_search_arguments_are_refused_before_compiling():
+    prob = _mlp_problem()
+    for kwargs, match in (
+        ({"search": "bayes"}, "search must be one of"),
+        ({"search": "random", "trials": 0}, "trials must be an int >= 1"),
+        ({"trials": 5}, "only a random search"),
+        ({"search": "random", "search_seed": -1}, "search seed"),
+        ({"schedule": "step"}, "schedule must be one of"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            study(prob, ["adam"], **kwargs)
+    with pytest.raises(TypeError, match="schedule must be a name"):
+        study(prob, ["adam"], schedule=3)
+
+
+def test_cli_takes_the_search_flags(capsys):
+    args = build_parser().parse_args(
+        [
+            "compare",
+            "--search",
+            "random",
+            "--trials",
+            "4",
+            "--schedule",
+            "warmup-cosine",
+            "--search-seed",
+            "2",
+        ]
+    )
+    assert (args.search, args.trials, args.schedule, args.search_seed) == ("random", 4, "warmup-cosine", 2)
+    with pytest.raises(SystemExit) as e:
+        main(["compare", "--trials", "4"])
+    assert e.value.code == 2 and "--trials needs --search random" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["compare", "--schedule", "step"])
+
+
+# --------------------------------------------------------------------------- targets per preset
+def test_every_workload_has_a_target_per_preset():
+    for name, make in PROBLEMS.items():
+        p = make()
+        assert set(p.targets) == {"quick", "full"}, name
+        assert p.target == p.targets["full"]
+        for preset, target in p.targets.items():
+            assert f"{target:g}" in p.description, (name, preset)
+            assert _preset_target(p, PRESETS[preset]).target == target
+        assert _preset_target(p, dataclasses.replace(PRESETS["quick"], name="mine")).target == p.target
+
+
+# --------------------------------------------------------------------------- two studies compared
+def test_kendall_tau_b():
+    assert kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == 1.0
+    assert kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == -1.0
+    # one discordant pair of 6: (5 - 1) / 6
+    assert kendall_tau([1, 2, 3, 4], [1, 2, 4, 3]) == pytest.approx(4 / 6)
+    # ties (two diverged results) on one side: tau-b = (C - D) / sqrt(n1 * n2) = 5 / sqrt(5 * 6)
+    assert kendall_tau([1, 2, math.inf, math.inf], [1, 2, 3, 4]) == pytest.approx(5 / math.sqrt(30))
+    assert math.isnan(kendall_tau([1], [1])) and math.isnan(kendall_tau([1, 1], [1, 2]))
+    with pytest.raises(ValueError, match="NaN"):
+        kendall_tau([1, math.nan], [1, 2])
+
+
+def _saved(path, preset, means):
+    sels = []
+    for problem, per in means.items():
+        for name, m in per.items():
+            sels.append(
+                Selection(
+                    contender=name, problem=problem, mode="tuned", lrs=np.array([1e-3]), index=0, lr=1e-3,
+                    scores=np.array([m]), val_final=np.array([m]), val_mean=m, val_ci=0.0, test=np.array([m]),
+                    test_mean=m, test_ci=0.0, best_val=np.array([m]), best_val_mean=m,
+                    steps_to_target=np.array([10.0]), time_to_target=10.0, reached=1, ms_per_step=1.0,
+                    on_edge=None, diverged=0, diverged_chosen=0, seeds=1, steps=10,
+                )
+            )  # fmt: skip
+    path.mkdir()
+    write_json(path / "study.json", {"selections": sels, "preset": preset})
+    return path
+
+
+def test_compare_studies_kendall_and_top3_with_contenders_in_one_only(tmp_path, capsys):
+    a = _saved(
+        tmp_path / "quick",
+        "quick",
+        {
+            "w1": {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "x": 0.5},
+            "w2": {"a": 1.0, "b": 2.0},
+            "wa": {"a": 1.0},
+        },
+    )
+    b = _saved(
+        tmp_path / "full",
+        "full",
+        {"w1": {"a": 1.0, "b": 3.0, "c": 2.0, "d": math.inf, "y": 0.1}, "w2": {"a": 2.0, "b": 1.0}},
+    )
+    agr = compare_studies(a, b)
+    w1, w2 = agr.workloads
+    assert w1.common == ["a", "b", "c", "d"] and w1.only_a == ["x"] and w1.only_b == ["y"]
+    assert w1.tau == pytest.approx(4 / 6) and w1.top_a == ["a", "b", "c"] and w1.top_b == ["a", "c", "b"]
+    assert w1.overlap == 3 and w2.tau == -1.0 and agr.only_a == ["wa"] and agr.only_b == []
+    assert agr.mean_tau == pytest.approx((4 / 6 - 1) / 2)
+    assert main(["compare", "--compare-presets", str(a), str(b / "study.json")]) == 0
+    out = capsys.readouterr().out
+    assert "Kendall" in out and "+0.67" in out and "only in A: x; only in B: y" in out
+    assert main(["compare", "--compare-presets", str(a), str(tmp_path / "nothing")]) == 2
+    assert "no study.json" in capsys.readouterr().err
