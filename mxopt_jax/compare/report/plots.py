@@ -254,7 +254,7 @@ def plot_sensitivity(
     sels = {p.name: _selections(per[p.name], selections, p) for p in probs}
     names = _shown(per, sels, identical)
     fig, axes, groups = _panels(len(probs), names, families, 2.7)
-    any_bad = any_edge = False
+    any_bad = any_edge = any_trials = False
     for row, p in enumerate(probs):
         recs = per[p.name]
         means = {n: _final_stats(recs[n]) for n in recs if n in names}  # the range: drawn lines only
@@ -276,6 +276,7 @@ def plot_sensitivity(
                 lrs = np.asarray(recs[n].lrs, np.float64)
                 # a random search's trials (other hyperparameters vary between them): points, no line or band
                 trials = bool(recs[n].hparams) or not bool(np.all(np.diff(lrs) > 0))
+                any_trials |= trials
                 shape = {**style, "linestyle": "none"} if trials else style
                 artists = ax.plot(
                     lrs,
@@ -333,6 +334,11 @@ def plot_sensitivity(
                 ax.set_xlabel("learning rate", fontsize=9)
                 figures.legend_below(ax, len(members))
     note = f"Mean over the selection seeds, band: its {_PCT} interval; ○ the chosen rate"
+    if any_trials:
+        note = (
+            "Mean over the selection seeds of each trial of a random search (points: the other hyperparameters "
+            "vary between them, so no line or band); ○ the chosen trial"
+        )
     if any_edge:
         note += " (◁ ▷ on the grid's edge: the best rate may lie beyond)"
     if any_bad:
