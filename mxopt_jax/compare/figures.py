@@ -78,13 +78,11 @@ def figure(**kwargs: Any) -> Figure:
         from matplotlib.figure import Figure
     except ImportError as e:  # pragma: no cover - exercised by hiding matplotlib in the tests
         raise ImportError("matplotlib is needed for plots: pip install 'mxopt_jax[plot]'") from e
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
     kwargs.setdefault("dpi", DPI)
-    kwargs.setdefault("layout", "constrained")
-    fig = Figure(**kwargs)
-    engine = fig.get_layout_engine()
-    if engine is not None:
-        engine.set(w_pad=0.06, h_pad=0.06, wspace=0.03, hspace=0.03)
-    return fig
+    kwargs.setdefault("layout", ConstrainedLayoutEngine(w_pad=0.06, h_pad=0.06, wspace=0.03, hspace=0.03))
+    return Figure(**kwargs)
 
 
 def png_bytes(fig: Figure, dpi: int = DPI, colors: int | None = 128) -> bytes:

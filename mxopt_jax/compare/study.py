@@ -46,6 +46,7 @@ from .distributed import is_writer
 from .engine import CompiledGroup, Schedule, compile_group
 from .problems.base import Problem
 from .progress import StudyProgress, interactive
+from .protocol import Preset, Selection
 from .records import Records
 from .report import export
 from .report.render import study_html
@@ -134,12 +135,12 @@ class Study:
         ``schedule``: the learning-rate schedule's name (:mod:`mxopt_jax.compare.schedules`).
     """
 
-    preset: protocol.Preset
+    preset: Preset
     problems: list[Problem]
     contenders: list[Contender]
     records: dict[str, dict[str, dict[str, Records]]]
-    tuned: dict[str, dict[str, protocol.Selection]]
-    one_shot: dict[str, dict[str, protocol.Selection]]
+    tuned: dict[str, dict[str, Selection]]
+    one_shot: dict[str, dict[str, Selection]]
     identical: dict[str, dict[str, list[list[str]]]]
     batching: dict[str, dict[str, float]]
     programs: list[dict[str, Any]]
@@ -179,7 +180,7 @@ class Study:
                 out[rep] = common
         return out
 
-    def selections(self, mode: str = "tuned") -> list[protocol.Selection]:
+    def selections(self, mode: str = "tuned") -> list[Selection]:
         """Every selection of ``mode`` (``"tuned"`` or ``"one-shot"``), problem by problem."""
         table = self.tuned if mode == "tuned" else self.one_shot
         return [sel for p in self.problems for sel in table[p.name].values()]

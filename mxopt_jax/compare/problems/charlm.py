@@ -111,10 +111,10 @@ def _windows(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _data() -> Splits:
     text = corpus()
-    ids = np.frombuffer(text.encode("ascii"), np.uint8)
+    codes = np.frombuffer(text.encode("ascii"), np.uint8)
     table = np.full(256, -1, np.int64)
     table[np.frombuffer(VOCAB.encode("ascii"), np.uint8)] = np.arange(len(VOCAB))
-    ids = table[ids]
+    ids = table[codes]
     bounds = np.cumsum((0, *CORPUS_SPLIT))
     return Splits(*(_windows(ids[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)))
 

@@ -47,7 +47,7 @@ def describe(
     preset: Preset | None,
     problems: Sequence[Problem],
     contenders: Sequence[str],
-    grids: Mapping[str, Sequence[float]] | None = None,
+    grids: Mapping[str, Sequence[float] | np.ndarray] | None = None,
     one_shot: bool = True,
     level: float = LEVEL,
     tau_max: float = TAU_MAX,

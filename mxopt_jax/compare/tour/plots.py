@@ -21,7 +21,7 @@ import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import jax
 import numpy as np
@@ -132,7 +132,9 @@ def _one_panel_curves(fig: Figure, panels: Sequence[tuple[str, Sequence[Result],
 
 
 def _family_curves(
-    fig: Figure, rows: Sequence[tuple[str, Sequence[Result], str]], sharey: bool | str = "row"
+    fig: Figure,
+    rows: Sequence[tuple[str, Sequence[Result], str]],
+    sharey: bool | Literal["none", "all", "row", "col"] = "row",
 ) -> np.ndarray:
     """One row per ``(label, results, kind)``; one column per family; panels share their y axis along a row
     (``sharey="row"``) or across the figure (``sharey=True``).

@@ -153,8 +153,8 @@ def train_all(
     if len(given) != len(names):
         raise ValueError(f"{len(given)} learning rates for {len(names)} optimizers")
     lrs = [float(TUNED_LR[n] if lr is None else lr) for n, lr in zip(names, given, strict=True)]
-    x, y = spiral_dataset(seed=seed)
-    x, y = jnp.asarray(x), jnp.asarray(y)
+    x_np, y_np = spiral_dataset(seed=seed)
+    x, y = jnp.asarray(x_np), jnp.asarray(y_np)
     params = init_mlp(jax.random.PRNGKey(seed))
 
     def objective(p):
