@@ -446,7 +446,14 @@ def summary_frame(
     pd = _pandas()
     with tempfile.TemporaryDirectory() as tmp:
         path = write_summary_csv(Path(tmp) / "summary.csv", selections, identical_by_problem)
-        frame = pd.read_csv(path, keep_default_na=False, na_values={c: ["nan", ""] for c in _numeric(path)})
+        # round_trip: every float reads back as the one written (pandas 2's default parser may differ in
+        # the last bit)
+        frame = pd.read_csv(
+            path,
+            keep_default_na=False,
+            na_values={c: ["nan", ""] for c in _numeric(path)},
+            float_precision="round_trip",
+        )
     return frame
 
 
