@@ -145,11 +145,12 @@ def replay_many(
     dt = _dtype(cfg)
     fkeys = _float_keys(cfg, mode)
     fn = _trajectory_fn(name, sig)
-    floats = {k: jnp.asarray([c["kwargs"][k] for c in cfgs], jnp.float32) for k in fkeys}
-    floats["_config"] = jnp.arange(len(cfgs))
-    w0 = _tree(cfg, [jnp.asarray(data[f"w0_{p}"], dt) for p in range(n)])
-    grads = _tree(cfg, [jnp.asarray(data[f"grads_{p}"], dt) for p in range(n)])
-    ws, masters = fn(floats, w0, grads)
+    # NumPy in and out: jnp.asarray / indexing a jax.Array would compile a small program per shape and dtype
+    floats = {k: np.asarray([c["kwargs"][k] for c in cfgs], np.float32) for k in fkeys}
+    floats["_config"] = np.arange(len(cfgs))
+    w0 = _tree(cfg, [np.asarray(data[f"w0_{p}"], dt) for p in range(n)])
+    grads = _tree(cfg, [np.asarray(data[f"grads_{p}"], dt) for p in range(n)])
+    ws, masters = jax.device_get(fn(floats, w0, grads))
     out = []
     for i in range(len(cfgs)):
         w_i = [np.asarray(x[i], np.float32) for x in _leaves(cfg, ws)]

@@ -42,11 +42,26 @@ def _sampled_groups(name: str) -> list[list[dict]]:
     ]
 
 
-def _replay(name: str, forced: bool, monkeypatch) -> list:
+def _split_groups(name: str) -> tuple[list[list[dict]], list[list[dict]]]:
+    """The sampled groups as (the default run's share, the rest, run under ``slow``).
+
+    The default run takes the defaults (Python-number hyperparameters) and the largest float32 group (the
+    most configs of the rule's own options per compile). The sibling form applies to 32/64-bit parameters
+    without a master, so the float16 groups only repeat the rule as written; they and the other float32 groups
+    (multipliers, schedulers, ``begin_num_update``) run under ``slow``.
+    """
+    sampled = _sampled_groups(name)
+    f32 = [k for k, g in enumerate(sampled) if g[0]["dtype"] == "float32" and g[0]["group"] != "defaults"]
+    largest = max(f32, key=lambda k: (len(sampled[k]), k))
+    first = [k for k, g in enumerate(sampled) if g[0]["group"] == "defaults" or k == largest]
+    return [sampled[k] for k in first], [g for k, g in enumerate(sampled) if k not in first]
+
+
+def _replay(name: str, groups: list[list[dict]], forced: bool, monkeypatch) -> list:
     monkeypatch.setattr(rule_mod, "multi_output_fusion", lambda: forced)
     golden._trajectory_fn.cache_clear()
     try:
-        return [golden.replay_many(name, g) for g in _sampled_groups(name)]
+        return [golden.replay_many(name, g) for g in groups]
     finally:
         golden._trajectory_fn.cache_clear()
 
@@ -88,12 +103,30 @@ def _assert_close(name: str, cfgs: list[dict], fast: list, ref: list) -> None:
                 )
 
 
+def _check_sibling_form(name: str, groups: list[list[dict]], monkeypatch) -> None:
+    ref = _replay(name, groups, False, monkeypatch)
+    fast = _replay(name, groups, True, monkeypatch)
+    for cfgs, group_fast, group_ref in zip(groups, fast, ref, strict=True):
+        _assert_close(name, cfgs, group_fast, group_ref)
+
+
 @pytest.mark.parametrize("name", ONE_PASS)
 def test_sibling_form_is_the_rule(name, monkeypatch):
-    ref = _replay(name, False, monkeypatch)
-    fast = _replay(name, True, monkeypatch)
-    for cfgs, group_fast, group_ref in zip(_sampled_groups(name), fast, ref, strict=True):
-        _assert_close(name, cfgs, group_fast, group_ref)
+    _check_sibling_form(name, _split_groups(name)[0], monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ONE_PASS)
+def test_sibling_form_is_the_rule_other_groups(name, monkeypatch):
+    _check_sibling_form(name, _split_groups(name)[1], monkeypatch)
+
+
+def test_default_and_slow_share_the_sampled_groups():
+    for name in ONE_PASS:
+        first, other = _split_groups(name)
+        assert len(first) == 2 and first[0][0]["group"] == "defaults", name
+        ids = sorted(c["id"] for g in first + other for c in g)
+        assert ids == sorted(c["id"] for g in _sampled_groups(name) for c in g), name
 
 
 def test_sibling_form_on_flat_params_is_the_rule(monkeypatch):
