@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from sampling import share
+from sampling import default_run, share
 
 import mxopt_jax
 from mxopt_jax.multi_tensor import FlatParams
@@ -98,7 +98,9 @@ def test_aggregate_num_equals_per_parameter_path(name, agg):
     assert len(getattr(state, field).buffers) == n_buffers
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "sgld"])
+# Half of the optimizers in the default run (tests/properties/test_drivers_agree.py compares FlatParams with the
+# tree for the other half), all of them under ``slow``.
+@pytest.mark.parametrize("name", default_run([n for n in NAMES if n != "sgld"], share(2, 1)))
 def test_flat_params_equal_per_parameter_path(name):
     params, grads = _tree()
     ref = _per_parameter(name)

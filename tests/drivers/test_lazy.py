@@ -167,7 +167,21 @@ def test_facade_matches_mxnet(cid):
         _check(cfg, data, s, w, states)
 
 
-@pytest.mark.parametrize("cid", _cases(lambda c: c["semantics"] == "lazy"))
+def _untouched_cases() -> list:
+    """Every lazy config; the default run one per optimizer (tests/properties/test_lazy_equals_dense.py checks
+    the untouched rows of random updates for each too), the others under ``slow``."""
+    first: dict[str, str] = {}
+    for c in configs():
+        if c["semantics"] == "lazy" and c["id"] in _default_run_ids():
+            first.setdefault(c["optimizer"], c["id"])
+    return [
+        pytest.param(c["id"], marks=() if c["id"] in first.values() else (pytest.mark.slow,))
+        for c in configs()
+        if c["semantics"] == "lazy"
+    ]
+
+
+@pytest.mark.parametrize("cid", _untouched_cases())
 def test_lazy_leaves_untouched_rows_bit_identical(cid):
     """Rows never listed keep the initial weight and zero state exactly (MXNet's lazy row-sparse kernels)."""
     meta, data = golden()

@@ -270,7 +270,7 @@ def test_scalar_parameter(name):
     assert new.shape == () and np.isfinite(new)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", default_run(NAMES, share(2, 1)))
 def test_converges_on_a_quadratic(name):
     target = jnp.array([[1.0, -2.0, 0.5], [0.3, 0.0, -1.0]])
     params = {"x": jnp.zeros_like(target)}

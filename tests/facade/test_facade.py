@@ -40,9 +40,10 @@ def _golden_cases():
     option (multi_precision), and a few grid configs (one with
     ``param_idx2name`` for LARS). The functional API's tests replay every config; here the point is the
     facade's bookkeeping (multipliers, schedulers, counts, multi-precision states) on the shared rules. The
-    default run takes each optimizer's defaults and fp16 configs and one of its scheduler / begin_num_update
-    configs, taking turns across the optimizers (every kind of scheduler and begin_num_update for several
-    optimizers); the others run under the ``slow`` marker."""
+    default run takes each optimizer's fp16 config, one of its scheduler / begin_num_update configs, taking
+    turns across the optimizers (every kind of scheduler and begin_num_update for several optimizers), and the
+    defaults of every other optimizer (the functional golden tests replay every optimizer's defaults); the
+    others run under the ``slow`` marker."""
     out = []
     for k, name in enumerate(NAMES):
         if name == "sgld":
@@ -67,7 +68,7 @@ def _golden_cases():
             elif group == "fp16" and cfg is not last_fp16:
                 continue
             seen[group] = seen.get(group, 0) + 1
-            default = group in ("defaults", "fp16") or cfg["id"] == turn
+            default = group == "fp16" or cfg["id"] == turn or (group == "defaults" and k % 2 == 0)
             marks = () if default else (pytest.mark.slow,)
             out.append(pytest.param(name, cfg["id"], id=f"{name}-{cfg['id']}-{group}", marks=marks))
     return out
@@ -142,7 +143,7 @@ def test_golden_cases_cover_every_group():
         if not p.marks:
             name, cid = p.values
             default.setdefault(config(name, cid)["group"], set()).add(name)
-    assert default["defaults"] == default["fp16"] == set(covered)
+    assert default["fp16"] == set(covered) and len(default["defaults"]) >= 10
     assert len(default["sched"]) >= 10 and len(default["begin"]) >= 4, default
 
 

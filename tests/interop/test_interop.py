@@ -39,7 +39,7 @@ CHAIN_CASES = ["clip_before", "clip_after", "decay_before", "decay_after"]
 
 
 @pytest.mark.parametrize("case", CHAIN_CASES)
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", default_run(NAMES, share(2)))  # optax's chain: half of them by default
 def test_chain_with_clip_and_decayed_weights(name, case):
     params = params_for(name)
     other = (

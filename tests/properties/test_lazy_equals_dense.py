@@ -24,7 +24,7 @@ from mxopt_jax._src import registry
 from mxopt_jax.sparse import RowSparse
 
 FEW = settings(
-    max_examples=3,
+    max_examples=2,
     derandomize=True,
     deadline=None,
     database=None,
