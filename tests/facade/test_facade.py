@@ -40,10 +40,11 @@ def _golden_cases():
     option (multi_precision), and a few grid configs (one with
     ``param_idx2name`` for LARS). The functional API's tests replay every config; here the point is the
     facade's bookkeeping (multipliers, schedulers, counts, multi-precision states) on the shared rules. The
-    default run takes each optimizer's fp16 config, one of its scheduler / begin_num_update configs, taking
-    turns across the optimizers (every kind of scheduler and begin_num_update for several optimizers), and the
-    defaults of every other optimizer (the functional golden tests replay every optimizer's defaults); the
-    others run under the ``slow`` marker."""
+    default run takes one scheduler / begin_num_update config of each optimizer, taking turns across the
+    optimizers (every kind of scheduler and begin_num_update for several optimizers), and either its fp16
+    config (for the optimizers whose float16 group the functional golden tests leave to ``slow``) or its
+    defaults (the functional golden tests replay every optimizer's defaults); the others run under the
+    ``slow`` marker."""
     out = []
     for k, name in enumerate(NAMES):
         if name == "sgld":
@@ -68,7 +69,8 @@ def _golden_cases():
             elif group == "fp16" and cfg is not last_fp16:
                 continue
             seen[group] = seen.get(group, 0) + 1
-            default = group == "fp16" or cfg["id"] == turn or (group == "defaults" and k % 2 == 0)
+            # fp16 for the optimizers whose float16 golden group the functional tests leave to -m slow
+            default = cfg["id"] == turn or group == ("fp16" if k % 2 else "defaults")
             marks = () if default else (pytest.mark.slow,)
             out.append(pytest.param(name, cfg["id"], id=f"{name}-{cfg['id']}-{group}", marks=marks))
     return out
@@ -143,7 +145,7 @@ def test_golden_cases_cover_every_group():
         if not p.marks:
             name, cid = p.values
             default.setdefault(config(name, cid)["group"], set()).add(name)
-    assert default["fp16"] == set(covered) and len(default["defaults"]) >= 10
+    assert len(default["fp16"]) >= 10 and len(default["defaults"]) >= 10
     assert len(default["sched"]) >= 10 and len(default["begin"]) >= 4, default
 
 
