@@ -33,26 +33,31 @@ FLAG = "--xla_backend_extra_options=" + numerics.MULTI_OUTPUT_FUSION
 ONE_PASS = sorted(n for n in golden.OPTIMIZER_FILES if BY_NAME[n].rule.one_pass)
 
 
-def _sampled_groups(name: str) -> list[list[dict]]:
-    """Every other group of configs (and those with the defaults or float16), as the golden tests' default run."""
+def _sampled_indices(name: str) -> list[int]:
+    """Every other group of configs (and the defaults), as the golden tests' default run used to take them,
+    without the float16 groups: the sibling form applies to 32/64-bit parameters without a master only, so
+    their replays are the rule as written (tests/rules/test_golden.py replays them)."""
     return [
-        g
+        k
         for k, g in enumerate(golden.groups(name))
-        if k % 2 == 0 or any(c["group"] in ("defaults", "fp16") for c in g)
+        if (k % 2 == 0 or g[0]["group"] == "defaults") and g[0]["dtype"] != "float16"
     ]
+
+
+def _sampled_groups(name: str) -> list[list[dict]]:
+    groups = golden.groups(name)
+    return [groups[k] for k in _sampled_indices(name)]
 
 
 def _split_groups(name: str) -> tuple[list[list[dict]], list[list[dict]]]:
     """The sampled groups as (the default run's share, the rest, run under ``slow``).
 
     The sibling form is opt-in (an XLA flag), so the default run takes one group per optimizer: the largest
-    float32 group (the most configs of the rule's own options per compile). The sibling form applies to
-    32/64-bit parameters without a master, so the float16 groups only repeat the rule as written; they, the
-    defaults (Python-number hyperparameters) and the other float32 groups (multipliers, schedulers,
-    ``begin_num_update``) run under ``slow``.
+    float32 group (the most configs of the rule's own options per compile). The defaults (Python-number
+    hyperparameters) and the other groups (multipliers, schedulers, ``begin_num_update``) run under ``slow``.
     """
     sampled = _sampled_groups(name)
-    f32 = [k for k, g in enumerate(sampled) if g[0]["dtype"] == "float32" and g[0]["group"] != "defaults"]
+    f32 = [k for k, g in enumerate(sampled) if g[0]["group"] != "defaults"]
     largest = max(f32, key=lambda k: (len(sampled[k]), k))
     return [sampled[largest]], [g for k, g in enumerate(sampled) if k != largest]
 
@@ -159,11 +164,10 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import golden
 from mxopt_jax._src import numerics
-names = json.loads(sys.argv[2])
+indices = json.loads(sys.argv[2])  # {name: [group index, ...]}
 out = {"detected": numerics.multi_output_fusion(), "runs": {}}
-for name in names:
-    groups = [g for k, g in enumerate(golden.groups(name))
-              if k % 2 == 0 or any(c["group"] in ("defaults", "fp16") for c in g)]
+for name, ks in indices.items():
+    groups = [golden.groups(name)[k] for k in ks]
     out["runs"][name] = [[[w.tolist() for w in ws] for ws, _ in golden.replay_many(name, g)] for g in groups]
 print(json.dumps(out))
 """
@@ -173,7 +177,7 @@ def _child(one_pass: str) -> dict:
     support = str(pathlib.Path(golden.__file__).parent)
     env = dict(os.environ, XLA_FLAGS=FLAG, MXOPT_JAX_ONE_PASS=one_pass)
     res = subprocess.run(
-        [sys.executable, "-c", _CHILD, support, json.dumps(ONE_PASS)],
+        [sys.executable, "-c", _CHILD, support, json.dumps({n: _sampled_indices(n) for n in ONE_PASS})],
         env=env,
         capture_output=True,
         text=True,

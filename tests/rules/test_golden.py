@@ -50,25 +50,26 @@ def _default_run_groups(name: str) -> set[int]:
     """Indices (into ``groups(name)``) of the traced-hyperparameter groups the default run replays: the largest
     grid group (the optimizer's own options; ties: the later, clipped one), and either the last float16 group
     (multi-precision with clipping, decay and rescaling) or one group of a base-class feature, taking turns
-    (LBSGD has no scheduler or begin_num_update configs: its multipliers). The defaults config has no float
-    hyperparameter: its static replay is the same program."""
+    (LBSGD has no scheduler or begin_num_update configs: its multipliers); and the defaults config (no float
+    hyperparameter: MXNet's defaults as Python numbers, jitted)."""
     gs = groups(name)
     kinds = [g[0]["group"] for g in gs]
     grid = max((k for k, kind in enumerate(kinds) if kind == "grid"), key=lambda k: (len(gs[k]), k))
     index = OPTIMIZER_FILES.index(name)
+    defaults = kinds.index("defaults")
     if index % 2 == 0:
-        return {grid, max(k for k, kind in enumerate(kinds) if kind == "fp16")}
+        return {defaults, grid, max(k for k, kind in enumerate(kinds) if kind == "fp16")}
     turn = (index // 2) % len(_ROTATING)
     present = [kind for kind in _ROTATING if kind in kinds]
     feature = _ROTATING[turn] if _ROTATING[turn] in present else present[0]
-    return {grid, kinds.index(feature)}
+    return {defaults, grid, kinds.index(feature)}
 
 
 def _cases():
     """Per optimizer, each group of configs that share a compiled program with traced hyperparameters (one
     vmapped run per group; the default run takes :func:`_default_run_groups`, the ``slow`` marker the rest);
-    with Python-number hyperparameters (each config its own program) the defaults in the default run and every
-    config under ``slow``. Every config is replayed in CI."""
+    with Python-number hyperparameters, op by op, every config under ``slow``. Every config is replayed in CI,
+    in both modes."""
     out = []
     for name in OPTIMIZER_FILES:
         if name == "sgld":
@@ -85,9 +86,10 @@ def _cases():
         for cfg in meta["configs"]:
             if _departs(name, cfg):
                 continue
-            marks = () if cfg["group"] == "defaults" else (pytest.mark.slow,)
             out.append(
-                pytest.param(name, (cfg["id"],), "static", id=f"{name}-{cfg['id']}-static", marks=marks)
+                pytest.param(
+                    name, (cfg["id"],), "static", id=f"{name}-{cfg['id']}-static", marks=(pytest.mark.slow,)
+                )
             )
     return out
 
@@ -110,13 +112,14 @@ def test_default_run_replays_every_optimizer_and_feature():
 
 
 def test_every_config_is_replayed():
-    covered = {(p.values[0], cid) for p in _cases() if p.values[2] == "dynamic" for cid in p.values[1]}
-    for name in OPTIMIZER_FILES:
-        if name == "sgld":
-            continue  # tests below (noise-free part teacher-forced on MXNet's trajectory)
-        meta, _ = load(name)
-        want = {(name, c["id"]) for c in meta["configs"] if not _departs(name, c)}
-        assert want <= covered, sorted(want - covered)
+    for mode in ("dynamic", "static"):
+        covered = {(p.values[0], cid) for p in _cases() if p.values[2] == mode for cid in p.values[1]}
+        for name in OPTIMIZER_FILES:
+            if name == "sgld":
+                continue  # tests below (noise-free part teacher-forced on MXNet's trajectory)
+            meta, _ = load(name)
+            want = {(name, c["id"]) for c in meta["configs"] if not _departs(name, c)}
+            assert want <= covered, (mode, sorted(want - covered))
 
 
 def test_tolerances_no_looser_than_mxnet():
