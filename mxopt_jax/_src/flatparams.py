@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -106,7 +107,7 @@ class FlatParams:
 
     __slots__ = ("buffers", "layout")
 
-    def __init__(self, buffers: tuple, layout: Layout) -> None:
+    def __init__(self, buffers: Sequence[Any], layout: Layout) -> None:
         self.buffers = tuple(buffers)
         self.layout = layout
 

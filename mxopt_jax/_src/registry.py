@@ -9,10 +9,10 @@ rule and its constructor in :mod:`mxopt_jax._src.optimizers`, plus one row below
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 from .optimizers import adagrad, adam, ftrl, layerwise, rmsprop, sgd
 from .rule import Rule
+from .signature import Constructor
 
 SGD_FAMILY = "SGD family"
 ADAPTIVE = "adaptive family"  # AdaGrad, GroupAdaGrad, AdaDelta, RMSProp, Ftrl, FTML
@@ -38,7 +38,7 @@ class Entry:
     """
 
     name: str
-    constructor: Callable
+    constructor: Constructor[...]
     class_name: str
     mxnet: str
     family: str

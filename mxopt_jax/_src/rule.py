@@ -39,7 +39,10 @@ class Rule:
     Attributes:
       name: MXNet registry name (``'adam'``) used in error messages.
       state_cls: the ``NamedTuple`` of the functional state: ``count``, then ``fields``, then ``master``
-        (plus ``key`` when ``uses_key``).
+        (plus ``key`` when ``uses_key``). The states are written in the functional ``NamedTuple("...", [...])``
+        syntax: their ``count`` field (the update count, optax's name, which users read) shadows
+        ``tuple.count``, and a type checker rejects that override in the class syntax only; the functional
+        syntax gives the same class and types ``state.count`` as the array it is.
       fields: names of the per-parameter state entries, in the order ``init``/``step`` use them.
       init: ``(w, state_dtype, opts) -> tuple`` of per-parameter state arrays (``None`` for an absent entry);
         entries must be distinct arrays (a jitted step may donate every one of them).
@@ -217,7 +220,7 @@ def hparams(
     ctx: StepContext, dtype: Any, lr_mult: Any, wd_mult: Any, name: str = "", key: Any = None
 ) -> dict:
     """One parameter's hyperparameters in the compute dtype (Python 1.0 / 0.0 kept static where it helps)."""
-    hp = {}
+    hp: dict[str, Any] = {}
     for k, v in ctx.hypers.items():
         if v is None:
             hp[k] = None
@@ -311,6 +314,7 @@ def leaf_update(
     )
     gives_weight = rule.gives_weight(opts)
     if master is not None:
+        assert w is not None, "a master copy is kept only for a parameter the update is given"
         new_master = (out if gives_weight else wc + out).astype(master.dtype)
         target = new_master.astype(pdtype).astype(jnp.float32)
         return target - w.astype(jnp.float32), new_s, new_master

@@ -499,9 +499,72 @@ class MultiFactorScheduler(LRScheduler):
 
 
 # --------------------------------------------------------------------------------------------------------
-# PolyScheduler
+# PolyScheduler and CosineScheduler: a decay from base_lr_orig to final_lr over max_update updates
 # --------------------------------------------------------------------------------------------------------
-class PolyScheduler(LRScheduler):
+class _DecayToFinal(LRScheduler):
+    """What :class:`PolyScheduler` and :class:`CosineScheduler` share: after the warmup (``W =
+    warmup_steps``, ``max_steps = max_update - W``), for ``n <= max_update``::
+
+        lr = final_lr + (base_lr_orig - final_lr) * decay(n)
+
+    with ``decay`` going from 1 at ``n = W`` to 0 at ``n = max_update`` (:meth:`_decay`, and
+    :meth:`_pure_decay` for the pure form). ``base_lr`` caches the last in-range value and is returned
+    unchanged for ``n > max_update``; the pure form evaluates the formula at ``min(n, max_update)``.
+    """
+
+    def __init__(
+        self,
+        max_update: int,
+        base_lr: float,
+        final_lr: float,
+        warmup_steps: int,
+        warmup_begin_lr: float,
+        warmup_mode: str,
+        **shape: float,
+    ) -> None:
+        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        self.max_update: int = _max_update(max_update, self.warmup_steps)
+        for name, value in shape.items():  # the subclass's own attributes, in MXNet's attribute order
+            setattr(self, name, value)
+        self.base_lr_orig: float = self.base_lr
+        self.final_lr: float = _lr("final_lr", final_lr)
+        self.max_steps: int = self.max_update - self.warmup_steps
+
+    def _decay(self, num_update: int) -> float:
+        """``decay(num_update)`` for ``warmup_steps <= num_update <= max_update`` (Python floats, as MXNet)."""
+        raise NotImplementedError("must override this")
+
+    def _pure_decay(self, max_steps: int) -> Callable[[jax.Array], jax.Array]:
+        """``left -> decay`` in float32, ``left = max_update - min(n, max_update)`` (an exact float32 integer)."""
+        raise NotImplementedError("must override this")
+
+    def __call__(self, num_update: int) -> float:
+        if num_update < self.warmup_steps:
+            return self.get_warmup_lr(num_update)
+        if num_update <= self.max_update:
+            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * self._decay(num_update)
+        return float(self.base_lr)
+
+    def as_schedule(self) -> Schedule:
+        """Pure form: the formula at ``min(n, max_update)`` (uses ``base_lr_orig``, not ``base_lr``)."""
+        w = _int("warmup_steps", self.warmup_steps)
+        max_update = _max_update(self.max_update, w)
+        max_steps = _int("max_steps", self.max_steps)
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be an int >= 1 (got {max_steps})")
+        decay = self._pure_decay(max_steps)
+        final = _lr("final_lr", self.final_lr)
+        delta = _lr("base_lr_orig", self.base_lr_orig) - final
+
+        def core(n: jax.Array) -> jax.Array:
+            m = jnp.clip(n, w, max_update)
+            left = (max_steps - (m - w)).astype(jnp.float32)  # max_steps * (1 - (m - W) / max_steps), exact
+            return jnp.float32(final) + jnp.float32(delta) * decay(left)
+
+        return self._pure(core)
+
+
+class PolyScheduler(_DecayToFinal):
     """Polynomial decay from ``base_lr`` to ``final_lr`` over ``max_update`` updates
     (``mxnet.lr_scheduler.PolyScheduler``).
 
@@ -546,6 +609,8 @@ class PolyScheduler(LRScheduler):
     0.25
     """
 
+    power: float
+
     def __init__(
         self,
         max_update: int,
@@ -556,12 +621,15 @@ class PolyScheduler(LRScheduler):
         warmup_begin_lr: float = 0,
         warmup_mode: str = "linear",
     ) -> None:
-        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        self.max_update: int = _max_update(max_update, self.warmup_steps)
-        self.power: float = self._check_power(pwr)
-        self.base_lr_orig: float = self.base_lr
-        self.final_lr: float = _lr("final_lr", final_lr)
-        self.max_steps: int = self.max_update - self.warmup_steps
+        super().__init__(
+            max_update,
+            base_lr,
+            final_lr,
+            warmup_steps,
+            warmup_begin_lr,
+            warmup_mode,
+            power=self._check_power(pwr),
+        )
 
     @staticmethod
     def _check_power(pwr: Any) -> float:
@@ -570,36 +638,21 @@ class PolyScheduler(LRScheduler):
             raise ValueError(f"pwr must be a finite number >= 0 (got {pwr!r})")
         return pwr if isinstance(pwr, int) else p
 
-    def __call__(self, num_update: int) -> float:
-        if num_update < self.warmup_steps:
-            return self.get_warmup_lr(num_update)
-        if num_update <= self.max_update:
-            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * pow(
-                1 - float(num_update - self.warmup_steps) / float(self.max_steps), self.power
-            )
-        return float(self.base_lr)
+    def _decay(self, num_update: int) -> float:
+        return pow(1 - float(num_update - self.warmup_steps) / float(self.max_steps), self.power)
 
-    def as_schedule(self) -> Schedule:
-        """Pure form: the formula at ``min(n, max_update)`` (uses ``base_lr_orig``, not ``base_lr``)."""
-        w, max_update, max_steps = _decay_window(self)
+    def _pure_decay(self, max_steps: int) -> Callable[[jax.Array], jax.Array]:
         power = self._check_power(self.power)
-        final = _lr("final_lr", self.final_lr)
-        delta = _lr("base_lr_orig", self.base_lr_orig) - final
         int_power = int(power) if float(power).is_integer() else None
 
-        def core(n: jax.Array) -> jax.Array:
-            m = jnp.clip(n, w, max_update)
-            u = (max_steps - (m - w)).astype(jnp.float32) / jnp.float32(max_steps)  # 1 - (m - W) / max_steps
-            decay = u**int_power if int_power is not None else jnp.power(u, jnp.float32(power))
-            return jnp.float32(final) + jnp.float32(delta) * decay
+        def decay(left: jax.Array) -> jax.Array:
+            u = left / jnp.float32(max_steps)  # 1 - (m - W) / max_steps
+            return u**int_power if int_power is not None else jnp.power(u, jnp.float32(power))
 
-        return self._pure(core)
+        return decay
 
 
-# --------------------------------------------------------------------------------------------------------
-# CosineScheduler
-# --------------------------------------------------------------------------------------------------------
-class CosineScheduler(LRScheduler):
+class CosineScheduler(_DecayToFinal):
     """Cosine decay from ``base_lr`` to ``final_lr`` over ``max_update`` updates
     (``mxnet.lr_scheduler.CosineScheduler``).
 
@@ -642,45 +695,16 @@ class CosineScheduler(LRScheduler):
         warmup_begin_lr: float = 0,
         warmup_mode: str = "linear",
     ) -> None:
-        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        self.max_update: int = _max_update(max_update, self.warmup_steps)
-        self.base_lr_orig: float = self.base_lr
-        self.final_lr: float = _lr("final_lr", final_lr)
-        self.max_steps: int = self.max_update - self.warmup_steps
+        super().__init__(max_update, base_lr, final_lr, warmup_steps, warmup_begin_lr, warmup_mode)
 
-    def __call__(self, num_update: int) -> float:
-        if num_update < self.warmup_steps:
-            return self.get_warmup_lr(num_update)
-        if num_update <= self.max_update:
-            self.base_lr = (
-                self.final_lr
-                + (self.base_lr_orig - self.final_lr)
-                * (1 + math.cos(math.pi * (num_update - self.warmup_steps) / self.max_steps))
-                / 2
-            )
-        return float(self.base_lr)
+    def _decay(self, num_update: int) -> float:
+        return (1 + math.cos(math.pi * (num_update - self.warmup_steps) / self.max_steps)) / 2
 
-    def as_schedule(self) -> Schedule:
-        """Pure form: the formula at ``min(n, max_update)`` (uses ``base_lr_orig``, not ``base_lr``)."""
-        w, max_update, max_steps = _decay_window(self)
-        final = _lr("final_lr", self.final_lr)
-        delta = _lr("base_lr_orig", self.base_lr_orig) - final
+    def _pure_decay(self, max_steps: int) -> Callable[[jax.Array], jax.Array]:
         scale = math.pi / (2.0 * max_steps)
 
-        def core(n: jax.Array) -> jax.Array:
-            m = jnp.clip(n, w, max_update)
-            left = (max_steps - (m - w)).astype(jnp.float32)  # max_steps * (1 - (m - W) / max_steps), exact
+        def decay(left: jax.Array) -> jax.Array:
             # (1 + cos(pi * t)) / 2 == sin(pi / 2 * (1 - t)) ** 2, without cancellation near t = 1
-            return jnp.float32(final) + jnp.float32(delta) * jnp.sin(left * jnp.float32(scale)) ** 2
+            return jnp.sin(left * jnp.float32(scale)) ** 2
 
-        return self._pure(core)
-
-
-def _decay_window(sched: PolyScheduler | CosineScheduler) -> tuple[int, int, int]:
-    """Validated ``(warmup_steps, max_update, max_steps)`` of a Poly/Cosine scheduler's current attributes."""
-    w = _int("warmup_steps", sched.warmup_steps)
-    max_update = _max_update(sched.max_update, w)
-    max_steps = _int("max_steps", sched.max_steps)
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be an int >= 1 (got {max_steps})")
-    return w, max_update, max_steps
+        return decay

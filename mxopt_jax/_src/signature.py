@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypedDict
+from typing import Any, ParamSpec, Protocol, TypedDict, cast
 
 import numpy as np
 import optax
@@ -130,7 +130,7 @@ BASE_KEYWORDS: tuple[Keyword, ...] = (
         None,
         "bool | None",
         "accepted for MXNet compatibility; both MXNet paths compute the fused (default) math here.",
-        lambda o, n, v: v is None or check_bool(o, n, v),
+        lambda o, n, v: check_bool(o, n, v, allow_none=True),
     ),
 )
 
@@ -330,7 +330,23 @@ def full_signature(declared: inspect.Signature) -> inspect.Signature:
     return declared.replace(parameters=[*positional, *base, *own_kw])
 
 
-def optimizer(rule: Rule, *, deprecation: str | None = None) -> Callable[[Callable], Callable]:
+P = ParamSpec("P")
+
+
+class Constructor(Protocol[P]):
+    """A functional constructor made by :func:`optimizer`: called as declared, it carries its rule and its
+    full signature (``inspect.signature``)."""
+
+    rule: Rule
+    __name__: str
+    __signature__: inspect.Signature
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> optax.GradientTransformation: ...
+
+
+def optimizer(
+    rule: Rule, *, deprecation: str | None = None
+) -> Callable[[Callable[P, optax.GradientTransformation]], Constructor[P]]:
     """Make a functional constructor from a declaration: the rule's own arguments, MXNet's defaults and docs.
 
     The declared function's body is not run: it states the signature and the documentation. The constructor
@@ -339,7 +355,7 @@ def optimizer(rule: Rule, *, deprecation: str | None = None) -> Callable[[Callab
     ``DeprecationWarning`` at every call (MXNet 1.x's ``ccSGD``).
     """
 
-    def decorate(declared: Callable) -> Callable:
+    def decorate(declared: Callable[P, optax.GradientTransformation]) -> Constructor[P]:
         sig = full_signature(inspect.signature(declared))
 
         @functools.wraps(declared)
@@ -360,10 +376,11 @@ def optimizer(rule: Rule, *, deprecation: str | None = None) -> Callable[[Callab
             bound.apply_defaults()
             return tree.transform(prepare(rule, bound.arguments))
 
-        constructor.__signature__ = sig
-        constructor.__doc__ = (declared.__doc__ or "").rstrip() + "\n" + COMMON_DOC
-        constructor.rule = rule
         del constructor.__wrapped__  # the declaration is not the implementation: inspect the constructor
-        return constructor
+        constructor.__doc__ = (declared.__doc__ or "").rstrip() + "\n" + COMMON_DOC
+        made = cast("Constructor[P]", constructor)  # a function given the Protocol's attributes here
+        made.__signature__ = sig
+        made.rule = rule
+        return made
 
     return decorate

@@ -153,8 +153,11 @@ def check_int(owner: str, name: str, value: Any, *, low: int) -> None:
         raise ValueError(f"{owner}: `{name}` must be <= {INT32_MAX} (update counts are int32), got {int(v)}")
 
 
-def check_bool(owner: str, name: str, value: Any) -> None:
-    """A switch: ``True`` or ``False`` (NumPy booleans too); MXNet takes any truthy value (differences #19)."""
+def check_bool(owner: str, name: str, value: Any, allow_none: bool = False) -> None:
+    """A switch: ``True`` or ``False`` (NumPy booleans too; ``None`` too with ``allow_none``); MXNet takes any
+    truthy value (differences #19)."""
+    if allow_none and value is None:
+        return
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{owner}: `{name}` must be True or False, got {value!r} ({STRICTER_THAN_MXNET})")
 

@@ -1,12 +1,16 @@
 """Replaying the MXNet golden trajectories (``tests/golden/<name>.npz``, made by ``tools/make_golden.py``).
 
 A config is replayed by constructing the mxopt_jax optimizer with the same keyword arguments MXNet got and
-running all steps inside one jitted ``lax.scan``. Two modes:
+running its steps. Two modes:
 
-* ``"static"``: every hyperparameter is the Python value from the config (what users usually pass);
-* ``"dynamic"``: float hyperparameters are passed as traced JAX scalars, so configs that differ only in
-  their values share one compiled program (this is also how ``optax.inject_hyperparams`` drives us);
-  :func:`replay_many` runs such a group at once, vmapped over the configs' values.
+* ``"dynamic"``: all steps inside one jitted ``lax.scan``; float hyperparameters are passed as traced JAX
+  scalars, so configs that differ only in their values share one compiled program (this is also how
+  ``optax.inject_hyperparams`` drives us): :func:`replay_many` runs such a group at once, vmapped over the
+  configs' values. A config without float hyperparameters (MXNet's defaults) runs on Python numbers here.
+* ``"static"``: every hyperparameter is the Python value from the config (what users usually pass), one
+  ``update`` call after another (op by op: the configs of an optimizer reuse the compiled operations, where a
+  jitted trajectory would compile a program for every config). Python numbers take the same branches in the
+  library (static zeros, ones and positive values) whether the update is jitted or not.
 """
 
 from __future__ import annotations
@@ -132,11 +136,37 @@ def replay(name: str, cfg: dict, mode: str = "dynamic") -> tuple[list[np.ndarray
     return replay_many(name, [cfg], mode)[0]
 
 
+def _replay_op_by_op(name: str, cfg: dict) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Static mode: the config's Python numbers, one ``update`` call per step (not jitted)."""
+    meta, data = load(name)
+    n = len(meta["shapes"])
+    dt = _dtype(cfg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tx = mxopt_jax.OPTIMIZERS[name](**_make_kwargs(cfg, n, {}))
+    w = _tree(cfg, [jnp.asarray(np.asarray(data[f"w0_{p}"], dt)) for p in range(n)])
+    state = tx.init(w)
+    ws, masters = [], []
+    for k in range(data["grads_0"].shape[0]):
+        g = _tree(cfg, [jnp.asarray(np.asarray(data[f"grads_{p}"][k], dt)) for p in range(n)])
+        u, state = tx.update(g, state, w)
+        w = optax.apply_updates(w, u)
+        ws.append([np.asarray(x, np.float32) for x in _leaves(cfg, w)])
+        masters.append(None if state.master is None else [np.asarray(x) for x in _leaves(cfg, state.master)])
+    weights = [np.stack([step[p] for step in ws]) for p in range(n)]
+    if masters[0] is None:
+        return weights, None
+    return weights, [np.stack([step[p] for step in masters]) for p in range(n)]
+
+
 def replay_many(
     name: str, cfgs: list[dict], mode: str = "dynamic"
 ) -> list[tuple[list[np.ndarray], list[np.ndarray] | None]]:
     """:func:`replay` for configs of one :func:`signature`: one compiled program, vmapped over their float
-    hyperparameters (the traced values every config of the group differs in)."""
+    hyperparameters (the traced values every config of the group differs in); in static mode, each config op
+    by op."""
+    if mode == "static":
+        return [_replay_op_by_op(name, cfg) for cfg in cfgs]
     meta, data = load(name)
     n = len(meta["shapes"])
     cfg = cfgs[0]
@@ -145,11 +175,12 @@ def replay_many(
     dt = _dtype(cfg)
     fkeys = _float_keys(cfg, mode)
     fn = _trajectory_fn(name, sig)
-    floats = {k: jnp.asarray([c["kwargs"][k] for c in cfgs], jnp.float32) for k in fkeys}
-    floats["_config"] = jnp.arange(len(cfgs))
-    w0 = _tree(cfg, [jnp.asarray(data[f"w0_{p}"], dt) for p in range(n)])
-    grads = _tree(cfg, [jnp.asarray(data[f"grads_{p}"], dt) for p in range(n)])
-    ws, masters = fn(floats, w0, grads)
+    # NumPy in and out: jnp.asarray / indexing a jax.Array would compile a small program per shape and dtype
+    floats = {k: np.asarray([c["kwargs"][k] for c in cfgs], np.float32) for k in fkeys}
+    floats["_config"] = np.arange(len(cfgs))
+    w0 = _tree(cfg, [np.asarray(data[f"w0_{p}"], dt) for p in range(n)])
+    grads = _tree(cfg, [np.asarray(data[f"grads_{p}"], dt) for p in range(n)])
+    ws, masters = jax.device_get(fn(floats, w0, grads))
     out = []
     for i in range(len(cfgs)):
         w_i = [np.asarray(x[i], np.float32) for x in _leaves(cfg, ws)]

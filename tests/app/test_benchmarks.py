@@ -82,6 +82,7 @@ def _check_table(lines: list[str]) -> int:
     return tables
 
 
+@pytest.mark.slow  # the whole harness in a subprocess (20 s); the default run checks its models above
 def test_quick_run(tmp_path):
     out_md, out_png, out_json = tmp_path / "R.md", tmp_path / "r.png", tmp_path / "r.json"
     cmd = [sys.executable, str(BENCH / "run.py"), "--quick", "--workloads", "C,D"]

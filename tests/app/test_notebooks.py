@@ -1,8 +1,18 @@
-"""Every notebook in notebooks/ executes top to bottom (on a copy: the committed files are never rewritten)."""
+"""The notebooks in notebooks/: committed executed and small, their mxopt_jax names exist, and (``slow``)
+every one executes top to bottom (on a copy: the committed files are never rewritten).
+
+Executing them takes four kernels about a minute of both cores (training runs, a study), so the default run
+checks what a change of the library breaks first, without a kernel: each code cell parses and every name it
+takes from mxopt_jax (``from mxopt_jax... import x``, ``mxopt_jax.x.y``, ``alias.x`` of such a module) exists.
+CI executes them in the ``slow`` step.
+"""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import shutil
+import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -37,6 +47,61 @@ def test_notebook_is_committed_with_outputs_and_small(path):
     assert nb.metadata.kernelspec.name == "python3"
 
 
+def _mxopt_names(source: str) -> list[str]:
+    """The mxopt_jax names a cell's code uses that do not exist (IPython's ``%`` and ``!`` lines left out)."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    tree = ast.parse(code)
+    aliases: dict[str, types.ModuleType] = {}
+    missing = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "mxopt_jax":
+                    module = importlib.import_module(a.name)
+                    aliases[a.asname or a.name.split(".")[0]] = (
+                        module if a.asname else importlib.import_module("mxopt_jax")
+                    )
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "mxopt_jax":
+            module = importlib.import_module(node.module)
+            for a in node.names:
+                try:
+                    value = getattr(module, a.name)
+                except AttributeError:
+                    try:
+                        value = importlib.import_module(f"{node.module}.{a.name}")
+                    except ImportError:
+                        missing.append(f"{node.module}.{a.name}")
+                        continue
+                if isinstance(value, types.ModuleType):
+                    aliases[a.asname or a.name] = value
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+            module = aliases[node.value.id]
+            if not hasattr(module, node.attr):
+                try:
+                    importlib.import_module(f"{module.__name__}.{node.attr}")
+                except ImportError:
+                    missing.append(f"{module.__name__}.{node.attr}")
+    return missing
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_code_parses_and_its_mxopt_jax_names_exist(path):
+    nb = nbformat.read(path, as_version=4)
+    missing = [m for c in nb.cells if c.cell_type == "code" for m in _mxopt_names(c.source)]
+    assert not missing, f"{path.name} uses names mxopt_jax does not have: {missing}"
+
+
+def test_the_name_check_sees_a_missing_name():
+    assert _mxopt_names("import mxopt_jax\nmxopt_jax.adam(0.1)\nmxopt_jax.no_such_optimizer()") == [
+        "mxopt_jax.no_such_optimizer"
+    ]
+    assert _mxopt_names("from mxopt_jax import compare, nothing_here\ncompare.no_such_thing") == [
+        "mxopt_jax.nothing_here",
+        "mxopt_jax.compare.no_such_thing",
+    ]
+
+
 def _execute(path: Path, workdir: Path) -> Path:
     """Execute a copy of ``path`` in ``workdir`` (its own kernel, ``python3``); returns the executed copy."""
     workdir.mkdir()
@@ -51,6 +116,7 @@ def _execute(path: Path, workdir: Path) -> Path:
     return copy
 
 
+@pytest.mark.slow
 def test_every_notebook_executes(tmp_path):
     # Two kernels at a time (one test, so pytest-xdist never runs the notebooks twice); the slowest first.
     order = sorted(NOTEBOOKS, key=lambda p: p.name in PLOTLESS)

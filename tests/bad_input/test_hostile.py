@@ -31,6 +31,7 @@ import numpy as np
 import optax
 import pytest
 from interop_common import NAMES, grads_for, make, params_for
+from sampling import default_run, share
 from test_validation import OWN_BAD
 
 import mxopt_jax
@@ -331,7 +332,7 @@ def test_check_state_leaves_and_type():
 
 # =========================================================================== non-finite gradients (documented)
 @pytest.mark.parametrize("bad", [NAN, INF], ids=["nan", "inf"])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", default_run(NAMES, {"signum", *share(2)}))  # all of them under slow
 def test_non_finite_gradients_propagate_like_mxnet(name, bad):
     """README: "Non-finite gradients propagate into the weights, as in MXNet" (for every optimizer, NaN and
     inf); the other parameters are untouched by it. Skipping such steps is optax.apply_if_finite's job.

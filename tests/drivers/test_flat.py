@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import chex
@@ -10,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from sampling import default_run, share
 
 import mxopt_jax
 from mxopt_jax.multi_tensor import FlatParams
@@ -54,6 +56,13 @@ def _run(tx, params, grads, wrap=None):
     return (p if wrap is None else p.to_tree()), state
 
 
+@functools.cache
+def _per_parameter(name):
+    """The per-parameter path's result, computed once for the tests that compare against it."""
+    params, grads = _tree()
+    return _run(_ctor(name), params, grads)[0]
+
+
 def _assert_close(a, b):
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
         assert x.dtype == y.dtype and x.shape == y.shape
@@ -65,11 +74,22 @@ def _assert_close(a, b):
             np.testing.assert_allclose(x, y, rtol=2e-6, atol=1e-7)
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "sgld"])
-@pytest.mark.parametrize("agg", [np.inf, pytest.param(2, marks=pytest.mark.slow)], ids=["inf", "2"])
+# aggregate_num=inf for half of the optimizers in the default run (tests/properties/test_drivers_agree.py checks
+# aggregate_num=2 for the other half); the rest and aggregate_num=2 under ``slow``.
+@pytest.mark.parametrize(
+    ("name", "agg"),
+    [
+        pytest.param(
+            n, a, id=f"{i}-{n}", marks=() if i == "inf" and n in share(2, 1) else (pytest.mark.slow,)
+        )
+        for a, i in ((np.inf, "inf"), (2, "2"))
+        for n in NAMES
+        if n != "sgld"
+    ],
+)
 def test_aggregate_num_equals_per_parameter_path(name, agg):
     params, grads = _tree()
-    ref, _ = _run(_ctor(name), params, grads)
+    ref = _per_parameter(name)
     out, state = _run(_ctor(name, aggregate_num=agg), params, grads)
     _assert_close(out, ref)
     n_buffers = 2 if agg == np.inf else 3  # fp32: 3 leaves, fp16: 2 leaves -> chunks of 2: 2 + 1
@@ -78,10 +98,12 @@ def test_aggregate_num_equals_per_parameter_path(name, agg):
     assert len(getattr(state, field).buffers) == n_buffers
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n != "sgld"])
+# Half of the optimizers in the default run (tests/properties/test_drivers_agree.py compares FlatParams with the
+# tree for the other half), all of them under ``slow``.
+@pytest.mark.parametrize("name", default_run([n for n in NAMES if n != "sgld"], share(2, 1)))
 def test_flat_params_equal_per_parameter_path(name):
     params, grads = _tree()
-    ref, _ = _run(_ctor(name), params, grads)
+    ref = _per_parameter(name)
     out, _ = _run(_ctor(name), params, grads, wrap=lambda t: FlatParams.from_tree(t, aggregate_num=2))
     _assert_close(out, ref)
 

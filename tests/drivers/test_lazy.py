@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from sampling import default_run, share
 
 import mxopt_jax
 from mxopt_jax import lr_scheduler as lrs
@@ -84,11 +85,35 @@ def _check(cfg: dict, data: dict, step: int, weight, states: dict) -> None:
         )
 
 
-def _ids(kind: str) -> list[str]:
-    return [c["id"] for c in configs()]
+def _default_run_ids() -> set[str]:
+    """Per optimizer and kind of config (lazy / standard / dense gradient, row-sparse weight, scheduler), the
+    last config (the one with clipping, rescaling and decay): the default run replays these, the ``slow``
+    marker the others (each config its own compile)."""
+    last: dict[tuple, str] = {}
+    for c in configs():
+        kind = (c["optimizer"], c["semantics"], c["grad"], c["weight_stype"], bool(c["scheduler"]))
+        last[kind] = c["id"]
+    return set(last.values())
 
 
-@pytest.mark.parametrize("cid", _ids("all"))
+def _cases(keep=lambda c: True) -> list:
+    default = _default_run_ids()
+    return [
+        pytest.param(c["id"], marks=() if c["id"] in default else (pytest.mark.slow,))
+        for c in configs()
+        if keep(c)
+    ]
+
+
+def test_default_run_has_every_kind_of_config():
+    default = _default_run_ids()
+    kinds = {(c["optimizer"], c["semantics"], c["grad"]) for c in configs()}
+    assert kinds == {(c["optimizer"], c["semantics"], c["grad"]) for c in configs() if c["id"] in default}
+    assert any(c["scheduler"] for c in configs() if c["id"] in default)
+    assert any(c["weight_stype"] == "row_sparse" for c in configs() if c["id"] in default)
+
+
+@pytest.mark.parametrize("cid", _cases())
 def test_functional_matches_mxnet(cid):
     meta, data = golden()
     cfg = next(c for c in meta["configs"] if c["id"] == cid)
@@ -112,11 +137,15 @@ def test_functional_matches_mxnet(cid):
 
 
 def _facade_cases() -> list:
-    """Every config; those without a lazy row-sparse gradient (the functional test covers them) under slow."""
+    """Every config; the default run's lazy row-sparse ones in the default run, the rest (the functional test
+    covers them) under slow."""
+    default = _default_run_ids()
     return [
         pytest.param(
             c["id"],
-            marks=() if c["semantics"] == "lazy" and c["grad"] == "row_sparse" else (pytest.mark.slow,),
+            marks=()
+            if c["id"] in default and c["semantics"] == "lazy" and c["grad"] == "row_sparse"
+            else (pytest.mark.slow,),
         )
         for c in configs()
     ]
@@ -138,7 +167,21 @@ def test_facade_matches_mxnet(cid):
         _check(cfg, data, s, w, states)
 
 
-@pytest.mark.parametrize("cid", [c["id"] for c in configs() if c["semantics"] == "lazy"])
+def _untouched_cases() -> list:
+    """Every lazy config; the default run one per optimizer (tests/properties/test_lazy_equals_dense.py checks
+    the untouched rows of random updates for each too), the others under ``slow``."""
+    first: dict[str, str] = {}
+    for c in configs():
+        if c["semantics"] == "lazy" and c["id"] in _default_run_ids():
+            first.setdefault(c["optimizer"], c["id"])
+    return [
+        pytest.param(c["id"], marks=() if c["id"] in first.values() else (pytest.mark.slow,))
+        for c in configs()
+        if c["semantics"] == "lazy"
+    ]
+
+
+@pytest.mark.parametrize("cid", _untouched_cases())
 def test_lazy_leaves_untouched_rows_bit_identical(cid):
     """Rows never listed keep the initial weight and zero state exactly (MXNet's lazy row-sparse kernels)."""
     meta, data = golden()
@@ -176,7 +219,9 @@ def _table_and_grad(dtype=jnp.float32):
     return w, RowSparse(idx, val, (12, 4))
 
 
-@pytest.mark.parametrize("name", sorted(mxopt_jax.OPTIMIZERS))
+# Half of the optimizers in the default run (tests/properties/test_lazy_equals_dense.py draws random tables for
+# the other half), all of them under ``slow``.
+@pytest.mark.parametrize("name", default_run(sorted(mxopt_jax.OPTIMIZERS), share(2)))
 def test_standard_sparse_equals_dense(name):
     """``lazy_update=False`` (and optimizers without a sparse kernel): the dense update, bit for bit."""
     w, g = _table_and_grad()

@@ -33,20 +33,40 @@ FLAG = "--xla_backend_extra_options=" + numerics.MULTI_OUTPUT_FUSION
 ONE_PASS = sorted(n for n in golden.OPTIMIZER_FILES if BY_NAME[n].rule.one_pass)
 
 
-def _sampled_groups(name: str) -> list[list[dict]]:
-    """Every other group of configs (and those with the defaults or float16), as the golden tests' default run."""
+def _sampled_indices(name: str) -> list[int]:
+    """Every other group of configs (and the defaults), as the golden tests' default run used to take them,
+    without the float16 groups: the sibling form applies to 32/64-bit parameters without a master only, so
+    their replays are the rule as written (tests/rules/test_golden.py replays them)."""
     return [
-        g
+        k
         for k, g in enumerate(golden.groups(name))
-        if k % 2 == 0 or any(c["group"] in ("defaults", "fp16") for c in g)
+        if (k % 2 == 0 or g[0]["group"] == "defaults") and g[0]["dtype"] != "float16"
     ]
 
 
-def _replay(name: str, forced: bool, monkeypatch) -> list:
+def _sampled_groups(name: str) -> list[list[dict]]:
+    groups = golden.groups(name)
+    return [groups[k] for k in _sampled_indices(name)]
+
+
+def _split_groups(name: str) -> tuple[list[list[dict]], list[list[dict]]]:
+    """The sampled groups as (the default run's share, the rest, run under ``slow``).
+
+    The sibling form is opt-in (an XLA flag), so the default run takes one group per optimizer: the largest
+    float32 group (the most configs of the rule's own options per compile). The defaults (Python-number
+    hyperparameters) and the other groups (multipliers, schedulers, ``begin_num_update``) run under ``slow``.
+    """
+    sampled = _sampled_groups(name)
+    f32 = [k for k, g in enumerate(sampled) if g[0]["group"] != "defaults"]
+    largest = max(f32, key=lambda k: (len(sampled[k]), k))
+    return [sampled[largest]], [g for k, g in enumerate(sampled) if k != largest]
+
+
+def _replay(name: str, groups: list[list[dict]], forced: bool, monkeypatch) -> list:
     monkeypatch.setattr(rule_mod, "multi_output_fusion", lambda: forced)
     golden._trajectory_fn.cache_clear()
     try:
-        return [golden.replay_many(name, g) for g in _sampled_groups(name)]
+        return [golden.replay_many(name, g) for g in groups]
     finally:
         golden._trajectory_fn.cache_clear()
 
@@ -88,12 +108,30 @@ def _assert_close(name: str, cfgs: list[dict], fast: list, ref: list) -> None:
                 )
 
 
+def _check_sibling_form(name: str, groups: list[list[dict]], monkeypatch) -> None:
+    ref = _replay(name, groups, False, monkeypatch)
+    fast = _replay(name, groups, True, monkeypatch)
+    for cfgs, group_fast, group_ref in zip(groups, fast, ref, strict=True):
+        _assert_close(name, cfgs, group_fast, group_ref)
+
+
 @pytest.mark.parametrize("name", ONE_PASS)
 def test_sibling_form_is_the_rule(name, monkeypatch):
-    ref = _replay(name, False, monkeypatch)
-    fast = _replay(name, True, monkeypatch)
-    for cfgs, group_fast, group_ref in zip(_sampled_groups(name), fast, ref, strict=True):
-        _assert_close(name, cfgs, group_fast, group_ref)
+    _check_sibling_form(name, _split_groups(name)[0], monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ONE_PASS)
+def test_sibling_form_is_the_rule_other_groups(name, monkeypatch):
+    _check_sibling_form(name, _split_groups(name)[1], monkeypatch)
+
+
+def test_default_and_slow_share_the_sampled_groups():
+    for name in ONE_PASS:
+        first, other = _split_groups(name)
+        assert len(first) == 1 and first[0][0]["group"] == "grid", name
+        ids = sorted(c["id"] for g in first + other for c in g)
+        assert ids == sorted(c["id"] for g in _sampled_groups(name) for c in g), name
 
 
 def test_sibling_form_on_flat_params_is_the_rule(monkeypatch):
@@ -126,11 +164,10 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import golden
 from mxopt_jax._src import numerics
-names = json.loads(sys.argv[2])
+indices = json.loads(sys.argv[2])  # {name: [group index, ...]}
 out = {"detected": numerics.multi_output_fusion(), "runs": {}}
-for name in names:
-    groups = [g for k, g in enumerate(golden.groups(name))
-              if k % 2 == 0 or any(c["group"] in ("defaults", "fp16") for c in g)]
+for name, ks in indices.items():
+    groups = [golden.groups(name)[k] for k in ks]
     out["runs"][name] = [[[w.tolist() for w in ws] for ws, _ in golden.replay_many(name, g)] for g in groups]
 print(json.dumps(out))
 """
@@ -140,7 +177,7 @@ def _child(one_pass: str) -> dict:
     support = str(pathlib.Path(golden.__file__).parent)
     env = dict(os.environ, XLA_FLAGS=FLAG, MXOPT_JAX_ONE_PASS=one_pass)
     res = subprocess.run(
-        [sys.executable, "-c", _CHILD, support, json.dumps(ONE_PASS)],
+        [sys.executable, "-c", _CHILD, support, json.dumps({n: _sampled_indices(n) for n in ONE_PASS})],
         env=env,
         capture_output=True,
         text=True,

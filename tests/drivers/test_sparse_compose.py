@@ -324,7 +324,12 @@ def test_wrappers_pass_lazy_updates_through(wrap):
 
 # --------------------------------------------------------------------------- aggregate_num with row-sparse leaves
 @pytest.mark.parametrize(
-    "name, kw", [("adam", {"lazy_update": True}), ("ftrl", {"lazy_update": True}), ("rmsprop", {})]
+    "name, kw",
+    [
+        ("adam", {"lazy_update": True}),  # lazy
+        pytest.param("ftrl", {"lazy_update": True}, marks=pytest.mark.slow),  # lazy too: under slow
+        ("rmsprop", {}),  # standard (densified)
+    ],
 )
 def test_aggregate_num_lets_row_sparse_leaves_through(name, kw):
     """MXNet's aggregated path updates the sparse entries unaggregated (its tests: Ftrl, RMSProp, Adam)."""

@@ -12,6 +12,7 @@ import numpy as np
 import optax
 import pytest
 from compat import enable_x64
+from sampling import default_run, share
 
 import mxopt_jax
 
@@ -175,35 +176,28 @@ def test_jit_and_eager_agree_on_nested_pytrees(name):
     chex.assert_trees_all_close(eager, jitted, rtol=2e-5, atol=atol)
     chex.assert_trees_all_close(s_eager, s_jit, rtol=2e-5, atol=1e-6)
     chex.assert_trees_all_equal_structs(eager, params)
+    chex.assert_trees_all_equal_dtypes(jitted, params)  # float32 kept (16-bit: test_dtypes_preserved)
     # the weights really moved
     assert not all(
         np.allclose(a, b) for a, b in zip(jax.tree.leaves(eager), jax.tree.leaves(params), strict=True)
     )
+    # the state is named and counts the updates
+    assert hasattr(s_jit, "_fields") and s_jit._fields[0] == "count" and "master" in s_jit._fields
+    assert int(s_jit.count) == int(s_eager.count) == 5
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_state_is_named_and_counts(name):
-    params = params_for(name)
-    tx = (
-        make(name, momentum=0.9)
-        if "momentum" in inspect.signature(mxopt_jax.OPTIMIZERS[name]).parameters
-        else make(name)
-    )
-    _, state = run(tx, params, steps=3)
-    assert hasattr(state, "_fields") and state._fields[0] == "count"
-    assert int(state.count) == 3
-    assert "master" in state._fields
+# float32 parameters keep their dtype in test_jit_and_eager_agree_on_nested_pytrees; bfloat16 and half of the
+# optimizers' float16 runs under ``slow``.
+_DTYPE_CASES = [
+    pytest.param(n, d, id=f"{n}-{i}", marks=() if i == "float16" and n in share(2) else (pytest.mark.slow,))
+    for n in NAMES
+    for d, i in ((jnp.bfloat16, "bfloat16"), (jnp.float16, "float16"))
+]
 
 
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize(
-    "dtype",
-    [jnp.float32, pytest.param(jnp.bfloat16, marks=pytest.mark.slow), jnp.float16],
-    ids=["float32", "bfloat16", "float16"],
-)
+@pytest.mark.parametrize(("name", "dtype"), _DTYPE_CASES)
 def test_dtypes_preserved(name, dtype):
-    """Two jitted steps keep dtypes and stay finite (bfloat16 under ``slow``; test_dtypes checks every dtype
-    abstractly)."""
+    """Two jitted steps keep 16-bit dtypes and stay finite (test_dtypes checks every dtype abstractly)."""
     params = params_for(name, dtype)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -215,10 +209,18 @@ def test_dtypes_preserved(name, dtype):
         assert np.all(np.isfinite(np.asarray(leaf, np.float32)))
 
 
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize(
-    "dtype", [pytest.param(jnp.bfloat16, marks=pytest.mark.slow), jnp.float16], ids=["bfloat16", "float16"]
-)
+# Every optimizer's float16 golden replays check the same landing in the default run (tests/rules/test_golden);
+# here a third of the optimizers on a nested tree with a scalar, the rest and bfloat16 under ``slow``.
+_MP_CASES = [
+    pytest.param(
+        n, d, id=f"{i}-{n}", marks=() if i == "float16" and n in share(3, 1) else (pytest.mark.slow,)
+    )
+    for d, i in ((jnp.bfloat16, "bfloat16"), (jnp.float16, "float16"))
+    for n in NAMES
+]
+
+
+@pytest.mark.parametrize(("name", "dtype"), _MP_CASES)
 def test_multi_precision_lands_on_rounded_master(name, dtype):
     params = params_for(name, dtype)
     tx = make(name, multi_precision=True)
@@ -248,18 +250,19 @@ def test_multi_precision_master_follows_the_float32_math(name):
     chex.assert_trees_all_close(s16.master, p32, rtol=1e-6, atol=1e-6)
 
 
-def test_float64_under_x64():
+@pytest.mark.parametrize("name", default_run(NAMES, share(4, 2)))
+def test_float64_under_x64(name):
     with enable_x64():
-        for name in NAMES:
-            params = params_for(name, jnp.float64)
-            new, state = run(make(name), params, steps=2)
-            chex.assert_trees_all_equal_dtypes(new, params)
-            for leaf in jax.tree.leaves(state):
-                if jnp.issubdtype(leaf.dtype, jnp.floating):
-                    assert leaf.dtype == jnp.float64, name
+        params = params_for(name, jnp.float64)
+        new, state = run(make(name), params, steps=2)
+        chex.assert_trees_all_equal_dtypes(new, params)
+        for leaf in jax.tree.leaves(state):
+            if jnp.issubdtype(leaf.dtype, jnp.floating):
+                assert leaf.dtype == jnp.float64, name
 
 
-@pytest.mark.parametrize("name", NAMES)
+# params_for's trees hold a scalar leaf in every other test; a scalar as the whole tree: a third of them.
+@pytest.mark.parametrize("name", default_run(NAMES, share(3, 2)))
 def test_scalar_parameter(name):
     if name == "groupadagrad":
         pytest.skip("GroupAdaGrad takes 2-D parameters only (tested in test_validation)")
@@ -267,7 +270,7 @@ def test_scalar_parameter(name):
     assert new.shape == () and np.isfinite(new)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", default_run(NAMES, share(2, 1)))
 def test_converges_on_a_quadratic(name):
     target = jnp.array([[1.0, -2.0, 0.5], [0.3, 0.0, -1.0]])
     params = {"x": jnp.zeros_like(target)}
@@ -323,7 +326,8 @@ def test_update_without_params(name):
 
 
 # --------------------------------------------------------------------------- hyperparameters
-@pytest.mark.parametrize("name", NAMES)
+# Every optimizer's inject_hyperparams run is also checked never to recompile in tests/properties.
+@pytest.mark.parametrize("name", default_run(NAMES, share(2, 1)))
 def test_inject_hyperparams_matches_plain_and_does_not_recompile(name):
     params = params_for(name)
     inj = optax.inject_hyperparams(mxopt_jax.OPTIMIZERS[name])(

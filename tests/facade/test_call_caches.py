@@ -121,9 +121,28 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("fused", [True, False], ids=["fused", "eager"])
-@pytest.mark.parametrize("mp", [False, True], ids=["fp32", "fp16-mp"])
-@pytest.mark.parametrize(("name", "kw"), CASES, ids=[c[0] for c in CASES])
+def _plumbing_cases():
+    """Every case x (multi-precision, fused); the default run takes each case once, the four modes in turns
+    (each mode for two optimizers), the rest under ``slow``: the packing is the same code for every rule."""
+    modes = [(False, True), (True, False), (True, True), (False, False)]  # (mp, fused)
+    out = []
+    for k, (name, kw) in enumerate(CASES):
+        for mp, fused in modes:
+            default = (mp, fused) == modes[k % len(modes)]
+            out.append(
+                pytest.param(
+                    name,
+                    kw,
+                    mp,
+                    fused,
+                    id=f"{name}-{'fp16-mp' if mp else 'fp32'}-{'fused' if fused else 'eager'}",
+                    marks=() if default else (pytest.mark.slow,),
+                )
+            )
+    return out
+
+
+@pytest.mark.parametrize(("name", "kw", "mp", "fused"), _plumbing_cases())
 def test_bit_for_bit_with_the_previous_plumbing(name, kw, mp, fused):
     dtype = jnp.float16 if mp else jnp.float32
     sched = lrs.FactorScheduler(step=2, factor=0.5, base_lr=kw["learning_rate"])

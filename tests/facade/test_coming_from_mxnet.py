@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from golden import TOL
+from sampling import default_run, share
 
 import mxopt_jax
 from mxopt_jax import facade
@@ -39,7 +40,8 @@ def _quiet(fn, *args, **kwargs):
 
 
 # --------------------------------------------------------------------------- aggregate_num=0 (MXNet's tests)
-@pytest.mark.parametrize("name", NAMES)
+# The same argument handling for every optimizer: a third of them in the default run, the rest under ``slow``.
+@pytest.mark.parametrize("name", default_run(NAMES, share(3)))
 def test_aggregate_num_zero_means_no_aggregation_in_both_faces(name):
     kw = _EXTRA.get(name, {})
     ctor = mxopt_jax.OPTIMIZERS[name]

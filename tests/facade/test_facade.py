@@ -19,6 +19,7 @@ import numpy as np
 import optax
 import pytest
 from golden import GOLDEN, TOL, config, expected, inputs, load
+from sampling import default_run, share
 
 import mxopt_jax
 from mxopt_jax import facade
@@ -39,14 +40,20 @@ def _golden_cases():
     option (multi_precision), and a few grid configs (one with
     ``param_idx2name`` for LARS). The functional API's tests replay every config; here the point is the
     facade's bookkeeping (multipliers, schedulers, counts, multi-precision states) on the shared rules. The
-    grid and mult configs run under the ``slow`` marker."""
+    default run takes one scheduler / begin_num_update config of each optimizer, taking turns across the
+    optimizers (every kind of scheduler and begin_num_update for several optimizers), and either its fp16
+    config (for the optimizers whose float16 group the functional golden tests leave to ``slow``) or its
+    defaults (the functional golden tests replay every optimizer's defaults); the others run under the
+    ``slow`` marker."""
     out = []
-    for name in NAMES:
+    for k, name in enumerate(NAMES):
         if name == "sgld":
             continue
         meta, _ = load(name)
         seen: dict[str, int] = {}
         last_fp16 = [c for c in meta["configs"] if c["group"] == "fp16" and not _departs(name, c)][-1]
+        turns = [c["id"] for c in meta["configs"] if c["group"] in ("sched", "begin")]
+        turn = turns[k % len(turns)] if turns else None
         for i, cfg in enumerate(meta["configs"]):
             group = cfg["group"]
             if _departs(name, cfg):
@@ -62,7 +69,9 @@ def _golden_cases():
             elif group == "fp16" and cfg is not last_fp16:
                 continue
             seen[group] = seen.get(group, 0) + 1
-            marks = (pytest.mark.slow,) if group in ("grid", "mult") else ()
+            # fp16 for the optimizers whose float16 golden group the functional tests leave to -m slow
+            default = cfg["id"] == turn or group == ("fp16" if k % 2 else "defaults")
+            marks = () if default else (pytest.mark.slow,)
             out.append(pytest.param(name, cfg["id"], id=f"{name}-{cfg['id']}-{group}", marks=marks))
     return out
 
@@ -130,6 +139,14 @@ def test_golden_cases_cover_every_group():
         # every group the golden file has (LBSGD's has no sched/begin), except deliberate departures
         need = {c["group"] for c in load(name)[0]["configs"] if not _departs(name, c)}
         assert need <= groups, (name, groups)
+    # the default run: every optimizer's defaults and fp16 configs, schedulers and begin_num_update in turns
+    default: dict[str, set] = {}
+    for p in _golden_cases():
+        if not p.marks:
+            name, cid = p.values
+            default.setdefault(config(name, cid)["group"], set()).add(name)
+    assert len(default["fp16"]) >= 10 and len(default["defaults"]) >= 10
+    assert len(default["sched"]) >= 10 and len(default["begin"]) >= 4, default
 
 
 # =========================================================================== facade golden (MXNet 2.0.0b1)
@@ -563,7 +580,8 @@ def _run_direct(name: str, fused: bool, kw: dict, dtype=jnp.float32, steps: int 
     return w, states
 
 
-@pytest.mark.parametrize("name", NAMES)
+# The other half of the optimizers: tests/properties/test_drivers_agree.py compares step with fused_step.
+@pytest.mark.parametrize("name", default_run(NAMES, share(2, 1)))
 def test_step_equals_fused_step(name):
     kw = {"wd": 0.01, "clip_gradient": 2.0, "rescale_grad": 0.5}
     if name == "groupadagrad":
@@ -789,7 +807,7 @@ def test_golden_facade_file_is_tiny():
     assert (GOLDEN / "facade.npz").stat().st_size < 64 * 1024
 
 
-@pytest.mark.parametrize("name", sorted(mxopt_jax.OPTIMIZERS))
+@pytest.mark.parametrize("name", default_run(NAMES, share(2)))
 def test_bfloat16_multi_precision_matches_functional_api(name):
     """bfloat16 weights: the facade's master equals the functional transform's, and the weight is its rounding."""
     shape = (4, 3)

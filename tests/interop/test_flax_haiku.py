@@ -32,6 +32,15 @@ OPTS = {
 }
 
 
+# The integration is the same code for every optimizer: two of the four per framework in the default run, the
+# other two under ``slow`` (each trains a model: a compile and 80 steps).
+DEFAULT = {"linen": ("adam", "lamb"), "nnx": ("ftml", "ftrl"), "haiku": ("adam", "ftrl")}
+
+
+def _names(framework: str) -> list:
+    return [n if n in DEFAULT[framework] else pytest.param(n, marks=pytest.mark.slow) for n in sorted(OPTS)]
+
+
 def make(name: str, **kw) -> optax.GradientTransformation:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -89,7 +98,7 @@ def _linen_train(tx):
 @pytest.mark.parametrize(
     "compare_all", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["", "vs-plain"]
 )
-@pytest.mark.parametrize("name", sorted(OPTS))
+@pytest.mark.parametrize("name", _names("linen"))
 def test_flax_train_state(name, compare_all):
     """TrainState.apply_gradients training; equal to a plain optax loop (LAMB by default, all four when slow:
     the comparison costs a second compile)."""
@@ -141,7 +150,7 @@ class MLP(nnx.Module):
 @pytest.mark.parametrize(
     "compare_all", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["", "vs-plain"]
 )
-@pytest.mark.parametrize("name", sorted(OPTS))
+@pytest.mark.parametrize("name", _names("nnx"))
 def test_flax_nnx_optimizer(name, compare_all):
     """nnx.Optimizer training; equal to a plain optax loop (FTML by default, all four when slow)."""
     if compare_all and name == "ftml":
@@ -179,7 +188,7 @@ def test_flax_nnx_optimizer(name, compare_all):
 
 
 # --------------------------------------------------------------------------- Haiku
-@pytest.mark.parametrize("name", sorted(OPTS))
+@pytest.mark.parametrize("name", _names("haiku"))
 def test_haiku_transformed_model(name):
     """A haiku.transform'ed MLP: its nested ``{'mlp/~/linear_0': {'w', 'b'}}`` params are a plain pytree."""
     x, y = data(image=False)

@@ -16,6 +16,7 @@ import optax
 import pytest
 from compat import partition
 from interop_common import KW, NAMES, grads_for, make, params_for
+from sampling import default_run, share
 
 import mxopt_jax
 
@@ -38,7 +39,7 @@ CHAIN_CASES = ["clip_before", "clip_after", "decay_before", "decay_after"]
 
 
 @pytest.mark.parametrize("case", CHAIN_CASES)
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", default_run(NAMES, share(2)))  # optax's chain: half of them by default
 def test_chain_with_clip_and_decayed_weights(name, case):
     params = params_for(name)
     other = (
@@ -241,7 +242,9 @@ def test_apply_if_finite_skips_non_finite_steps(name):
 
 
 @pytest.mark.filterwarnings("ignore:ccsgd is deprecated:DeprecationWarning")
-@pytest.mark.parametrize("name", NAMES)
+# Half of the optimizers in the default run (the other half meets inject_hyperparams in
+# tests/properties/test_drivers_agree.py); the wrappers are the same code for all of them.
+@pytest.mark.parametrize("name", default_run(NAMES, share(2, 1)))
 def test_optax_stack(name):
     """inject_hyperparams, MultiSteps and apply_if_finite at once, one compile per optimizer:
     ``apply_if_finite(MultiSteps(inject_hyperparams(opt)(..., rescale_grad, lr_mult=callable), k=2))``.

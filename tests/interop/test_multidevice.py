@@ -80,6 +80,19 @@ def _run_script(*args: str) -> dict:
     return report
 
 
+# The default run: the optimizers with an ``axis_name`` (whole-tensor norms), SGLD (its key) and one optimizer of
+# each other kind of state (momentum, one and two moments, Ftrl's and FTML's returned weights); every optimizer
+# under ``slow``.
+DEFAULT_RUN = (*AXIS, "sgld", "sgd", "adagrad", "adam", "ftrl", "ftml")
+
+
+def test_optimizers_of_every_kind_match_one_device_on_8_devices():
+    names = sorted(DEFAULT_RUN)
+    failures = _failures(_run_script(*names), names)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.slow
 def test_every_optimizer_matches_one_device_on_8_devices():
     failures = _failures(_run_script())
     assert not failures, "\n".join(failures)

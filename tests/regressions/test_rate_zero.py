@@ -313,8 +313,11 @@ def test_ftrl_schedule_drivers_agree(init):
     for other in (lazy, flat):
         for x, y in zip(jax.tree.leaves(dense), jax.tree.leaves(other), strict=True):
             np.testing.assert_allclose(np.asarray(y), np.asarray(x), rtol=1e-6, atol=1e-7)
-    # rows a lazy update touches for the first time later (n = 0: MXNet's first step): a constant schedule
-    # equals the constant rate
+
+
+def test_ftrl_lazy_rows_touched_late_constant_schedule_equals_constant_rate():
+    """Rows a lazy update touches for the first time later (n = 0: MXNet's first step): a constant schedule
+    equals the constant rate."""
     rows = [[0, 1], [1, 2], [4], [0, 5], [3], [2, 4]]
     for lr in (0.05, optax.constant_schedule(0.05)):
         got = _ftrl_drivers(

@@ -39,20 +39,46 @@ def _departs(name: str, cfg: dict) -> bool:
     return name == "adabelief" and kw.get("clip_gradient") is not None and kw.get("wd", 0.0) != 0.0
 
 
+# The default run replays, per optimizer, the largest grid group with traced hyperparameters; the last
+# float16 group and a group of a base-class feature (multipliers, schedulers, begin_num_update) take turns:
+# the float16 group for every other optimizer (the facade's golden tests replay the float16 config of the
+# others, tests/facade/test_facade.py), a base-class feature for the others, each feature in turn.
+_ROTATING = ("mult", "sched", "begin")
+
+
+def _default_run_groups(name: str) -> set[int]:
+    """Indices (into ``groups(name)``) of the traced-hyperparameter groups the default run replays: the largest
+    grid group (the optimizer's own options; ties: the later, clipped one), and either the last float16 group
+    (multi-precision with clipping, decay and rescaling) or one group of a base-class feature, taking turns
+    (LBSGD has no scheduler or begin_num_update configs: its multipliers); and the defaults config (no float
+    hyperparameter: MXNet's defaults as Python numbers, jitted)."""
+    gs = groups(name)
+    kinds = [g[0]["group"] for g in gs]
+    grid = max((k for k, kind in enumerate(kinds) if kind == "grid"), key=lambda k: (len(gs[k]), k))
+    index = OPTIMIZER_FILES.index(name)
+    defaults = kinds.index("defaults")
+    if index % 2 == 0:
+        return {defaults, grid, max(k for k, kind in enumerate(kinds) if kind == "fp16")}
+    turn = (index // 2) % len(_ROTATING)
+    present = [kind for kind in _ROTATING if kind in kinds]
+    feature = _ROTATING[turn] if _ROTATING[turn] in present else present[0]
+    return {defaults, grid, kinds.index(feature)}
+
+
 def _cases():
     """Per optimizer, each group of configs that share a compiled program with traced hyperparameters (one
-    vmapped run per group; the default run takes every other group and those with the defaults or float16,
-    the ``slow`` marker the rest); with Python-number hyperparameters (each config its own program) the
-    defaults in the default run and every config under ``slow``. Every config is replayed in CI."""
+    vmapped run per group; the default run takes :func:`_default_run_groups`, the ``slow`` marker the rest);
+    with Python-number hyperparameters, op by op, every config under ``slow``. Every config is replayed in CI,
+    in both modes."""
     out = []
     for name in OPTIMIZER_FILES:
         if name == "sgld":
             continue
+        sampled = _default_run_groups(name)
         for k, group in enumerate(groups(name)):
             ids = [c["id"] for c in group if not _departs(name, c)]
             if ids:
-                sampled = k % 2 == 0 or any(c["group"] in ("defaults", "fp16") for c in group)
-                marks = () if sampled else (pytest.mark.slow,)
+                marks = () if k in sampled else (pytest.mark.slow,)
                 out.append(
                     pytest.param(name, tuple(ids), "dynamic", id=f"{name}-g{k:02d}-dynamic", marks=marks)
                 )
@@ -60,21 +86,40 @@ def _cases():
         for cfg in meta["configs"]:
             if _departs(name, cfg):
                 continue
-            marks = () if cfg["group"] == "defaults" else (pytest.mark.slow,)
             out.append(
-                pytest.param(name, (cfg["id"],), "static", id=f"{name}-{cfg['id']}-static", marks=marks)
+                pytest.param(
+                    name, (cfg["id"],), "static", id=f"{name}-{cfg['id']}-static", marks=(pytest.mark.slow,)
+                )
             )
     return out
 
 
+def test_default_run_replays_every_optimizer_and_feature():
+    """The default run's share: each optimizer's own grid and defaults; multi-precision and every base-class
+    feature for several optimizers (the ``slow`` marker replays every config)."""
+    default = [p for p in _cases() if not p.marks]
+    features: dict[str, set[str]] = {}
+    for p in default:
+        name, cids, mode = p.values
+        for cid in cids:
+            features.setdefault(config(name, cid)["group"], set()).add(name)
+    replayed = set(OPTIMIZER_FILES) - {"sgld"}
+    for kind in ("defaults", "grid"):
+        assert features[kind] == replayed, kind
+    assert len(features["fp16"]) >= 10
+    for kind in _ROTATING:
+        assert len(features[kind]) >= 3, (kind, features[kind])
+
+
 def test_every_config_is_replayed():
-    covered = {(p.values[0], cid) for p in _cases() if p.values[2] == "dynamic" for cid in p.values[1]}
-    for name in OPTIMIZER_FILES:
-        if name == "sgld":
-            continue  # tests below (noise-free part teacher-forced on MXNet's trajectory)
-        meta, _ = load(name)
-        want = {(name, c["id"]) for c in meta["configs"] if not _departs(name, c)}
-        assert want <= covered, sorted(want - covered)
+    for mode in ("dynamic", "static"):
+        covered = {(p.values[0], cid) for p in _cases() if p.values[2] == mode for cid in p.values[1]}
+        for name in OPTIMIZER_FILES:
+            if name == "sgld":
+                continue  # tests below (noise-free part teacher-forced on MXNet's trajectory)
+            meta, _ = load(name)
+            want = {(name, c["id"]) for c in meta["configs"] if not _departs(name, c)}
+            assert want <= covered, (mode, sorted(want - covered))
 
 
 def test_tolerances_no_looser_than_mxnet():
@@ -192,7 +237,18 @@ def test_sgld_mxnet_noise_is_langevin():
     assert abs(z.std() - 1) < 0.05
 
 
-@pytest.mark.parametrize("cid", [c["id"] for c in _sgld_configs()])
+def _sgld_cases():
+    """Every config; the default run the first of each kind (clipping or not, multipliers), the rest under
+    ``slow`` (each config compiles its own update)."""
+    seen, out = set(), []
+    for c in _sgld_configs():
+        kind = (c["group"], c["kwargs"]["clip_gradient"] is None, bool(c["lr_mult"]), bool(c["wd_mult"]))
+        out.append(pytest.param(c["id"], marks=() if kind not in seen else (pytest.mark.slow,)))
+        seen.add(kind)
+    return out
+
+
+@pytest.mark.parametrize("cid", _sgld_cases())
 def test_sgld_deterministic_part_matches_mxnet(cid):
     """Teacher-forced on MXNet's trajectory: our update minus our noise is MXNet's deterministic step."""
     cfg = config("sgld", cid)

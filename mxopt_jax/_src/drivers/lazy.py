@@ -80,7 +80,7 @@ def update(ctx: StepContext, slot: Slot) -> tuple[Any, tuple, Any]:
     m_rows = None if master is None else gather_rows(master, rows)
     upd, new_rows, new_m_rows = leaf_update(rule, opts, values, w_rows, s_rows, m_rows, hp)
     new_s = tuple(None if x is None else scatter_rows(x, rows, r) for x, r in zip(s, new_rows, strict=True))
-    new_master = None if master is None else scatter_rows(master, rows, new_m_rows)
+    new_master = None if new_m_rows is None else scatter_rows(master, rows, new_m_rows)
     # The update keeps the gradient's static metadata (shape, sorted_unique promise), so a ``lax.cond``
     # choosing between it and a zero-valued copy of the gradient (``optax.apply_if_finite``) type-checks.
     return RowSparse.tree_unflatten((g.shape, g.unique), (upd, rows)), new_s, new_master

@@ -85,11 +85,10 @@ def make_key(owner: str, seed: Any) -> jax.Array:
         return seed
     if isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key):
         return jax.random.key_data(seed)
-    if isinstance(seed, bool) or not (
-        isinstance(seed, (int, np.integer)) or concrete_value(seed) is not None
-    ):
+    value = seed if isinstance(seed, (int, np.integer)) else concrete_value(seed)
+    if isinstance(seed, bool) or value is None:
         raise TypeError(f"{owner}: `seed` must be an int or a jax.random key, got {seed!r}")
-    return jax.random.PRNGKey(int(concrete_value(seed)))
+    return jax.random.PRNGKey(int(value))
 
 
 def transform(prep: Prepared) -> optax.GradientTransformation:

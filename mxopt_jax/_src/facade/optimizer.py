@@ -50,7 +50,7 @@ def _device_id(array: Any) -> int:
 
 
 def _float_dtype() -> Any:
-    return np.float64 if jax.config.jax_enable_x64 else np.float32
+    return np.float64 if jax.config.read("jax_enable_x64") else np.float32
 
 
 # =========================================================================== Optimizer base class
@@ -259,7 +259,7 @@ class Optimizer:
         warn("_set_current_context is deprecated, use _set_current_device instead", DeprecationWarning)
         self.set_current_device(device_id)
 
-    def _update_count(self, index: Index | Sequence[Index]) -> None:
+    def _update_count(self, index: Index | list[Index] | tuple[Index, ...]) -> None:
         """Increment the update count of each index (starting at ``begin_num_update``) and ``num_update``."""
         if not isinstance(index, (list, tuple)):
             index = [index]
@@ -310,6 +310,7 @@ class Optimizer:
         if not isinstance(indices, (list, tuple)):
             (w,), (s,) = self.update([indices], [weights], [grads], [states])
             return w, s
+        indices = list(indices)  # step and fused_step take lists (MXNet's Updater passes lists)
         snap = self._bookkeeping(indices)
         try:
             if self.use_fused_step:

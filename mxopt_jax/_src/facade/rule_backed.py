@@ -14,7 +14,7 @@ import dataclasses
 import inspect
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -102,6 +102,8 @@ def unpack(spec: CallSpec, packed: Any) -> tuple:
     host: the eager ``step`` sees NumPy scalars, as before packing)."""
     n, h = len(spec.names), spec.n_hypers
     fdt = np.float64 if packed.dtype == np.int64 else np.float32
+    floats: np.ndarray | jax.Array
+    ts: np.ndarray | jax.Array
     if isinstance(packed, np.ndarray):
         floats = packed[: 2 * n + h].view(fdt)
         ts = packed[2 * n + h :].astype(np.int32)
@@ -189,8 +191,10 @@ class _CallCache:
 class _RuleOptimizer(Optimizer):
     """An optimizer whose math is a functional :class:`~mxopt_jax._src.rule.Rule` (no math here)."""
 
+    __signature__: ClassVar[inspect.Signature]  # each table row's class: its own arguments and defaults
     _rule: Rule
     _ctor: Callable
+    _call_cache: _CallCache
     _fused_default: bool = True
     _aggregate_default: int = 1
     _deprecated: dict[str, str] = {}
@@ -370,7 +374,7 @@ class _RuleOptimizer(Optimizer):
         return self._run_update(list(indices), list(weights), list(grads), list(states))
 
 
-def make_class(entry: registry.Entry) -> type:
+def make_class(entry: registry.Entry) -> type[_RuleOptimizer]:
     """The registered :class:`_RuleOptimizer` subclass of one optimizer-table row: the functional
     constructor's own arguments, MXNet's base arguments with the class's defaults, MXNet's name."""
     cls_name, reg_name, rule, ctor = entry.class_name, entry.name, entry.rule, entry.constructor
@@ -406,7 +410,7 @@ def make_class(entry: registry.Entry) -> type:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         _RuleOptimizer.__init__(self, *args, **kwargs)
 
-    __init__.__signature__ = sig
+    vars(__init__)["__signature__"] = sig  # for help(cls.__init__) (a function attribute functions lack)
     # The constructor's equations, paper and own arguments; its example is of the functional API: not here.
     first = (ctor.__doc__ or "").strip().split("\n\n    Common arguments")[0].split("\n\n    Examples:")[0]
     doc = (
@@ -416,27 +420,25 @@ def make_class(entry: registry.Entry) -> type:
         "``(new_weights, new_states)``.\n"
     )
     __init__.__doc__ = doc
-    cls = type(
-        cls_name,
-        (_RuleOptimizer,),
-        {
-            "__init__": __init__,
-            "__doc__": doc,
-            "__module__": "mxopt_jax.facade",  # where users find it
-            "__signature__": sig.replace(parameters=list(sig.parameters.values())[1:]),
-            "_rule": rule,
-            "_ctor": staticmethod(ctor),
-            "_fused_default": fused,
-            "_aggregate_default": aggregate,
-            "_deprecated": dict(entry.deprecated),
-            "_deprecation": entry.deprecation,
-        },
-    )
-    cls.__init__.__qualname__ = f"{cls_name}.__init__"
+    __init__.__qualname__ = f"{cls_name}.__init__"
+    namespace = {
+        "__init__": __init__,
+        "__doc__": doc,
+        "__module__": "mxopt_jax.facade",  # where users find it
+        "__signature__": sig.replace(parameters=list(sig.parameters.values())[1:]),
+        "_rule": rule,
+        "_ctor": staticmethod(ctor),
+        "_fused_default": fused,
+        "_aggregate_default": aggregate,
+        "_deprecated": dict(entry.deprecated),
+        "_deprecation": entry.deprecation,
+    }
+    if cls_name.startswith("Test"):
+        namespace["__test__"] = False  # not a pytest test class
+    cls = type(cls_name, (_RuleOptimizer,), namespace)
     register(cls)
     return cls
 
 
 #: The facade class of every optimizer in the table, by class name (registered under MXNet's names).
-CLASSES: dict[str, type] = {e.class_name: make_class(e) for e in registry.TABLE}
-CLASSES["Test"].__test__ = False  # not a pytest test class
+CLASSES: dict[str, type[_RuleOptimizer]] = {e.class_name: make_class(e) for e in registry.TABLE}

@@ -93,7 +93,9 @@ class Updater:
         new_weights = list(weights)
         if self.aggregate_updates:
             agg = opt.aggregate_num
-            if isinstance(agg, float) and math.isinf(agg):
+            if isinstance(agg, float):
+                if not math.isinf(agg):  # MXNet's range(0, n, aggregate_num) refuses a float as well
+                    raise TypeError(f"aggregate_num must be an int or numpy.inf, got {agg!r}")
                 chunks = [list(range(len(indices)))]
             else:
                 groups: dict = {}

@@ -16,12 +16,18 @@ from ..validation import AxisName, check_axis_name, concrete_value
 _POSITIVE = {"low": 0.0, "low_open": True}
 
 
-class AdaGradState(NamedTuple):
-    """State of :func:`adagrad` and :func:`group_adagrad`."""
-
-    count: jax.Array
-    history: optax.Updates  # sum of squared gradients (group_adagrad: per row, shape (rows, 1)); float32
-    master: optax.Params | None
+AdaGradState = NamedTuple(
+    "AdaGradState",
+    [
+        ("count", jax.Array),
+        (
+            "history",
+            optax.Updates,
+        ),  # sum of squared gradients (group_adagrad: per row, shape (rows, 1)); float32
+        ("master", optax.Params | None),
+    ],
+)
+AdaGradState.__doc__ = """State of :func:`adagrad` and :func:`group_adagrad`."""
 
 
 def adagrad_step(g, w, s, hp, opts):
@@ -79,6 +85,7 @@ def adagrad(
       >>> print(np.asarray(state.history["w"]).round(4))
       [0.25 0.25 1.  ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 def group_adagrad_step(g, w, s, hp, opts):
@@ -167,15 +174,19 @@ def group_adagrad(
       >>> print(state.history["w"].shape)  # one accumulator per row
       (2, 1)
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
-class AdaDeltaState(NamedTuple):
-    """State of :func:`adadelta` (float32)."""
-
-    count: jax.Array
-    acc_g: optax.Updates  # running average of G^2
-    acc_delta: optax.Updates  # running average of delta^2
-    master: optax.Params | None
+AdaDeltaState = NamedTuple(
+    "AdaDeltaState",
+    [
+        ("count", jax.Array),
+        ("acc_g", optax.Updates),  # running average of G^2
+        ("acc_delta", optax.Updates),  # running average of delta^2
+        ("master", optax.Params | None),
+    ],
+)
+AdaDeltaState.__doc__ = """State of :func:`adadelta` (float32)."""
 
 
 def adadelta_step(g, w, s, hp, opts):
@@ -237,3 +248,4 @@ def adadelta(
       >>> print(np.asarray(state.acc_g["w"]).round(4))
       [0.025 0.025 0.1  ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration

@@ -21,13 +21,18 @@ _BETA = {"low": 0.0, "high": 1.0, "high_open": True}
 _POSITIVE = {"low": 0.0, "low_open": True}
 
 
-class AdamState(NamedTuple):
+AdamState = NamedTuple(
+    "AdamState",
+    [
+        ("count", jax.Array),
+        ("mean", optax.Updates),  # first moment m
+        ("var", optax.Updates),  # second moment v (AdaBelief: s, the EMA of (G - m)^2 + epsilon)
+        ("master", optax.Params | None),
+    ],
+)
+AdamState.__doc__ = (
     """State of :func:`adam`, :func:`adamw`, :func:`adabelief`, :func:`lamb` and :func:`lans`."""
-
-    count: jax.Array
-    mean: optax.Updates  # first moment m
-    var: optax.Updates  # second moment v (AdaBelief: s, the EMA of (G - m)^2 + epsilon)
-    master: optax.Params | None
+)
 
 
 def _two_moments(w, dtype, opts):
@@ -117,6 +122,7 @@ def adam(
       >>> print(np.asarray(state.var["w"]).round(4))
       [0.0002 0.0002 0.001 ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 def adamw_step(g, w, s, hp, opts):
@@ -189,15 +195,19 @@ def adamw(
       >>> print(np.asarray(state.var["w"]).round(4))
       [0.0002 0.0002 0.001 ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
-class AdamaxState(NamedTuple):
-    """State of :func:`adamax`."""
-
-    count: jax.Array
-    mean: optax.Updates  # first moment m
-    u: optax.Updates  # exponentially weighted infinity norm
-    master: optax.Params | None
+AdamaxState = NamedTuple(
+    "AdamaxState",
+    [
+        ("count", jax.Array),
+        ("mean", optax.Updates),  # first moment m
+        ("u", optax.Updates),  # exponentially weighted infinity norm
+        ("master", optax.Params | None),
+    ],
+)
+AdamaxState.__doc__ = """State of :func:`adamax`."""
 
 
 def adamax_step(g, w, s, hp, opts):
@@ -258,16 +268,23 @@ def adamax(
       >>> print(np.asarray(state.u["w"]).round(4))
       [0.5 0.5 1. ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
-class NadamState(NamedTuple):
-    """State of :func:`nadam`."""
-
-    count: jax.Array
-    mean: optax.Updates
-    var: optax.Updates
-    m_schedule: optax.Updates  # per-parameter product of the momentum schedule mu_1 ... mu_t (scalars)
-    master: optax.Params | None
+NadamState = NamedTuple(
+    "NadamState",
+    [
+        ("count", jax.Array),
+        ("mean", optax.Updates),
+        ("var", optax.Updates),
+        (
+            "m_schedule",
+            optax.Updates,
+        ),  # per-parameter product of the momentum schedule mu_1 ... mu_t (scalars)
+        ("master", optax.Params | None),
+    ],
+)
+NadamState.__doc__ = """State of :func:`nadam`."""
 
 
 def nadam_step(g, w, s, hp, opts):
@@ -343,6 +360,7 @@ def nadam(
       >>> print(np.asarray(state.m_schedule["w"]).round(4))
       0.4501
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 def adabelief_step(g, w, s, hp, opts):
@@ -412,3 +430,4 @@ def adabelief(
       >>> print(np.asarray(state.var["w"]).round(4))
       [0.0002 0.0002 0.0008]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration

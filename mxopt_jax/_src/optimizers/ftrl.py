@@ -13,14 +13,16 @@ from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import is_static_zero
 
-
-class FtrlState(NamedTuple):
-    """State of :func:`ftrl` (float32)."""
-
-    count: jax.Array
-    z: optax.Updates  # accumulated adjusted gradients
-    n: optax.Updates  # accumulated squared gradients
-    master: optax.Params | None
+FtrlState = NamedTuple(
+    "FtrlState",
+    [
+        ("count", jax.Array),
+        ("z", optax.Updates),  # accumulated adjusted gradients
+        ("n", optax.Updates),  # accumulated squared gradients
+        ("master", optax.Params | None),
+    ],
+)
+FtrlState.__doc__ = """State of :func:`ftrl` (float32)."""
 
 
 def ftrl_step(g, w, s, hp, opts):
@@ -163,16 +165,20 @@ def ftrl(
       >>> print(np.asarray(state.z["w"]).round(4))
       [ -4.5   9.5 -29. ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
-class FTMLState(NamedTuple):
-    """State of :func:`ftml`."""
-
-    count: jax.Array
-    d: optax.Updates  # d_{t-1}, the previous step's adaptive denominator (d_0 = 0)
-    v: optax.Updates  # EMA of G^2
-    z: optax.Updates  # FTML's accumulated linear term
-    master: optax.Params | None
+FTMLState = NamedTuple(
+    "FTMLState",
+    [
+        ("count", jax.Array),
+        ("d", optax.Updates),  # d_{t-1}, the previous step's adaptive denominator (d_0 = 0)
+        ("v", optax.Updates),  # EMA of G^2
+        ("z", optax.Updates),  # FTML's accumulated linear term
+        ("master", optax.Params | None),
+    ],
+)
+FTMLState.__doc__ = """State of :func:`ftml`."""
 
 
 def _drift(w, z, d):
@@ -267,3 +273,4 @@ def ftml(
       >>> print(np.asarray(state.d["w"]).round(4))
       [2. 2. 4.]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration

@@ -134,6 +134,7 @@ def lars(
       >>> print(np.asarray(state.mom["w"]).round(6))
       [-0.000153  0.000153 -0.000306]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 def bounded_weight_norm(w, hp, opts=None):
@@ -272,6 +273,7 @@ def lamb(
       >>> print(np.asarray(state.mean["w"]).round(4))
       [ 0.05 -0.05  0.1 ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 def lans_step(g, w, s, hp, opts):
@@ -355,3 +357,4 @@ def lans(
       >>> print(np.asarray(state.mean["w"]).round(4))
       [ 0.0408 -0.0408  0.0816]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration

@@ -13,15 +13,17 @@ from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import is_python_number
 
-
-class RMSPropState(NamedTuple):
-    """State of :func:`rmsprop` (float32)."""
-
-    count: jax.Array
-    mean: optax.Updates | None  # EMA of G (centered only)
-    var: optax.Updates  # EMA of G^2
-    mom: optax.Updates | None  # momentum of the centered variant
-    master: optax.Params | None
+RMSPropState = NamedTuple(
+    "RMSPropState",
+    [
+        ("count", jax.Array),
+        ("mean", optax.Updates | None),  # EMA of G (centered only)
+        ("var", optax.Updates),  # EMA of G^2
+        ("mom", optax.Updates | None),  # momentum of the centered variant
+        ("master", optax.Params | None),
+    ],
+)
+RMSPropState.__doc__ = """State of :func:`rmsprop` (float32)."""
 
 
 def _init(w, dtype, opts):
@@ -130,3 +132,4 @@ def rmsprop(
       >>> print(type(state).__name__, [f for f in state._fields if getattr(state, f) is not None])
       RMSPropState ['count', 'mean', 'var', 'mom']
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration

@@ -21,12 +21,15 @@ from ..validation import check_choice, check_int, check_lazy_update, is_python_n
 _UNIT = {"low": 0.0, "high": 1.0}
 
 
-class SGDState(NamedTuple):
-    """State of :func:`sgd`, :func:`nag` and :func:`lars`."""
-
-    count: jax.Array  # number of updates done, int32 scalar
-    mom: optax.Updates | None  # momentum buffer per parameter; None when momentum == 0
-    master: optax.Params | None  # float32 master copies of 16-bit parameters (multi_precision)
+SGDState = NamedTuple(
+    "SGDState",
+    [
+        ("count", jax.Array),  # number of updates done, int32 scalar
+        ("mom", optax.Updates | None),  # momentum buffer per parameter; None when momentum == 0
+        ("master", optax.Params | None),  # float32 master copies of 16-bit parameters (multi_precision)
+    ],
+)
+SGDState.__doc__ = """State of :func:`sgd`, :func:`nag` and :func:`lars`."""
 
 
 def _has_momentum(args: dict) -> dict:
@@ -101,6 +104,7 @@ def sgd(
       >>> print(np.asarray(state.mom["w"]).round(4))
       [-0.05  0.05 -0.1 ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 # 1.x SGD has no lazy_update/multi_precision restriction.
@@ -135,6 +139,7 @@ def ccsgd(
       >>> print(np.asarray(params["w"]).round(4))
       [ 0.95 -1.95  2.9 ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 # --------------------------------------------------------------------------- NAG
@@ -195,15 +200,19 @@ def nag(
       >>> print(np.asarray(state.mom["w"]).round(4))
       [-0.05  0.05 -0.1 ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 # --------------------------------------------------------------------------- Signum
-class SignumState(NamedTuple):
-    """State of :func:`signum`."""
-
-    count: jax.Array
-    mom: optax.Updates | None  # EMA of G (natural sign; MXNet stores its negation); None for signSGD
-    master: optax.Params | None
+SignumState = NamedTuple(
+    "SignumState",
+    [
+        ("count", jax.Array),
+        ("mom", optax.Updates | None),  # EMA of G (natural sign; MXNet stores its negation); None for signSGD
+        ("master", optax.Params | None),
+    ],
+)
+SignumState.__doc__ = """State of :func:`signum`."""
 
 
 def signum_step(g, w, s, hp, opts):
@@ -277,15 +286,19 @@ def signum(
       >>> print(np.asarray(state.mom["w"]).round(4))
       [ 0.05 -0.05  0.1 ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 # --------------------------------------------------------------------------- SGLD
-class SGLDState(NamedTuple):
-    """State of :func:`sgld`."""
-
-    count: jax.Array
-    master: optax.Params | None
-    key: jax.Array  # PRNG key for the Langevin noise, advanced every update
+SGLDState = NamedTuple(
+    "SGLDState",
+    [
+        ("count", jax.Array),
+        ("master", optax.Params | None),
+        ("key", jax.Array),  # PRNG key for the Langevin noise, advanced every update
+    ],
+)
+SGLDState.__doc__ = """State of :func:`sgld`."""
 
 
 def sgld_step(g, w, s, hp, opts):
@@ -346,16 +359,20 @@ def sgld(
       >>> bool(jnp.array_equal(updates["w"], tx.update(grads, state, params)[0]["w"]))  # the next step draws anew
       False
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 # --------------------------------------------------------------------------- DCASGD
-class DCASGDState(NamedTuple):
-    """State of :func:`dcasgd`."""
-
-    count: jax.Array
-    mom: optax.Updates | None  # momentum buffer; None when momentum == 0
-    prev_weight: optax.Params  # the weight before the previous update (initially the initial weight)
-    master: optax.Params | None
+DCASGDState = NamedTuple(
+    "DCASGDState",
+    [
+        ("count", jax.Array),
+        ("mom", optax.Updates | None),  # momentum buffer; None when momentum == 0
+        ("prev_weight", optax.Params),  # the weight before the previous update (initially the initial weight)
+        ("master", optax.Params | None),
+    ],
+)
+DCASGDState.__doc__ = """State of :func:`dcasgd`."""
 
 
 def dcasgd_step(g, w, s, hp, opts):
@@ -415,17 +432,24 @@ def dcasgd(
       >>> print(np.asarray(state.prev_weight["w"]).round(4))
       [ 1. -2.  3.]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 # --------------------------------------------------------------------------- LBSGD (MXNet 1.x)
-class LBSGDState(NamedTuple):
-    """State of :func:`lbsgd`."""
-
-    count: jax.Array
-    mom: optax.Updates | None  # momentum buffer; None when momentum == 0
-    cum_grad: optax.Updates  # gradients accumulated since the last macro-batch update
-    num_cums: optax.Updates  # per-parameter int32 count of accumulated micro-batches (MXNet's num_cums)
-    master: optax.Params | None
+LBSGDState = NamedTuple(
+    "LBSGDState",
+    [
+        ("count", jax.Array),
+        ("mom", optax.Updates | None),  # momentum buffer; None when momentum == 0
+        ("cum_grad", optax.Updates),  # gradients accumulated since the last macro-batch update
+        (
+            "num_cums",
+            optax.Updates,
+        ),  # per-parameter int32 count of accumulated micro-batches (MXNet's num_cums)
+        ("master", optax.Params | None),
+    ],
+)
+LBSGDState.__doc__ = """State of :func:`lbsgd`."""
 
 
 _WARMUP = ("linear", "power2", "sqrt", "lars")
@@ -551,14 +575,20 @@ def lbsgd(
       >>> print(state.num_cums["w"])
       1
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
 # --------------------------------------------------------------------------- Test
-class TestState(NamedTuple):
+TestState = NamedTuple(
+    "TestState",
+    [
+        ("count", jax.Array),
+        ("master", optax.Params | None),
+    ],
+)
+TestState.__doc__ = (
     """State of :func:`test` (MXNet's ``Test`` optimizer keeps an unused buffer; here none)."""
-
-    count: jax.Array
-    master: optax.Params | None
+)
 
 
 def test_step(g, w, s, hp, opts):
@@ -598,6 +628,7 @@ def test(
       >>> print(np.asarray(params["w"]).round(4))
       [ 0.95 -1.95  2.9 ]
     """
+    raise NotImplementedError  # never run: @optimizer makes the constructor from the declaration
 
 
-test.__test__ = False  # not a pytest test function
+vars(test)["__test__"] = False  # not a pytest test function (a function attribute the Constructor type lacks)
