@@ -138,16 +138,13 @@ def test_to_pandas_is_tidy_and_is_the_csv_files(synthetic, written):
     assert runs["seed"].dtype == np.int64 and runs["step"].dtype == np.int64
     assert runs["lr"].dtype == np.float64 and runs["diverged"].dtype == bool
     assert set(runs["role"]) == {"selection", "confirmation", "default"}
-    csv_runs = pd.read_csv(written / "runs.csv", float_precision="round_trip")
+    csv_runs = export.read_csv(written / "runs.csv")
     assert list(csv_runs.columns) == list(runs.columns)
     for col in ("lr", "seed", "step", "train_loss", "val", "test"):
         np.testing.assert_array_equal(csv_runs[col].to_numpy(), runs[col].to_numpy())
     np.testing.assert_array_equal(csv_runs["diverged"].to_numpy() == 1, runs["diverged"].to_numpy())
-    csv_summary = pd.read_csv(
-        written / "summary.csv",
-        keep_default_na=False,
-        na_values={"test_mean": ["nan"]},
-        float_precision="round_trip",
+    csv_summary = export.read_csv(
+        written / "summary.csv", keep_default_na=False, na_values={"test_mean": ["nan"]}
     )
     assert list(csv_summary.columns) == list(summary.columns) and len(summary) == 2 * 2 * 4
     assert summary["on_edge"].isin(["", "low", "high"]).all()

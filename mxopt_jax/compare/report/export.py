@@ -446,15 +446,18 @@ def summary_frame(
     pd = _pandas()
     with tempfile.TemporaryDirectory() as tmp:
         path = write_summary_csv(Path(tmp) / "summary.csv", selections, identical_by_problem)
-        # round_trip: every float reads back as the one written (pandas 2's default parser may differ in
-        # the last bit)
-        frame = pd.read_csv(
-            path,
-            keep_default_na=False,
-            na_values={c: ["nan", ""] for c in _numeric(path)},
-            float_precision="round_trip",
-        )
+        frame = read_csv(path, keep_default_na=False, na_values={c: ["nan", ""] for c in _numeric(path)})
     return frame
+
+
+def read_csv(path: str | Path, **kwargs: Any) -> pd.DataFrame:
+    """``pandas.read_csv`` with every float read back as the one written: pandas 2's default parser may
+    differ in the last bit before pandas 3.1 (``float_precision="round_trip"``, the default from 3.1 on, which
+    deprecates the argument)."""
+    pd = _pandas()
+    if tuple(int(x) for x in pd.__version__.split(".")[:2]) < (3, 1):
+        kwargs.setdefault("float_precision", "round_trip")
+    return pd.read_csv(path, **kwargs)
 
 
 def _numeric(path: Path) -> list[str]:
