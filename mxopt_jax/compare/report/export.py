@@ -443,7 +443,7 @@ def summary_frame(
     """One row per selection (contender, problem, mode) as a DataFrame: exactly ``summary.csv``
     (:func:`write_summary_csv`) parsed, numbers as floats (``inf``: never / diverged), ``on_edge`` ``""`` where
     the chosen rate is inside its grid."""
-    pd = _pandas()
+    _pandas()  # without pandas: the error naming the extra, before any work
     with tempfile.TemporaryDirectory() as tmp:
         path = write_summary_csv(Path(tmp) / "summary.csv", selections, identical_by_problem)
         frame = read_csv(path, keep_default_na=False, na_values={c: ["nan", ""] for c in _numeric(path)})
