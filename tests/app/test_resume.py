@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent(
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     p = _mlp_problem()
     preset = dataclasses.replace(PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=2)
-    kw = dict(extend=1, check_batching="best")
+    kw = dict(extend=1, check_batching="none", plots=False)  # plots and the batching check: tested elsewhere
 
     class Stop(Exception):
         pass

@@ -159,7 +159,8 @@ def test_docstring_states_the_update(name):
 
 
 # --------------------------------------------------------------------------- behaviour on pytrees
-@pytest.mark.parametrize("name", NAMES)
+# Half of the optimizers in turns (test_drivers_agree holds jit against eager on random pytrees too).
+@pytest.mark.parametrize("name", default_run(NAMES, share(2)))
 def test_jit_and_eager_agree_on_nested_pytrees(name):
     params = params_for(name)
     wd = 0.0 if name == "groupadagrad" else 0.01  # GroupAdaGrad has no weight decay

@@ -166,9 +166,9 @@ def check_zero_rate(name: str, data) -> None:
     unchanged(leaves, weights, f"{name}: facade with learning_rate=0.0")
 
 
-# The default run: one optimizer of each kind of trap (the two that divide by the rate, SGLD's sqrt(rate),
-# a ratio of epsilon denominators, a trust ratio); -m slow runs all 22 with more examples.
-DEFAULT_RUN = ("sgld", "adadelta", "ftrl", "ftml", "lamb")
+# The default run: one optimizer of each kind of trap (Ftrl divides by the rate, SGLD's sqrt(rate), LAMB's
+# trust ratio); -m slow runs all 22 with more examples (AdaDelta's and FTML's divisions among them).
+DEFAULT_RUN = ("sgld", "ftrl", "lamb")
 
 
 @pytest.mark.parametrize("name", DEFAULT_RUN)
