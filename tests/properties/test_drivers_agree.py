@@ -11,8 +11,8 @@ random pytree (scalars, odd shapes, nested dict/list/tuple, LARS-exempt names) a
 * the facade's ``step`` == ``fused_step`` == the functional transform (one index per leaf);
 * changing a float hyperparameter through ``optax.inject_hyperparams`` never recompiles.
 
-The default run tries two derandomized examples (the simplest, then a random one) for a third of the
-optimizers, taking turns with the others (tests/_support/sampling.py); ``-m slow`` tries many more for all of them.
+The default run tries two derandomized examples (the simplest, then a random one) for a quarter of
+the optimizers, taking turns with the others (tests/_support/sampling.py); ``-m slow`` tries many more for all of them.
 The parameter dtype setting is drawn relative to the optimizer, so the same draws give each optimizer another.
 """
 
@@ -244,8 +244,8 @@ def check_facade(name: str, kw: dict, params, ref, dtype: str) -> None:
     close(results[1], ref, dtype, "facade vs functional")
 
 
-# The other two thirds: test_drivers_agree_many (``slow``) draws 8 examples for every optimizer.
-@pytest.mark.parametrize("name", share(3))
+# The other three quarters: test_drivers_agree_many (``slow``) draws 8 examples for every optimizer.
+@pytest.mark.parametrize("name", share(4))
 @FEW
 @given(data=st.data())
 def test_drivers_agree(name, data):
