@@ -150,7 +150,7 @@ def test_to_device_and_to_host_round_trip_on_every_device():
 
 
 def test_problem_data_keeps_the_dtypes_jax_computes_in():
-    from distributed_study_script import _mlp_problem
+    from tiny_problems import mlp_problem as _mlp_problem
 
     prob = _mlp_problem()
     data = engine._host_data(prob)

@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent(
     """
     import dataclasses, json, math, sys
     sys.path.insert(0, {here!r})
-    from test_study import _mlp_problem
+    from tiny_problems import mlp_problem as _mlp_problem
     from mxopt_jax.compare import PRESETS, configure_jax, report, study
     from mxopt_jax.compare.study import Study
 
@@ -122,7 +122,10 @@ SCRIPT = textwrap.dedent(
 def resumed(tmp_path_factory) -> dict:
     tmp = tmp_path_factory.mktemp("resume")
     code = SCRIPT.format(
-        here=str(HERE), cache=str(tmp / "cache"), out=str(tmp / "out"), full=str(tmp / "full")
+        here=str(HERE.parent / "_support"),
+        cache=str(tmp / "cache"),
+        out=str(tmp / "out"),
+        full=str(tmp / "full"),
     )
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
