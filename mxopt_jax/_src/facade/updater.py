@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import states as states_format
 from .optimizer import Optimizer, _device_id
@@ -15,13 +16,28 @@ from .rule_backed import as_array, as_grad
 
 
 def _sync_state(state: Any, weight: jax.Array) -> Any:
+    """MXNet's ``sync_state_context``: a loaded state goes where its weight is.
+
+    A committed weight (placed with ``jax.device_put``) commits its state to its device. An uncommitted
+    weight keeps uncommitted states uncommitted (``jax.jit`` places them with the weight) and gets an
+    uncommitted copy of a committed one: a state committed beside an uncommitted weight would commit the
+    call's outputs, so the second call would compile the step again for committed weights.
+    """
     devices = getattr(weight, "devices", None)
     if devices is None:
         return state
     dev = next(iter(devices()))
+    committed = getattr(weight, "committed", True)
 
-    def move(x):
-        return jax.device_put(x, dev) if isinstance(x, jax.Array) else x
+    def move(x: Any) -> Any:
+        if not isinstance(x, jax.Array):
+            return x
+        if committed:
+            return jax.device_put(x, dev)
+        if not x.committed:
+            return x
+        with jax.default_device(dev):
+            return jnp.array(np.asarray(x))
 
     return jax.tree.map(move, state)
 
