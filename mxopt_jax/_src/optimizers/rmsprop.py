@@ -40,8 +40,12 @@ def rmsprop_step(g, w, s, hp, opts):
     var = rho * var + (1 - rho) * G * G
     if opts["centered"]:
         mean = rho * mean + (1 - rho) * G
+        # var >= mean^2 in exact arithmetic (both EMAs start at 0); where float32 rounding makes the
+        # difference negative (a gradient that stays constant, rho = 0) MXNet's sqrt gives NaN: 0 instead
+        # (differences #22)
+        centered_var = jnp.maximum(var - mean * mean, 0)
         mom = hp["momentum"] * mom - div0(
-            lr * G, jnp.sqrt(var - mean * mean + eps), static_positive(hp, "epsilon")
+            lr * G, jnp.sqrt(centered_var + eps), static_positive(hp, "epsilon")
         )
         delta = mom
     else:
@@ -103,12 +107,14 @@ def rmsprop(
                    w    = w - lr * G / (sqrt(var) + epsilon)
         centered:  mean = rho * mean + (1 - rho) * G
                    var  = rho * var + (1 - rho) * G * G
-                   mom  = momentum * mom - lr * G / sqrt(var - mean * mean + epsilon)
+                   mom  = momentum * mom - lr * G / sqrt(max(var - mean * mean, 0) + epsilon)
                    w    = w + mom
         then, if clip_weights: w = clip(w, -clip_weights, clip_weights)
 
     Tieleman & Hinton, Lecture 6.5 (COURSERA, 2012); centered: Graves, "Generating Sequences With
     Recurrent Neural Networks" (2013), eq. 38–45. ``momentum`` is used by the centered variant only.
+    ``var - mean * mean`` is never negative in exact arithmetic; the ``max(., 0)`` keeps float32 rounding
+    from making it so, where MXNet's step is NaN (a gradient that stays constant; ``rho = 0``).
     MXNet 1.x's ``gamma1``/``gamma2`` keywords are spelled ``rho``/``momentum`` (as in MXNet 2.0).
 
     Args:
