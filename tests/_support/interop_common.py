@@ -7,6 +7,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import optax
+from host_random import normal
 
 import mxopt_jax
 
@@ -49,21 +50,15 @@ def make(name: str, **kw) -> optax.GradientTransformation:
 def params_for(name: str, dtype=jnp.float32) -> dict:
     """A flat dict of two parameters (names matter to LARS: ``bias`` is exempt from its trust ratio);
     GroupAdaGrad gets 2-D leaves only. Few distinct shapes keep eager op compiles shared across tests."""
-    k1, k2 = jax.random.split(jax.random.PRNGKey(0))
     if name == "groupadagrad":
-        tree = {"emb": jax.random.normal(k1, (4, 3)), "table": jax.random.normal(k2, (2, 3))}
-    else:
-        tree = {"kernel": jax.random.normal(k1, (4, 3)), "bias": jax.random.normal(k2, (3,))}
-    return {k: v.astype(dtype) for k, v in tree.items()}
+        return {"emb": normal((0, 0), (4, 3), dtype), "table": normal((0, 1), (2, 3), dtype)}
+    return {"kernel": normal((0, 0), (4, 3), dtype), "bias": normal((0, 1), (3,), dtype)}
 
 
 def grads_for(params, step: int = 0):
     """Deterministic pseudo-random gradients shaped like ``params`` (a different draw per ``step``)."""
     leaves, treedef = jax.tree.flatten(params)
-    keys = jax.random.split(jax.random.PRNGKey(100 + step), len(leaves))
-    return treedef.unflatten(
-        [jax.random.normal(k, x.shape).astype(x.dtype) for k, x in zip(keys, leaves, strict=True)]
-    )
+    return treedef.unflatten([normal((100 + step, i), x.shape, x.dtype) for i, x in enumerate(leaves)])
 
 
 def run(tx: optax.GradientTransformation, params, steps: int = 3, start: int = 0, state=None, update=None):

@@ -12,6 +12,7 @@ import numpy as np
 import optax
 import pytest
 from compat import enable_x64
+from host_random import normal
 from sampling import default_run, share
 
 import mxopt_jax
@@ -100,24 +101,17 @@ def make(name: str, **kw) -> optax.GradientTransformation:
 
 def params_for(name: str, dtype=jnp.float32):
     """A nested dict/list pytree; GroupAdaGrad needs 2-D leaves."""
-    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
     if name == "groupadagrad":
-        tree = {"emb": jax.random.normal(k1, (5, 3)), "blocks": [jax.random.normal(k2, (2, 4))]}
-    else:
-        tree = {
-            "dense": {"w": jax.random.normal(k1, (4, 3)), "b": jax.random.normal(k2, (3,))},
-            "blocks": [jax.random.normal(k3, (2, 2, 2)), jnp.array(0.7)],
-        }
-    return jax.tree.map(lambda x: x.astype(dtype), tree)
+        return {"emb": normal((0, 0), (5, 3), dtype), "blocks": [normal((0, 1), (2, 4), dtype)]}
+    return {
+        "dense": {"w": normal((0, 0), (4, 3), dtype), "b": normal((0, 1), (3,), dtype)},
+        "blocks": [normal((0, 2), (2, 2, 2), dtype), jnp.asarray(np.float32(0.7)).astype(dtype)],
+    }
 
 
 def grads_for(params, step: int = 0):
-    key = jax.random.PRNGKey(100 + step)
     leaves, treedef = jax.tree.flatten(params)
-    keys = jax.random.split(key, len(leaves))
-    return treedef.unflatten(
-        [jax.random.normal(k, x.shape).astype(x.dtype) for k, x in zip(keys, leaves, strict=True)]
-    )
+    return treedef.unflatten([normal((100 + step, i), x.shape, x.dtype) for i, x in enumerate(leaves)])
 
 
 def run(tx, params, steps=5, jit=True):
@@ -351,7 +345,10 @@ def test_inject_hyperparams_matches_plain_and_does_not_recompile(name):
         u, s_plain = plain.update(g, s_plain, p_plain)
         p_plain = optax.apply_updates(p_plain, u)
     if name != "sgld":
-        chex.assert_trees_all_close(p_inj, p_plain, rtol=1e-5, atol=1e-6)
+        # jitted against op by op: AdamW's and AdaBelief's first steps differ by up to 3e-5 of a step (see
+        # test_jit_and_eager_agree_on_nested_pytrees), 3 steps of ~lr = 0.05
+        atol = 3 * 0.05 * 3e-5 if name in ("adamw", "adabelief") else 1e-6
+        chex.assert_trees_all_close(p_inj, p_plain, rtol=1e-5, atol=atol)
     s_inj.hyperparams["learning_rate"] = jnp.asarray(0.01, s_inj.hyperparams["learning_rate"].dtype)
     step(grads_for(params, 9), s_inj, p_inj)
     assert len(traces) == 1

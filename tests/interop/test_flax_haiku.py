@@ -19,6 +19,7 @@ import pytest
 from compat import nnx_leaves, nnx_optimizer, nnx_update, partition
 from flax import nnx
 from flax.training import train_state
+from host_random import normal
 from interop_common import NAMES
 
 import mxopt_jax
@@ -48,8 +49,8 @@ def make(name: str, **kw) -> optax.GradientTransformation:
 
 
 def data(image: bool):
-    x = jax.random.normal(jax.random.PRNGKey(0), (64, 6, 6, 1))
-    w_true = jax.random.normal(jax.random.PRNGKey(1), (36,))
+    x = normal(0, (64, 6, 6, 1))
+    w_true = normal(1, (36,))
     y = jnp.tanh(x.reshape(64, -1) @ w_true / 6.0)[:, None]
     return (x if image else x.reshape(64, -1)), y
 

@@ -29,6 +29,7 @@ import optax
 import pytest
 from compat import keystr
 from flax import serialization
+from host_random import normal
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
 from sampling import share
@@ -98,6 +99,10 @@ def hyperparameters(draw, name: str) -> dict:
     kw["clip_gradient"] = draw(st.sampled_from([None, 0.5, 5.0]))
     if name == "sgld":
         kw["seed"] = draw(st.integers(0, 100))
+    if kw.get("centered") and kw["rho"] < 1e-3:
+        # centered RMSProp at rho ~ 0: a variance that is 0 but for rounding, over epsilon (differences #22):
+        # jit and eager may differ by more than rounding (tests/regressions/test_defects.py)
+        kw["rho"] = 1e-3
     return kw
 
 
@@ -115,18 +120,12 @@ def materialize(shapes, dtype: str, seed: int):
     leaves, treedef = jax.tree.flatten(
         shapes, is_leaf=lambda x: isinstance(x, tuple) and all(isinstance(d, int) for d in x)
     )
-    keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
-    return treedef.unflatten(
-        [jax.random.normal(k, s).astype(dtype) for k, s in zip(keys, leaves, strict=True)]
-    )
+    return treedef.unflatten([normal((seed, i), s, dtype) for i, s in enumerate(leaves)])
 
 
 def gradients(params, step: int):
     leaves, treedef = jax.tree.flatten(params)
-    keys = jax.random.split(jax.random.PRNGKey(1000 + step), len(leaves))
-    return treedef.unflatten(
-        [jax.random.normal(k, x.shape).astype(x.dtype) for k, x in zip(keys, leaves, strict=True)]
-    )
+    return treedef.unflatten([normal((1000 + step, i), x.shape, x.dtype) for i, x in enumerate(leaves)])
 
 
 def step_fn(tx):

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from host_random import normal
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
 from strategies import float_in
@@ -64,12 +65,11 @@ def problems(draw, name: str):
     if name == "sgld":
         kw["seed"] = draw(st.integers(0, 100), label="seed")
     seed = draw(st.integers(0, 2**16), label="data seed")
-    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(seed), 3)
     shape = (3, 2) if name == "groupadagrad" else (2, 3)
-    params = {"w": jax.random.normal(k1, shape), "b": jax.random.normal(k2, (shape[0],))}
+    params = {"w": normal((seed, 0), shape), "b": normal((seed, 1), (shape[0],))}
     if name == "groupadagrad":
-        params = {"w": params["w"], "v": jax.random.normal(k2, (2, 2))}
-    targets = jax.tree.map(lambda x: x + jax.random.normal(k3, x.shape), params)
+        params = {"w": params["w"], "v": normal((seed, 1), (2, 2))}
+    targets = {k: x + normal((seed, 2), x.shape) for k, x in params.items()}
     return kw, params, targets
 
 

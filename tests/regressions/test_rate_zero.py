@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from host_random import normal
 
 import mxopt_jax
 
@@ -289,9 +290,8 @@ def _ftrl_drivers(tx, grads_fn, steps=6):
 
 
 def _ftrl_grads(k, sparse=False, rows=None):
-    key = jax.random.PRNGKey(k)
-    a = jax.random.normal(key, (6, 3))
-    b = jax.random.normal(jax.random.fold_in(key, 1), (4,))
+    a = normal((k, 0), (6, 3))
+    b = normal((k, 1), (4,))
     if rows is not None:
         rows = jnp.asarray(rows)
         a = jnp.zeros_like(a).at[rows].set(a[rows])
