@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from sampling import default_run
 
 import mxopt_jax
 from mxopt_jax.compare import problems
@@ -151,7 +152,10 @@ def _train(p: Problem, make_opt, lrs, seeds, steps: int, sparse: bool = False):
 GOOD_LR = {"digits_mlp": 0.01, "char_lm": 0.01, "recommender": 0.03, "logreg": 0.01, "autoencoder": 0.003}
 
 
-@pytest.mark.parametrize("name", NAMES)
+# The default run trains an image classifier (digits_mlp) and the character-level language model (embeddings);
+# the recommender trains lazily below, every workload's init, loss and metric run above, and -m slow trains
+# the other three as well.
+@pytest.mark.parametrize("name", default_run(NAMES, ("digits_mlp", "char_lm")))
 def test_adam_under_vmap_lowers_the_loss(name: str) -> None:
     p = _problem(name)
     lr = GOOD_LR[name]
