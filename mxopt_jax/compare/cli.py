@@ -572,9 +572,13 @@ def _compare(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         progress.close()
         saved = store.saved()
+        kept = (
+            f"{saved} finished program(s) are saved in {store.programs_dir}; nothing else was written"
+            if saved
+            else "no program had finished, so none is saved"
+        )
         print(
-            f"\nInterrupted. {saved} finished program(s) are saved in {store.programs_dir}; nothing else was "
-            f"written. Continue the study (only what is missing runs) with:\n  {resume_cmd}",
+            f"\nInterrupted: {kept}. Continue the study (only what is missing runs) with:\n  {resume_cmd}",
             file=sys.stderr,
             flush=True,
         )

@@ -229,6 +229,14 @@ def test_ctrl_c_prints_the_command_that_continues(tmp_path, monkeypatch, capsys)
     assert "1 finished program(s) are saved" in err
     assert f"mxopt-jax compare --resume '{out}'" in err
 
+    def before_any(problems, contenders, preset, *, out=None, resume=None, **kwargs):
+        raise KeyboardInterrupt  # no program finished: no programs/ folder to point at
+
+    monkeypatch.setattr(study_module, "study", before_any)
+    rc = cli.main(["compare", "--problems", "logreg", "--optimizers", "sgd", "--out", str(tmp_path / "b")])
+    err = capsys.readouterr().err
+    assert rc == 130 and "no program had finished, so none is saved" in err and "programs" not in err
+
 
 @pytest.mark.slow  # two processes, two compiles of logreg (about half a minute on 2 cores)
 def test_ctrl_c_then_resume_on_the_command_line(tmp_path):
