@@ -3,7 +3,7 @@
 ``jax.random.normal`` compiles a program per shape and dtype when called outside ``jit`` (about 0.2 s on
 two CPU cores), and so does every ``split`` / ``fold_in`` of a new size: over the suite's many small shapes
 that was 15 s of compiling test data. :func:`normal` draws with NumPy instead (no compile), from a seed that
-is a PRNG key or a tuple of integers (one NumPy stream per seed, so a seed still names its data). Inside a
+is an integer or a tuple of integers (one NumPy stream per seed, so a seed still names its data). Inside a
 traced function, use ``jax.random`` as usual.
 """
 
@@ -16,10 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def normal(seed: jax.Array | int | Sequence[int], shape: Sequence[int] = (), dtype=jnp.float32) -> jax.Array:
+def normal(seed: int | Sequence[int], shape: Sequence[int] = (), dtype=jnp.float32) -> jax.Array:
     """Standard normal values of ``shape`` as a JAX array of ``dtype``, determined by ``seed``."""
-    if isinstance(seed, jax.Array) and jnp.issubdtype(seed.dtype, jax.dtypes.prng_key):
-        seed = jax.random.key_data(seed)
-    words = np.asarray(seed).astype(np.uint64).ravel().tolist()
-    rng = np.random.default_rng(words)
+    rng = np.random.default_rng(seed)
     return jnp.asarray(rng.standard_normal(tuple(shape)).astype(np.dtype(dtype)))

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from test_study import _mlp_problem
+from tiny_problems import mlp_problem as _mlp_problem
 
 import mxopt_jax
 from mxopt_jax.compare import contenders as C

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from tiny_problems import mlp_problem as _mlp_problem  # noqa: F401  (other test modules import it from here)
+from tiny_problems import mlp_problem as _mlp_problem
 from tiny_problems import sparse_problem as _sparse_problem
 
 import mxopt_jax

@@ -105,7 +105,7 @@ def params_for(name: str, dtype=jnp.float32):
         return {"emb": normal((0, 0), (5, 3), dtype), "blocks": [normal((0, 1), (2, 4), dtype)]}
     return {
         "dense": {"w": normal((0, 0), (4, 3), dtype), "b": normal((0, 1), (3,), dtype)},
-        "blocks": [normal((0, 2), (2, 2, 2), dtype), jnp.asarray(np.float32(0.7)).astype(dtype)],
+        "blocks": [normal((0, 2), (2, 2, 2), dtype), jnp.asarray(0.7, dtype)],
     }
 
 

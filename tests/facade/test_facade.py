@@ -640,29 +640,31 @@ def test_fused_step_never_recompiles_for_new_hyperparameter_values():
     assert fn._cache_size() == size
 
 
+@pytest.mark.parametrize("mp", [False, True], ids=["float32", "float16-multi_precision"])
 @pytest.mark.parametrize("committed", [False, True])
-def test_restored_states_compile_the_step_once(committed):
+def test_restored_states_compile_the_step_once(committed, mp):
     """Restored states follow their weights as MXNet's ``sync_state_context`` does, without committing the
     states of uncommitted weights: a committed state beside an uncommitted weight made the first call's
     outputs committed, so the second call compiled the step again (every resumed run paid it twice)."""
     from mxopt_jax._src.facade import rule_backed
 
+    dtype = np.float16 if mp else np.float32
+
     def make():
-        return get_updater(create("ftml", learning_rate=0.02, wd=1e-3))
+        return get_updater(create("ftml", learning_rate=0.02, wd=1e-3, multi_precision=mp))
 
     def place(x):
         return jax.device_put(x, jax.devices()[0]) if committed else jnp.asarray(x)
 
     ref = make()
-    w = [place(np.ones((3, 5), np.float32)), place(np.ones((6,), np.float32))]
-    g = [jnp.full((3, 5), 0.5), jnp.full((6,), -0.25)]
+    w = [place(np.ones((3, 5), dtype)), place(np.ones((6,), dtype))]
+    g = [jnp.full((3, 5), 0.5, dtype), jnp.full((6,), -0.25, dtype)]
     ref([0, 1], g, w)
     blob = ref.get_states(dump_optimizer=True)
     upd = make()
     upd.set_states(blob)
-    if (
-        not committed
-    ):  # states someone placed on the device: an uncommitted weight still gets them uncommitted
+    # states someone placed on the device: an uncommitted weight still gets them uncommitted
+    if not committed:
         upd.states = jax.tree.map(lambda x: jax.device_put(x, jax.devices()[0]), upd.states)
     fn = rule_backed._jitted(upd.optimizer._rule, upd.optimizer._prep.opts)
     w = upd([0, 1], g, w)
@@ -671,7 +673,7 @@ def test_restored_states_compile_the_step_once(committed):
     for _ in range(2):
         w = upd([0, 1], g, w)
     assert fn._cache_size() == size
-    assert all(x.committed == committed for x in w)
+    assert all(x.committed == committed and x.dtype == dtype for x in w)
 
 
 def test_update_returns_new_arrays_and_does_not_mutate():

@@ -74,9 +74,9 @@ def _two_steps(tx, params, grads_list):
 
 
 def check_all_rows(name, data):
-    n, d, table, key = data.draw(problems(), label="problem")
+    n, d, table, seed = data.draw(problems(), label="problem")
     perms = [data.draw(st.permutations(range(n)), label=f"order {s}") for s in range(2)]
-    vals = [normal((key, 1, s), (n, d)) for s in range(2)]
+    vals = [normal((seed, 1, s), (n, d)) for s in range(2)]
     sparse = [
         {"E": RowSparse(jnp.asarray(p, jnp.int32), v, (n, d))} for p, v in zip(perms, vals, strict=True)
     ]
@@ -89,9 +89,9 @@ def check_all_rows(name, data):
 
 
 def check_some_rows(name, data):
-    n, d, table, key = data.draw(problems(), label="problem")
+    n, d, table, seed = data.draw(problems(), label="problem")
     rows = data.draw(st.lists(st.integers(0, n - 1), min_size=0, max_size=2 * n), label="rows (may repeat)")
-    g = RowSparse(jnp.asarray(rows, jnp.int32), normal((key, 1), (len(rows), d)), (n, d))
+    g = RowSparse(jnp.asarray(rows, jnp.int32), normal((seed, 1), (len(rows), d)), (n, d))
     tx = _make(name, **LAZY[name])
     init = tx.init({"E": table})
     lazy_p, lazy_s = _two_steps(tx, {"E": table}, [{"E": g}])
@@ -113,11 +113,11 @@ def check_some_rows(name, data):
 
 
 def check_standard_equals_dense(name, data):
-    n, d, table, key = data.draw(problems(), label="problem")
+    n, d, table, seed = data.draw(problems(), label="problem")
     if name == "groupadagrad":
         return  # always lazy (MXNet's sparse kernel); covered by the lazy properties
     rows = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=2 * n), label="rows (may repeat)")
-    g = RowSparse(jnp.asarray(rows, jnp.int32), normal((key, 1), (len(rows), d)), (n, d))
+    g = RowSparse(jnp.asarray(rows, jnp.int32), normal((seed, 1), (len(rows), d)), (n, d))
     kw = {"seed": 3} if name == "sgld" else {}
     tx = _make(name, **kw)
     a = _two_steps(tx, {"E": table}, [{"E": g}])
