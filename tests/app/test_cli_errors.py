@@ -142,6 +142,12 @@ def test_a_factory_is_not_a_problem():
         ("name", "", TypeError, "`name` must be a non-empty str"),
         ("metric_name", None, TypeError, "`metric_name` must be a str"),
         ("loss", 3.0, TypeError, "`loss` must be callable"),
+        (
+            "better",
+            "up",
+            ValueError,
+            "`better` must be 'lower' or 'higher' (which way the metric improves), got 'up'",
+        ),
     ],
 )
 def test_problem_fields_are_checked(field, value, error, words):

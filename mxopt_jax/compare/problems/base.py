@@ -9,8 +9,9 @@ Conventions every problem follows:
 * ``data()`` is deterministic: the same arrays every call (a problem's split is fixed; the *seed* of a run
   changes its initialization and the order of its mini-batches, never the data).
 * ``loss(params, batch)`` is the mean training loss over a mini-batch (what is differentiated);
-  ``metric(params, batch)`` is the evaluation metric over a whole split, **lower is better** (an error rate,
-  a held-out loss, an RMSE). Both are pure and traceable; neither may branch in Python on traced values.
+  ``metric(params, batch)`` is the evaluation metric over a whole split; ``better`` says which way it
+  improves: ``"lower"`` (the default: an error rate, a held-out loss, an RMSE) or ``"higher"`` (an accuracy).
+  Both are pure and traceable; neither may branch in Python on traced values.
 * Batches are pytrees of arrays whose leading axis runs over examples (e.g. ``(x, y)``); the engine draws a
   mini-batch by indexing every leaf with the same row indices.
 * ``tables`` names top-level keys of the parameter dict that ``loss`` reads only through
@@ -54,10 +55,10 @@ class Problem:
       data: ``() -> Splits``, deterministic.
       init: ``(key) -> params`` (a pytree; a dict when ``tables`` is used).
       loss: ``(params, batch) -> scalar``, the mean training loss of a mini-batch.
-      metric: ``(params, batch) -> scalar``, lower is better, evaluated on a whole split.
+      metric: ``(params, batch) -> scalar``, evaluated on a whole split; ``better`` says which way is better.
       metric_name: how tables label the metric, e.g. ``"error %"`` (the value is shown as computed).
-      target: the validation metric a run must reach (``<=``) to count as "reached target" (the full budget's;
-        see ``targets``).
+      target: the validation metric a run must reach (``<=``, or ``>=`` when higher is better) to count as
+        "reached target" (the full budget's; see ``targets``).
       steps: training steps of one run (the full preset; the quick preset scales it, see ``quick_steps``).
       batch_size: examples per mini-batch.
       eval_every: steps between evaluations of the metric on the validation and test splits.
@@ -65,6 +66,8 @@ class Problem:
       tables: top-level parameter keys read only through :func:`mxopt_jax.sparse.lookup` (row-sparse).
       targets: the target per preset name (``{"quick": ..., "full": ...}``), each calibrated at that preset's
         budget; a preset not named here uses ``target`` (:meth:`target_for`).
+      better: ``"lower"`` (default) or ``"higher"``: which way the metric improves. Selection, ranks, targets
+        and tables all read it (:attr:`sign`).
     """
 
     name: str
@@ -82,6 +85,12 @@ class Problem:
     quick_steps: int | None = None
     tables: tuple[str, ...] = ()
     targets: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    better: str = "lower"
+
+    @property
+    def sign(self) -> float:
+        """``1.0`` when lower is better, ``-1.0`` when higher is: ``sign * metric`` is always lower-is-better."""
+        return 1.0 if self.better == "lower" else -1.0
 
     def target_for(self, preset: str) -> float:
         """The validation target at preset ``preset``'s budget: ``targets[preset]``, else ``target``."""
@@ -122,6 +131,11 @@ class Problem:
         ):
             raise TypeError(
                 f"Problem {self.name!r}: `targets` must map preset names to numbers, got {self.targets!r}"
+            )
+        if self.better not in ("lower", "higher"):
+            raise ValueError(
+                f"Problem {self.name!r}: `better` must be 'lower' or 'higher' (which way the metric improves), "
+                f"got {self.better!r}"
             )
         if not isinstance(self.tables, tuple) or not all(isinstance(t, str) for t in self.tables):
             raise TypeError(f"Problem {self.name!r}: `tables` must be a tuple of str, got {self.tables!r}")

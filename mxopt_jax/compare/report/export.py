@@ -314,12 +314,13 @@ def _plain(v: Any) -> Any:
 
 def problem_info(problem: Problem) -> dict[str, Any]:
     """What the report needs of ``problem`` (and a reloaded study keeps): name, title, description, metric
-    name, target, budgets, batch size, evaluation interval, embedding tables."""
+    name and direction, target, budgets, batch size, evaluation interval, embedding tables."""
     return {
         "name": problem.name,
         "title": problem.title,
         "description": problem.description,
         "metric_name": problem.metric_name,
+        "better": problem.better,
         "target": float(problem.target),
         "steps": int(problem.steps),
         "quick_steps": None if problem.quick_steps is None else int(problem.quick_steps),
@@ -367,6 +368,7 @@ def restore_problem(info: Mapping[str, Any]) -> Problem:
         loss=_unavailable("problem", name, "loss"),
         metric=_unavailable("problem", name, "metric"),
         metric_name=str(info["metric_name"]),
+        better=str(info.get("better", "lower")),
         target=float(info["target"]),
         steps=int(info["steps"]),
         batch_size=int(info["batch_size"]),
