@@ -190,8 +190,10 @@ def test_base_keywords_written_once_and_shown_in_every_signature():
 
 
 # The study app's own layers, from the bottom up (a module may import only from its own layer or below). Data
-# flows one way: what is compared -> the engine -> the protocol and its statistics -> the reports -> the
-# orchestration -> the command line. The tour is a sub-package beside the study, reached from the command line.
+# flows one way: what is compared -> the engine -> the protocol and its statistics -> the plan and the file
+# formats -> the result -> the store and the reports -> the orchestration -> the command line. The report
+# renders a result and never reaches back into the orchestration; the store and the report share one module of
+# file formats (serialize). The tour is a sub-package beside the study, reached from the command line.
 APP_LAYERS = [
     [
         "compare.checks",
@@ -206,6 +208,8 @@ APP_LAYERS = [
     ],
     ["compare.contenders"],
     ["compare.engine", "compare.protocol", "compare.search", "compare.preflight"],
+    ["compare.plan", "compare.serialize"],
+    ["compare.result"],
     ["compare.report.*", "compare.store"],
     ["compare.study"],
     ["compare.tour.*"],
@@ -233,6 +237,18 @@ def test_the_app_flows_one_way():
     assert not bad, "\n".join(bad)
     # no module of the app imports the package's __init__ (a module imports what it uses, where it lives)
     assert not [m for m in app if m != "__main__" and "compare" in graph[m]]
+
+
+def test_the_report_and_the_store_read_files_through_one_module():
+    graph = import_graph()
+    for m in graph:
+        if m.startswith("compare.report") or m == "compare.store":
+            assert "compare.study" not in graph[m] and "compare.cli" not in graph[m], m
+            assert not any(t.startswith("compare.report") for t in graph[m]) or m.startswith(
+                "compare.report"
+            ), m
+    assert "compare.serialize" in graph["compare.store"]
+    assert any("compare.serialize" in graph[m] for m in graph if m.startswith("compare.report"))
 
 
 def test_the_study_never_imports_the_tour():

@@ -8,6 +8,7 @@ Each rule is a function raising ``ValueError`` or ``TypeError`` that names the a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import numbers
 import os
@@ -134,25 +135,27 @@ def problem_object(
     )
 
 
-def output_dir(path: str | os.PathLike[str], what: str = "out", create: bool = True) -> Path:
-    """An output folder that can be written: created (with its parents) if missing (without ``create``, a
-    missing folder is refused), and probed with a file written and removed. Refused, with the reason, when it
-    names a file, lies under a file, or cannot be created or written (a read-only place, ``/proc``, no
-    permission)."""
+def output_dir(
+    path: str | os.PathLike[str], what: str = "out", create: bool = False, exists: bool = False
+) -> Path:
+    """An output folder that can be written, checked without leaving anything behind: refused, with the reason,
+    when it names a file, lies under a file, or cannot be written (a read-only place, ``/proc``, no
+    permission); with ``exists``, a missing folder is refused too. The folder (a missing one made for the
+    probe) is probed with a file written and removed; what the probe made is removed again unless ``create``
+    (the study makes the folder when it writes its first file)."""
     if isinstance(path, bool) or not isinstance(path, str | os.PathLike):
         raise TypeError(f"{what} must be a folder path, got {path!r}")
     p = Path(path).expanduser()
     if not str(path).strip():
         raise ValueError(f"{what} must be a folder path, got an empty string")
-    if not create and not p.exists():
+    if exists and not p.exists():
         raise ValueError(f"{what}: {str(path)!r} does not exist")
     if p.exists() and not p.is_dir():
         raise ValueError(f"{what}: {str(path)!r} is a file, not a folder; give a folder for the outputs")
-    for parent in p.absolute().parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{what}: {str(path)!r} lies under {str(parent)!r}, which is a file")
-            break
+    missing = [q for q in (p.absolute(), *p.absolute().parents) if not q.exists()]
+    above = p.absolute().parents[len(missing) - 1] if missing else p.absolute()
+    if not above.is_dir():
+        raise ValueError(f"{what}: {str(path)!r} lies under {str(above)!r}, which is a file")
     try:
         p.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".mxopt_probe_", dir=p)
@@ -163,6 +166,11 @@ def output_dir(path: str | os.PathLike[str], what: str = "out", create: bool = T
         raise ValueError(
             f"{what}: cannot write into {str(path)!r} ({reason}); give a writable folder"
         ) from None
+    finally:
+        if not create:
+            for q in missing:  # the deepest first: what the probe made, and nothing else
+                with contextlib.suppress(OSError):
+                    q.rmdir()
     return p
 
 

@@ -1,4 +1,13 @@
-"""The command line: ``mxopt-jax compare`` (the study), ``mxopt-jax tour`` (the 2-D test functions), progress."""
+"""The command line, one verb per job: ``mxopt-jax compare`` (run a study), ``mxopt-jax report DIR``
+(re-render a saved study), ``mxopt-jax agree DIR_A DIR_B`` (how far two saved studies agree) and
+``mxopt-jax tour`` (the 2-D test functions).
+
+The study's settings are the :class:`~mxopt_jax.compare.plan.Plan`'s, one flag each; a command that is
+refused (a usage error, a folder that cannot be used, a resumed study's changed setting, too many devices)
+says so in one line and leaves nothing behind. Old spellings keep working with a deprecation notice:
+``--optimizers`` (now ``--contenders``), ``--batching-check`` (now ``--check-batching``),
+``compare --compare-presets A B`` (now ``agree A B``).
+"""
 
 from __future__ import annotations
 
@@ -11,21 +20,25 @@ import sys
 import textwrap
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import OPTIMIZERS
-from .checks import (
-    cpu_devices,
-    devices_count,
-    expect_host_devices,
-    non_negative_int_arg,
-    output_dir,
-    positive_int_arg,
-)
+from .checks import cpu_devices, devices_count, expect_host_devices, non_negative_int_arg, positive_int_arg
 from .figures import PLOT_HINT
-from .progress import StudyProgress
+from .plan import CHECK_BATCHING, MAX_STUDIES
 
-__all__ = ["StudyProgress", "build_parser", "configure_jax", "main", "workloads_epilog"]
+__all__ = ["DEPRECATED", "build_parser", "configure_jax", "main", "problems_epilog"]
+
+#: Old spellings still taken, with a notice: old flag -> new flag.
+DEPRECATED = {"--optimizers": "--contenders", "--batching-check": "--check-batching"}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors: ``mxopt-jax compare: error: argument --seeds: ...`` and where to
+    read more, not the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _contenders_arg(value: str) -> list[str]:
@@ -37,7 +50,7 @@ def _contenders_arg(value: str) -> list[str]:
     unknown = [n for n in names if n.lower() not in known and n.lower() not in groups]
     if not names or unknown:
         raise argparse.ArgumentTypeError(
-            f"unknown optimizer(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
+            f"unknown contender(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
             f"known: {', '.join(known)}, or 'all', 'mxopt', 'optax'"
         )
     return list(dict.fromkeys(n.lower() for n in names))
@@ -58,114 +71,104 @@ def _problems_arg(value: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _seeds_arg(value: str) -> int:
-    n = positive_int_arg(value)
-    if n < 2:
-        raise argparse.ArgumentTypeError(f"need at least 2 seeds for confidence intervals, got {n}")
+def _seeds_arg(what: str) -> Any:
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            n = 0
+        if n < 2:
+            raise argparse.ArgumentTypeError(f"must be an integer >= 2 (how many {what}), got {value!r}")
+        return n
+
+    return parse
+
+
+def _studies_arg(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_STUDIES:
+        raise argparse.ArgumentTypeError(f"must be an integer from 1 to {MAX_STUDIES}, got {value!r}")
     return n
 
 
-def workloads_epilog() -> str:
-    """The built-in workloads, one line each (``mxopt-jax compare --help``'s list): data and model, parameter
-    count, metric and target, budget."""
+def problems_epilog() -> str:
+    """The built-in problems, one line each (``mxopt-jax compare --help``'s list): data and model, parameter
+    count, metric and its direction, target, budget."""
     import re
 
     from .problems import PROBLEMS
 
     cols = min(shutil.get_terminal_size().columns, 100) - 2
-    lines = ["workloads (nothing is downloaded; --problems NAMES):"]
+    lines = ["problems (nothing is downloaded; --problems NAMES):"]
     width = max(len(n) for n in PROBLEMS)
     for name, factory in PROBLEMS.items():
         p = factory()
         found = re.search(r"([\d,]+) parameters", p.description)
         params = f"{found.group(1)} parameters; " if found else ""
         quick = f" (quick {p.quick_steps})" if p.quick_steps else ""
+        reach = "<=" if p.better == "lower" else ">="
         entry = (
-            f"{name:<{width}}  {p.title}; {params}{p.metric_name} (lower is better), target <= {p.target:g}; "
-            f"{p.steps} steps{quick}, batch {p.batch_size}"
+            f"{name:<{width}}  {p.title}; {params}{p.metric_name} ({p.better} is better), target {reach} "
+            f"{p.target:g}; {p.steps} steps{quick}, batch {p.batch_size}"
         )
         lines.append(textwrap.fill(entry, cols, initial_indent="  ", subsequent_indent=" " * (width + 4)))
     lines += [
         "",
         textwrap.fill(
-            "The folder of --out keeps each finished program's records (programs/) and the study's spec, so an "
+            "The folder of --out keeps each finished program's records (programs/) and the study's plan, so an "
             "interrupted study (Ctrl-C) loses nothing finished: --resume DIR runs only what is missing, also "
-            "problems or optimizers added with --problems/--optimizers.",
+            "problems or contenders added with --problems/--contenders. mxopt-jax report DIR re-renders a saved "
+            "study; mxopt-jax agree DIR_A DIR_B says how far two agree.",
             cols,
         ),
     ]
     return "\n".join(lines)
 
 
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, width=min(shutil.get_terminal_size().columns, 100) - 2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``mxopt-jax`` argument parser: ``compare`` (the study) and ``tour`` (the 2-D test functions)."""
+    """The ``mxopt-jax`` argument parser: ``compare``, ``report``, ``agree`` and ``tour``."""
     from .problems import PROBLEMS
 
-    parser = argparse.ArgumentParser(prog="mxopt-jax", description="mxopt_jax: MXNet's optimizers in JAX")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="mxopt-jax", description="mxopt_jax: MXNet's optimizers in JAX")
+    sub = parser.add_subparsers(dest="command", metavar="{compare,report,agree,tour}", parser_class=_Parser)
     cmp = sub.add_parser(
         "compare",
-        help="a tuned, multi-seed optimizer study on built-in workloads (no download)",
-        description=textwrap.fill(
-            "Tune every optimizer's learning rate on a log grid, several seeds per rate, on real workloads; "
-            "select on validation, report on test with 95 % confidence intervals; print the protocol and ranked "
-            "tables; write report.txt, report.html, runs.csv, summary.csv, study.json and PNG plots.",
-            width=min(shutil.get_terminal_size().columns, 100) - 2,
+        help="run a tuned, multi-seed optimizer study on built-in problems (no download)",
+        description=_wrap(
+            "Tune every contender's learning rate on a log grid (or every hyperparameter by random search), "
+            "several seeds per configuration, on real problems; select on validation, report on fresh seeds with 95 % "
+            "confidence intervals; "
+            "print the ranked tables and the protocol; write report.txt, report.html, runs.csv, summary.csv, "
+            "study.json and PNG plots."
         ),
-        epilog=workloads_epilog(),
+        epilog=problems_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    cmp.add_argument(
-        "--preset",
-        choices=("quick", "full"),
-        default=None,
-        help="quick: 7 rates x 5 seeds, 10 confirmation seeds, a third of the full budgets: it ranks early "
-        "progress (minutes on 2 CPU cores); full: 11 rates x 10 seeds, 20 confirmation seeds, full budgets: the "
-        "rankings to cite (default: quick, or the resumed study's)",
-    )
-    cmp.add_argument(
-        "--optimizers",
-        type=_contenders_arg,
-        default=None,
-        metavar="NAMES",
-        help="comma-separated MXNet names and optax baselines (optax.sgd, optax.adam, optax.adamw, optax.lamb), "
-        "or 'all', 'mxopt', 'optax' (default: all; with --resume, the resumed study's, these added)",
     )
     cmp.add_argument(
         "--problems",
         type=_problems_arg,
         default=None,
         metavar="NAMES",
-        help=f"comma-separated workloads from {', '.join(PROBLEMS)} (listed below), or 'all' (default: all; "
+        help=f"comma-separated problems from {', '.join(PROBLEMS)} (listed below), or 'all' (default: all; "
         "with --resume, the resumed study's, these added)",
     )
     cmp.add_argument(
-        "--seeds",
-        type=_seeds_arg,
+        "--contenders",
+        type=_contenders_arg,
         default=None,
-        help="selection seeds per rate, 0, 1, ... (an integer >= 2; default: the preset's)",
+        metavar="NAMES",
+        help="comma-separated MXNet names and optax baselines (optax.sgd, optax.adam, optax.adamw, optax.lamb), "
+        "or 'all', 'mxopt', 'optax' (default: all; with --resume, the resumed study's, these added)",
     )
-    cmp.add_argument(
-        "--confirm-seeds",
-        type=_seeds_arg,
-        default=None,
-        help="fresh seeds the chosen and the default rates are re-run on, 1000, 1001, ...; the reported results "
-        "come from these runs (an integer >= 2; default: the preset's)",
-    )
-    cmp.add_argument(
-        "--extend",
-        type=non_negative_int_arg,
-        default=None,
-        help="times a grid may be extended past the edge where its chosen rate sits (an integer >= 0; "
-        "default: 2)",
-    )
-    cmp.add_argument(
-        "--batching-check",
-        choices=("best", "all", "none"),
-        default=None,
-        help="re-run chosen rates in every slot of their program, the check that no result depends on the other "
-        "rates batched with it: the best optimizer of each family, all of them, or none (default: best)",
-    )
+    cmp.add_argument("--optimizers", dest="contenders", type=_contenders_arg, help=argparse.SUPPRESS)
+    _plan_args(cmp)
     cmp.add_argument(
         "--out",
         default=None,
@@ -177,13 +180,49 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         default=None,
         metavar="DIR",
-        help="continue the study kept in DIR (made with --out DIR, interrupted or finished): run only what is "
-        "missing, then write the outputs from everything; refused if DIR was made under another protocol",
+        help="continue the study kept in DIR (made with --out DIR, interrupted or finished) under its stored "
+        "settings: run only what is missing, then write the outputs from everything; a setting given with "
+        "another value than the stored one is refused",
     )
     cmp.add_argument("--no-plots", action="store_true", help="write no PNGs")
-    _search_args(cmp)
+    cmp.add_argument(
+        "--compare-presets",
+        nargs=2,
+        metavar=("DIR_A", "DIR_B"),
+        default=None,
+        help="deprecated: use mxopt-jax agree DIR_A DIR_B",
+    )
     _device_args(cmp)
     _launch_args(cmp)
+
+    rep = sub.add_parser(
+        "report",
+        help="re-render a saved study (text, HTML, summary, plots) from its study.json; runs nothing",
+        description=_wrap(
+            "Read DIR/study.json (written by mxopt-jax compare), print the report and write report.txt, "
+            "report.html, summary.csv and the PNG plots again (into DIR, or --out). The records are not "
+            "changed; nothing is trained or compiled."
+        ),
+    )
+    rep.add_argument("dir", metavar="DIR", help="a study's folder (holding study.json) or the file itself")
+    rep.add_argument(
+        "--out", default=None, metavar="DIR", help="write the rendered files here (default: DIR)"
+    )
+    rep.add_argument("--no-plots", action="store_true", help="write no PNGs")
+
+    agr = sub.add_parser(
+        "agree",
+        help="how far two saved studies agree: Kendall's tau and the top-k overlap per problem",
+        description=_wrap(
+            "Compare the tuned test means of two saved studies (their folders or study.json files), problem by "
+            "problem: Kendall's tau-b over the contenders both ran and the overlap of the top k. Runs nothing."
+        ),
+    )
+    agr.add_argument("dir_a", metavar="DIR_A")
+    agr.add_argument("dir_b", metavar="DIR_B")
+    agr.add_argument(
+        "--top", type=positive_int_arg, default=3, metavar="K", help="k of the top-k overlap (default: 3)"
+    )
 
     from .tour.cli import add_tour_parser
 
@@ -191,46 +230,78 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _search_args(p: argparse.ArgumentParser) -> None:
+def _plan_args(p: argparse.ArgumentParser) -> None:
+    """One flag per setting of the plan (:data:`mxopt_jax.compare.plan.SETTINGS`); every default is "not
+    given": the preset's, or the resumed study's."""
+    from .plan import SETTINGS
     from .schedules import SCHEDULES
-    from .search import DEFAULT_TRIALS
+    from .search import DEFAULT_TRIALS, SEARCHES
 
-    p.add_argument(
-        "--search",
-        choices=("grid", "random"),
+    g = p.add_argument_group("the study's settings (default: the preset's, or the resumed study's)")
+    g.add_argument(
+        "--preset",
+        choices=("quick", "full"),
         default=None,
-        help="grid: the learning rate on the preset's grid, everything else at its defaults (the quick mode); "
-        "random: --trials configurations of every hyperparameter per optimizer, the same number for each, the "
-        "first its defaults (the Crowded Valley's protocol; the research mode) (default: grid, or the resumed "
-        "study's)",
+        help="quick: 7 rates x 5 seeds, 10 confirmation seeds, a third of the full budgets: it ranks early "
+        "progress (minutes on 2 CPU cores); full: 11 rates x 10 seeds, 20 confirmation seeds, full budgets: the "
+        "rankings to cite (default: quick)",
     )
-    p.add_argument(
+    g.add_argument(
+        "--seeds",
+        type=_seeds_arg("selection seeds"),
+        default=None,
+        metavar="N",
+        help=f"{SETTINGS['seeds']}: how many, 0, 1, ... (an integer >= 2)",
+    )
+    g.add_argument(
+        "--confirm-seeds",
+        type=_seeds_arg("confirmation seeds"),
+        default=None,
+        metavar="N",
+        help=f"{SETTINGS['confirm_seeds']}: how many, 1000, 1001, ... (an integer >= 2)",
+    )
+    g.add_argument("--search", choices=SEARCHES, default=None, help=f"{SETTINGS['search']} (default: grid)")
+    g.add_argument(
         "--trials",
         type=positive_int_arg,
         default=None,
-        help=f"configurations per optimizer of a random search (default: {DEFAULT_TRIALS})",
+        metavar="N",
+        help=f"{SETTINGS['trials']} (needs --search random; default: {DEFAULT_TRIALS})",
     )
-    p.add_argument(
+    g.add_argument(
         "--search-seed",
         type=non_negative_int_arg,
         default=None,
-        help="seed of the random search; an optimizer's trials depend on it and its name only (default: 0, or "
-        "the resumed study's)",
+        metavar="N",
+        help=f"{SETTINGS['search_seed']} (default: 0)",
     )
-    p.add_argument(
+    g.add_argument(
         "--schedule",
         choices=tuple(SCHEDULES),
         default=None,
-        help="learning-rate schedule of every run, its peak the tuned rate (default: constant, or the resumed "
-        "study's)",
+        help=f"{SETTINGS['schedule']} (default: constant)",
     )
-    p.add_argument(
-        "--compare-presets",
-        nargs=2,
-        metavar=("DIR_A", "DIR_B"),
+    g.add_argument(
+        "--studies",
+        type=_studies_arg,
         default=None,
-        help="run nothing: print how far two saved studies (their --out folders) agree, per workload: Kendall's "
-        "tau of the tuned test means and the top-3 overlap",
+        metavar="N",
+        help=f"{SETTINGS['studies']} (1 to {MAX_STUDIES}; default: 1): the report gives the spread across them",
+    )
+    g.add_argument(
+        "--extend",
+        type=non_negative_int_arg,
+        default=None,
+        metavar="N",
+        help=f"{SETTINGS['extend']} (an integer >= 0; default: 2)",
+    )
+    g.add_argument("--batching-check", dest="check_batching", choices=CHECK_BATCHING, help=argparse.SUPPRESS)
+    g.add_argument(
+        "--check-batching",
+        choices=CHECK_BATCHING,
+        default=None,
+        help="re-run chosen configurations in every slot of their program, the check that no result depends on "
+        "the other runs batched with it: the best contender of each family, all of them, or none (default: best)",
     )
 
 
@@ -302,8 +373,8 @@ def _launch_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_launch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse bad launch flags with a usage error, before JAX starts (and before it waits for processes)."""
+def _check_launch(args: argparse.Namespace) -> str | None:
+    """Bad launch flags, said before JAX starts (and before it waits for processes): the message, or None."""
     from .distributed import check_launch
 
     try:
@@ -312,7 +383,8 @@ def _check_launch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         message = str(e).replace("auto=True; ", "")
         for name in ("num_processes", "process_id", "coordinator"):  # the API's words as the flags
             message = message.replace(name, "--" + name.replace("_", "-"))
-        parser.exit(2, f"{parser.prog} compare: error: {message}\n")
+        return message
+    return None
 
 
 def _start_jax(args: argparse.Namespace) -> None:
@@ -417,126 +489,130 @@ def configure_jax(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mxopt-jax`` and ``python -m mxopt_jax``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    if not argv:
+        parser.error("give a command: compare, report, agree or tour")
+    for old, new in DEPRECATED.items():
+        if any(a == old or a.startswith(old + "=") for a in argv):
+            print(f"mxopt-jax: {old} is deprecated; it is now {new} (same meaning)", file=sys.stderr)
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.error("give a command: compare, report, agree or tour")
     if args.command == "tour":
         from .tour.cli import run_tour_command
 
         return run_tour_command(parser, args)
+    if args.command == "report":
+        return _report_command(args)
+    if args.command == "agree":
+        return _agree_command(args.dir_a, args.dir_b, args.top)
     if args.compare_presets:
-        return _compare_presets(args)
-    if args.trials is not None and args.search != "random" and args.resume is None:
-        parser.error("--trials needs --search random")
-    _check_launch(parser, args)
-    if args.distributed is None and args.process_id in (None, 0):  # the writer: its folder checked at once
-        refused = _check_folder(args)
-        if refused:
-            return refused
-    _start_jax(args)
-    with _writer_output():
-        return _compare(args)
+        print(
+            "mxopt-jax: compare --compare-presets is deprecated; it is now mxopt-jax agree DIR_A DIR_B",
+            file=sys.stderr,
+        )
+        dir_a, dir_b = args.compare_presets
+        return _agree_command(dir_a, dir_b, 3)
+    return _compare_command(args)
 
 
-def _fail(message: str) -> int:
-    print(f"mxopt-jax compare: error: {message}", file=sys.stderr)
+def _fail(message: str, command: str = "compare") -> int:
+    print(f"mxopt-jax {command}: error: {message}", file=sys.stderr)
     return 2
 
 
-def _check_folder(args: argparse.Namespace) -> int:
-    """The output folder of ``--out``/``--resume`` checked before JAX starts: 0, or the status of the error
-    printed (a folder that cannot be written, a resume of nothing, an --out that holds a study)."""
-    from .store import Store
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """The plan's settings given on the command line (None: not given)."""
+    from .plan import SETTINGS
 
+    return {k: getattr(args, k) for k in SETTINGS if hasattr(args, k)}
+
+
+def _compare_command(args: argparse.Namespace) -> int:
+    """``mxopt-jax compare``: every check first (the flags, the folder, a resumed study's settings, the
+    launch), then JAX, the devices, the study."""
+    from .plan import Plan, PlanError
+    from .store import open_folder
+
+    given = _given(args)
+    if args.trials is not None and args.search != "random" and args.resume is None:
+        return _fail("argument --trials: needs --search random")
+    problem = _check_launch(args)
+    if problem:
+        return _fail(problem)
+    writer = args.distributed is None and args.process_id in (None, 0)  # the writer checks its folder at once
+    root = Path(args.resume if args.resume is not None else (args.out or "mxopt_compare")).expanduser()
+    if (
+        args.resume is not None
+        and args.out is not None
+        and Path(args.out).expanduser().resolve() != root.resolve()
+    ):
+        return _fail(f"give --out or --resume, not both (--resume writes into its folder): {args.out!r}")
+    stored: dict[str, Any] | None = None
+    plan: Plan | None = None
     try:
-        if args.resume is not None:
-            root = output_dir(args.resume, "--resume", create=False)
-            if args.out is not None and Path(args.out).resolve() != root.resolve():
-                return _fail(
-                    f"give --out or --resume, not both (--resume writes into its folder): {args.out!r}"
-                )
-            if not Store(root).exists():
-                return _fail(
-                    f"--resume: {args.resume!r} holds no study to continue (no spec.json); start one with --out"
-                )
-        else:
-            store = Store(output_dir(args.out or "mxopt_compare", "--out"))
-            if store.exists() and store.saved():
-                return _fail(
-                    f"--out: {str(store.root)!r} already holds a study; continue it with --resume "
-                    f"{shlex.quote(str(store.root))}, or give another --out (or delete the folder)"
-                )
-    except ValueError as e:
+        if writer:
+            store = open_folder(
+                root, resume=args.resume is not None, what="--resume" if args.resume else "--out"
+            )
+            if args.resume is not None:
+                stored = store.read_spec()
+                plan = Plan.from_dict(stored["plan"]).resumed(**given)  # refused before anything starts
+        if args.resume is None:
+            plan = Plan.make(**{k: v for k, v in given.items() if v is not None})  # every setting checked
+    except PlanError as e:
+        return _fail(f"--resume {shlex.quote(str(root))}: {e}")
+    except (ValueError, TypeError) as e:
         return _fail(str(e))
-    return 0
+    _start_jax(args)
+    with _writer_output():
+        return _compare(args, root, stored, plan, given)
 
 
-def _compare(args: argparse.Namespace) -> int:
+def _compare(
+    args: argparse.Namespace, root: Path, stored: dict[str, Any] | None, plan: Any, given: dict[str, Any]
+) -> int:
     import jax
 
     from .contenders import resolve
     from .distributed import is_writer, study_devices
+    from .plan import PlanError
     from .preflight import PreflightError
     from .problems import PROBLEMS
-    from .protocol import PRESETS, Preset
+    from .progress import StudyProgress
     from .store import ResumeError, Store
     from .study import study
 
-    fail = _fail
-    # every process knows the folder; only the writer (process 0) checked it, creates or writes anything
     writer = is_writer()
-    if writer:
-        refused = _check_folder(args)  # again: in a study of several processes, now that the writer is known
-        if refused:
-            return refused
-    root = Path(args.resume if args.resume is not None else (args.out or "mxopt_compare")).expanduser()
     store = Store(root)
-    stored: dict[str, Any] | None = None
-    if args.resume is not None:
-        try:
+    if args.resume is not None and stored is None:
+        try:  # a process that did not check the folder (several processes): its own view of it
             stored = store.read_spec()
-        except (OSError, ValueError) as e:  # another process's view of the folder (no shared file system)
-            return fail(f"--resume: {e}")
+        except (OSError, ValueError) as e:
+            return _fail(f"--resume: {e}")
 
     # --devices: on CPU, host devices beyond the cores are refused (they would only share the cores); on a GPU
     # or TPU, more than the process has
     platform = jax.default_backend()
-    if args.devices is not None and platform == "cpu":
-        try:
-            devices_count(args.devices, cpu_devices(), platform, "--devices")
-        except ValueError as e:
-            return fail(str(e))
     try:
+        if args.devices is not None and platform == "cpu":
+            devices_count(args.devices, cpu_devices(), platform, "--devices")
         devices = study_devices(args.devices)
     except ValueError as e:
-        return fail(str(e).replace("devices:", "--devices:", 1))
+        return _fail(str(e).replace("devices:", "--devices:", 1))
 
-    # with --resume: the resumed study's settings, what was given added (a different protocol is refused)
+    # with --resume: the resumed study's problems and contenders, what was given added
     old = stored or {}
-    preset: str | Preset = args.preset or (Preset(**old["preset"]) if old else "quick")
     problem_names = list(
         dict.fromkeys([*old.get("problems", {}), *(args.problems or ([] if old else PROBLEMS))])
     )
-    optimizer_names = list(
-        dict.fromkeys([*old.get("contenders", {}), *(args.optimizers or ([] if old else ["all"]))])
+    contender_names = list(
+        dict.fromkeys([*old.get("contenders", {}), *(args.contenders or ([] if old else ["all"]))])
     )
-    options = old.get("options", {})
-    kwargs = {
-        "seeds": args.seeds if args.seeds is not None else old.get("seeds"),
-        "confirm_seeds": args.confirm_seeds if args.confirm_seeds is not None else old.get("confirm_seeds"),
-        "extend": args.extend if args.extend is not None else options.get("extend", 2),
-        "check_batching": args.batching_check or options.get("check_batching", "best"),
-    }
-    if "group_by" in options:
-        kwargs["group_by"] = options["group_by"]
-    search = {
-        "search": args.search or options.get("search", "grid"),
-        "trials": args.trials if args.trials is not None else options.get("trials"),
-        "search_seed": args.search_seed if args.search_seed is not None else options.get("search_seed", 0),
-        "schedule": args.schedule or options.get("schedule", "constant"),
-    }
     known = {c.name for c in resolve(None)} | {"all", "mxopt", "optax"}
     problems = [PROBLEMS[name]() for name in problem_names if name in PROBLEMS]
-    optimizers = [name for name in optimizer_names if name in known]
+    contenders = [name for name in contender_names if name in known]
     plots = not args.no_plots
     if plots:
         try:
@@ -544,13 +620,17 @@ def _compare(args: argparse.Namespace) -> int:
         except ImportError:
             print(PLOT_HINT, file=sys.stderr)
             plots = False
-    name = preset if isinstance(preset, str) else preset.name
-    how = f"{search['search']} search" + (
-        f", {search['trials'] or 'default'} trials" if search["search"] == "random" else ""
-    )
+    settings = {k: v for k, v in given.items() if v is not None}
+    if plan is None:  # a process that did not check the folder: the stored plan, as study() will take it
+        from .plan import Plan
+
+        plan = Plan.from_dict(stored["plan"]) if stored else Plan.make(**settings)
+    shown = plan
+    how = f"{shown.search} search" + (f", {shown.trials} trials" if shown.search == "random" else "")
+    studies = f", {shown.studies} independent studies" if shown.studies > 1 else ""
     print(
-        f"mxopt-jax compare (preset {name}, {how}, {search['schedule']} schedule): {', '.join(optimizer_names)} "
-        f"on {', '.join(problem_names)}; {_devices_text()}; "
+        f"mxopt-jax compare (preset {shown.preset.name}, {how}, {shown.schedule} schedule{studies}): "
+        f"{', '.join(contender_names)} on {', '.join(problem_names)}; {_devices_text()}; "
         + (f"resuming {root}" if stored else f"writing into {root}"),
         flush=True,
     )
@@ -559,15 +639,13 @@ def _compare(args: argparse.Namespace) -> int:
     try:
         result = study(
             problems,
-            optimizers,
-            preset if not isinstance(preset, str) else PRESETS[preset],
+            contenders,
             devices=devices,
             progress=progress,
             out=None if stored else root,
             resume=root if stored else None,
             plots=plots,
-            **kwargs,
-            **search,
+            **settings,
         )
     except KeyboardInterrupt:
         progress.close()
@@ -583,12 +661,16 @@ def _compare(args: argparse.Namespace) -> int:
             flush=True,
         )
         return 130
-    except (PreflightError, ResumeError) as e:  # refused before anything ran: a contender, the folder
+    except (
+        PreflightError,
+        ResumeError,
+        PlanError,
+    ) as e:  # refused before anything ran: a contender, the folder
         progress.close()
-        print(f"mxopt-jax compare: error: {e}", file=sys.stderr)
+        message = str(e)
         if isinstance(e, PreflightError):
-            print("Drop them with --optimizers.", file=sys.stderr)
-        return 2
+            message += "\nDrop them with --contenders."
+        return _fail(message)
     print()
     print(result.report())
     written = (
@@ -602,13 +684,45 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compare_presets(args: argparse.Namespace) -> int:
-    """``--compare-presets DIR_A DIR_B``: how far two saved studies agree (no JAX, nothing run)."""
+def _report_command(args: argparse.Namespace) -> int:
+    """``mxopt-jax report DIR``: a saved study re-rendered (nothing trained or compiled)."""
+    from .checks import output_dir
+    from .report import write_study
+    from .study import Study
+
+    path = Path(args.dir).expanduser()
+    source = path / "study.json" if path.is_dir() else path
+    if not source.is_file():
+        return _fail(
+            f"no study.json at {str(source)!r} (write one with mxopt-jax compare --out DIR)", "report"
+        )
+    try:
+        out = output_dir(args.out if args.out is not None else source.parent, "--out", create=True)
+        result = Study.from_json(source)
+    except (ValueError, KeyError, TypeError) as e:
+        return _fail(str(e), "report")
+    plots = not args.no_plots
+    if plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print(PLOT_HINT, file=sys.stderr)
+            plots = False
+    print(result.report())
+    written = write_study(result, out, plots=plots, data=False)
+    print()
+    print(
+        f"Wrote into {out}: {', '.join(p.name for p in written)} (the records, runs.csv and study.json, unchanged)"
+    )
+    return 0
+
+
+def _agree_command(a: str, b: str, k: int) -> int:
+    """``mxopt-jax agree DIR_A DIR_B``: how far two saved studies agree (no JAX, nothing run)."""
     from .report.agreement import compare_studies
 
     try:
-        print(compare_studies(*args.compare_presets))
+        print(compare_studies(a, b, k=k))
     except (FileNotFoundError, ValueError) as e:
-        print(f"mxopt-jax compare --compare-presets: {e}", file=sys.stderr)
-        return 2
+        return _fail(str(e), "agree")
     return 0

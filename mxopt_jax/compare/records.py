@@ -67,6 +67,8 @@ class Records:
       run_s: seconds to run these ``G * S`` runs (compilation and transfers excluded).
       program: name of the compiled program (contenders compiled together share it).
       devices: how many devices the runs were sharded over.
+      study: which independent study of the plan the runs belong to (``0`` unless the plan repeats the tuning,
+        :attr:`mxopt_jax.compare.plan.Plan.studies`).
     """
 
     contender: str
@@ -85,6 +87,7 @@ class Records:
     run_s: float = math.nan
     program: str = ""
     devices: int = 1
+    study: int = 0
 
     def __post_init__(self) -> None:
         self.lrs = canonical(self.lrs)
@@ -166,6 +169,7 @@ class Records:
         kw["seeds"] = np.asarray(kw["seeds"], np.int64)
         kw["eval_steps"] = np.asarray(kw["eval_steps"], np.int64)
         kw["hparams"] = {k: np.asarray(v, np.float64) for k, v in (kw.get("hparams") or {}).items()}
+        kw["study"] = int(kw.get("study") or 0)
         for key in ("compile_s", "run_s"):
             kw[key] = math.nan if kw.get(key) is None else float(kw[key])
         return cls(**kw)

@@ -3,18 +3,22 @@
 An output folder of a study run with ``out=`` (``mxopt-jax compare --out``) holds, besides the final files
 (:func:`mxopt_jax.compare.report.write_study`):
 
-* ``spec.json``: the study's fingerprint (:func:`spec`): the preset, the selection and confirmation seeds,
-  the study's options, every problem's definition (budgets, target, metric, a digest of its data and the
-  shapes of its parameters) and every contender's (family, settings, hyperparameters), and the versions of
-  jax, jaxlib, optax and mxopt_jax. Written before the first compile;
+* ``spec.json``: the study's fingerprint (:func:`spec`): its :class:`~mxopt_jax.compare.plan.Plan` (every
+  setting), every problem's definition (budgets, target, metric, a digest of its data and the shapes of its
+  parameters) and every contender's (family, settings, hyperparameters), and the versions of jax, jaxlib,
+  optax and mxopt_jax. Written before the first compile;
 * ``programs/<problem>__<family>.json``: one file per compiled program, written (atomically: a file is whole
   or absent) as soon as the program's work is done: every record of its contenders, its batching check and
   its timings.
 
-Resuming (``study(..., resume=DIR)``, ``mxopt-jax compare --resume DIR``) compares the fingerprints
-(:func:`differences`): the protocol, the versions and the definitions of the problems and contenders both
-share must agree (a folder made under another protocol is refused, with what differs); problems and
-contenders may be added. Only the programs whose files are missing run.
+Resuming (``study(..., resume=DIR)``, ``mxopt-jax compare --resume DIR``) takes the stored plan with what the
+user changed (:meth:`~mxopt_jax.compare.plan.Plan.resumed`: any setting given with another value is refused,
+naming it) and compares the rest of the fingerprints (:func:`differences`): the versions and the definitions
+of the problems and contenders both share must agree; problems and contenders may be added. Only the programs
+whose files are missing run.
+
+:func:`open_folder` is the one check of a study's folder (the command line calls it before JAX starts, the
+API when the study starts): nothing is created until the first file is written.
 
 Every write of the app goes through :class:`Store` and :func:`mxopt_jax.compare.report.write_study`; in a
 study of several processes only process 0 writes (:func:`mxopt_jax.compare.distributed.is_writer`); every
@@ -29,54 +33,42 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
+from .checks import output_dir
 from .contenders import Contender
 from .distributed import is_writer
+from .plan import Plan
 from .problems.base import Problem
-from .protocol import Preset
 from .records import Records
-from .report.export import _jsonable, contender_info, problem_info, versions
+from .result import ProgramResult
+from .serialize import contender_info, dumps, jsonable, problem_info, read_json, versions, write_atomic
 
 __all__ = [
     "FORMAT",
     "VERSIONED",
     "ResumeError",
+    "Saved",
     "Store",
     "differences",
+    "open_folder",
     "problem_fingerprint",
     "program_key",
     "spec",
 ]
 
-#: Identifies the layout of ``spec.json`` and the program files.
-FORMAT = "mxopt_jax.compare.store/1"
+#: Identifies the layout of ``spec.json`` and the program files (2: the plan is saved whole).
+FORMAT = "mxopt_jax.compare.store/2"
 #: Libraries whose versions must agree for a study to be resumed (their numbers could differ).
 VERSIONED = ("jax", "jaxlib", "optax", "mxopt_jax")
 
 
 class ResumeError(ValueError):
-    """A folder that cannot be continued as asked (made under another protocol, or missing runs of problems or
-    contenders that were not given), or an output folder that already holds a study."""
-
-
-def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename: the file is whole or
-    absent, even when the process is interrupted."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w") as f:  # the usual permissions (the umask's), unlike tempfile's private files
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    """A folder that cannot be continued as asked (made under other settings or definitions, or missing runs of
+    problems or contenders that were not given), or an output folder that already holds a study."""
 
 
 def _slug(text: str) -> str:
@@ -116,21 +108,15 @@ def problem_fingerprint(problem: Problem, data: Any = None) -> dict[str, Any]:
 
 
 def spec(
-    preset: Preset,
-    seeds: Sequence[int],
-    confirm_seeds: Sequence[int],
-    options: Mapping[str, Any],
+    plan: Plan,
     problems: Sequence[Mapping[str, Any]],
     contenders: Sequence[Contender],
 ) -> dict[str, Any]:
-    """A study's fingerprint: ``problems`` are :func:`problem_fingerprint` dicts, ``options`` the study's
-    options (``extend``, ``check_batching``, ``group_by``)."""
+    """A study's fingerprint: its plan, ``problems`` as :func:`problem_fingerprint` dicts, the contenders'
+    definitions and the versions that must agree to resume."""
     return {
         "format": FORMAT,
-        "preset": preset.to_dict(),
-        "seeds": [int(s) for s in seeds],
-        "confirm_seeds": [int(s) for s in confirm_seeds],
-        "options": dict(options),
+        "plan": plan.to_dict(),
         "problems": {p["name"]: dict(p) for p in problems},
         "contenders": {c.name: contender_info(c) for c in contenders},
         "versions": {k: v for k, v in versions().items() if k in VERSIONED},
@@ -150,18 +136,44 @@ def _diff(path: str, a: Any, b: Any, out: list[str]) -> None:
 
 
 def differences(stored: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
-    """What keeps a study stored as ``stored`` (a :func:`spec`) from being continued as ``now``: the
-    protocol (preset, seeds, options), the versions, and the definitions of problems and contenders present in
-    both (added ones are fine). Empty: it may be resumed."""
+    """What keeps a study stored as ``stored`` (a :func:`spec`) from being continued as ``now`` besides its plan
+    (:meth:`~mxopt_jax.compare.plan.Plan.resumed` holds the settings): the versions, and the definitions of
+    problems and contenders present in both (added ones are fine). Empty: it may be resumed."""
     out: list[str] = []
-    for key in ("format", "preset", "seeds", "confirm_seeds", "options", "versions"):
-        _diff(key, _jsonable(stored.get(key)), _jsonable(now.get(key)), out)
+    for key in ("format", "versions"):
+        _diff(key, jsonable(stored.get(key)), jsonable(now.get(key)), out)
     for kind in ("problems", "contenders"):
         a, b = stored.get(kind, {}), now.get(kind, {})
         for name in a:
             if name in b:
-                _diff(f"{kind}.{name}", _jsonable(a[name]), _jsonable(b[name]), out)
+                _diff(f"{kind}.{name}", jsonable(a[name]), jsonable(b[name]), out)
     return out
+
+
+class Saved(NamedTuple):
+    """A saved program: its result and the seconds the study spent on it."""
+
+    result: ProgramResult
+    wall_s: float
+
+
+def open_folder(path: str | os.PathLike[str], resume: bool, what: str | None = None) -> Store:
+    """The folder of a study, checked (the one check, with one wording, for the command line and the API);
+    nothing is created. ``resume``: it must hold a study (a ``spec.json``) to continue; otherwise it must not
+    hold one (a study's programs are never overwritten: continue it with resume). ``what`` names the argument
+    in errors (``"--out"``, ``"out"``, ...)."""
+    what = what or ("resume" if resume else "out")
+    store = Store(output_dir(path, what, exists=resume))
+    if resume and not store.exists():
+        raise ResumeError(
+            f"{what}: {str(path)!r} holds no study to continue (no spec.json); start one there instead"
+        )
+    if not resume and store.exists() and store.saved():
+        raise ResumeError(
+            f"{what}: {str(path)!r} already holds a study ({store.saved()} program(s) saved); continue it with "
+            "resume (mxopt-jax compare --resume), or give another folder"
+        )
+    return store
 
 
 class Store:
@@ -185,24 +197,32 @@ class Store:
 
     def read_spec(self) -> dict[str, Any]:
         try:
-            doc = json.loads(self.spec_path.read_text())
+            doc = read_json(self.spec_path)
         except (OSError, ValueError) as e:
             raise ValueError(f"{self.spec_path} cannot be read as a study's spec: {e}") from None
-        if doc.get("format") != FORMAT:
-            raise ValueError(f"{self.spec_path}: unknown format {doc.get('format')!r} (expected {FORMAT!r})")
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            found = doc.get("format") if isinstance(doc, dict) else None
+            raise ValueError(
+                f"{self.spec_path}: written as {found!r}, which this version cannot resume (it writes {FORMAT!r}); "
+                "start a new folder"
+            )
         return doc
+
+    def read_plan(self, **given: Any) -> Plan:
+        """The stored plan, held against the settings given to resume it (:meth:`Plan.resumed`)."""
+        return Plan.from_dict(self.read_spec()["plan"]).resumed(**given)
 
     def write_spec(self, doc: Mapping[str, Any]) -> Path | None:
         """Save the study's fingerprint (process 0 only: elsewhere nothing is written and None returned)."""
         if not is_writer():
             return None
         self.root.mkdir(parents=True, exist_ok=True)
-        return write_atomic(self.spec_path, json.dumps(_jsonable(doc), indent=1, allow_nan=False))
+        return write_atomic(self.spec_path, dumps(doc, indent=1))
 
-    def write_program(self, key: str, result: Any, wall_s: float) -> Path | None:
-        """Save a program's work (a :class:`~mxopt_jax.compare.study.ProgramResult`): its description, every
-        record and its batching check, and ``wall_s``, the seconds the study spent on it (process 0 only:
-        elsewhere nothing is written and None returned)."""
+    def write_program(self, key: str, result: ProgramResult, wall_s: float) -> Path | None:
+        """Save a program's work: its description, every record (of every study) and its batching check, and
+        ``wall_s``, the seconds the study spent on it (process 0 only: elsewhere nothing is written and None
+        returned)."""
         if not is_writer():
             return None
         doc = {
@@ -211,38 +231,27 @@ class Store:
             "info": result.info(),
             "batching": dict(result.batching),
             "wall_s": float(wall_s),
-            "records": [
-                {"role": role, **rec.to_dict()}
-                for per in result.records.values()
-                for role, rec in per.items()
-            ],
+            "records": [rec.to_dict() for rec in result.all_records()],
         }
         self.programs_dir.mkdir(parents=True, exist_ok=True)
-        return write_atomic(
-            self.programs_dir / f"{key}.json", json.dumps(_jsonable(doc), indent=None, allow_nan=False)
-        )
+        return write_atomic(self.programs_dir / f"{key}.json", dumps(doc, indent=None))
 
-    def read_programs(self) -> dict[str, dict[str, Any]]:
-        """``{key: {"info", "batching", "wall_s", "records": {contender: {role: Records}}}}`` of every saved
-        program (unreadable files are refused, naming them)."""
-        out: dict[str, dict[str, Any]] = {}
+    def read_programs(self) -> dict[str, Saved]:
+        """``{key: Saved(result, wall_s)}`` of every saved program (unreadable files are refused, naming them)."""
+        out: dict[str, Saved] = {}
         if not self.programs_dir.is_dir():
             return out
         for path in sorted(self.programs_dir.glob("*.json")):
             try:
-                doc = json.loads(path.read_text())
-                records: dict[str, dict[str, Records]] = {}
-                for d in doc["records"]:
-                    rec = Records.from_dict(d)
-                    records.setdefault(rec.contender, {})[rec.role] = rec
-            except (OSError, ValueError, KeyError, TypeError) as e:
+                doc = read_json(path)
+                if doc.get("format") != FORMAT:
+                    raise ValueError(f"written as {doc.get('format')!r}, not {FORMAT!r}")
+                result = ProgramResult.from_saved(
+                    doc["info"], [Records.from_dict(d) for d in doc["records"]], doc["batching"]
+                )
+                out[doc["key"]] = Saved(result, float(doc.get("wall_s") or 0.0))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
                 raise ValueError(
                     f"{path} cannot be read ({type(e).__name__}: {e}); delete it to re-run that program"
                 ) from None
-            out[doc["key"]] = {
-                "info": doc["info"],
-                "batching": {k: float(v) for k, v in doc["batching"].items()},
-                "wall_s": float(doc.get("wall_s") or 0.0),
-                "records": records,
-            }
         return out

@@ -30,7 +30,7 @@ def main(out: str, flags: list[str]) -> int:
     protocol.PRESETS["quick"] = dataclasses.replace(
         protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=2
     )
-    argv = ["compare", "--problems", PROBLEM_NAMES, "--optimizers", CONTENDERS, "--out", out, "--no-plots"]
+    argv = ["compare", "--problems", PROBLEM_NAMES, "--contenders", CONTENDERS, "--out", out, "--no-plots"]
     return cli.main([*argv, "--no-cache", *flags])
 
 

@@ -17,11 +17,13 @@ import pytest
 
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare.plan import Plan
 from mxopt_jax.compare.problems.base import Problem
 from mxopt_jax.compare.progress import StudyProgress
 from mxopt_jax.compare.records import Records, canonical
 from mxopt_jax.compare.report import export, plots
-from mxopt_jax.compare.study import ProgramResult, Study, assemble
+from mxopt_jax.compare.result import ProgramResult
+from mxopt_jax.compare.study import Study
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")
@@ -116,7 +118,7 @@ def synthetic_study(names=("adam", "sgd", "ftml", "optax.adam"), problems=None, 
                     p.name, f"{p.name}/{family}", list(members), recs, {members[0]: 0.0}, 1.0, 1, 35, 200
                 )
             )
-    return assemble(preset, problems, cs, results, seeds, confirm, wall_s=12.0)
+    return Study.assemble(Plan(preset, tuple(seeds), tuple(confirm)), problems, cs, results, wall_s=12.0)
 
 
 @pytest.fixture(scope="module")
@@ -216,8 +218,23 @@ def test_from_json_of_an_old_file_says_what_it_lacks(written, tmp_path):
     doc = json.loads((written / "study.json").read_text())
     doc["format"] = "mxopt_jax.compare.study/1"
     (tmp_path / "old.json").write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match="read_json"):
+    with pytest.raises(ValueError, match="read_document"):
         Study.from_json(tmp_path / "old.json")
+
+
+def test_from_json_reloads_a_file_written_before_the_plan(synthetic, written, tmp_path):
+    doc = json.loads((written / "study.json").read_text())
+    plan = doc["meta"].pop("plan")
+    doc["format"] = "mxopt_jax.compare.study/2"
+    doc["meta"].update(
+        {
+            k: plan[k]
+            for k in ("preset", "seeds", "confirm_seeds", "search", "trials", "search_seed", "schedule")
+        }
+    )
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    back = Study.from_json(tmp_path / "old.json")
+    assert back.plan == synthetic.plan and back.report() == synthetic.report()
 
 
 # --------------------------------------------------------------------------- HTML

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare import serialize
 from mxopt_jax.compare.contenders import FAMILY_ORDER
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import export, plots, tables
@@ -236,13 +237,14 @@ def test_json_round_trip(study, tmp_path):
         "records": study.records[:30] + study.one_shot_records[:30],
         "selections": study.tuned[:30] + study.one_shot[:30],
         "protocol": protocol_text,
-        "preset": P.PRESETS["quick"],
+        "preset": "quick",
+        "presets": P.PRESETS,
         "timings": {"total_s": 12.5, "compile_s": {"adam": 2.5}},
     }
-    path = export.write_json(tmp_path / "study.json", doc)
+    path = serialize.write_document(tmp_path / "study.json", doc)
     raw = json.loads(path.read_text())  # strict JSON: no NaN / Infinity literals
     assert set(raw["versions"]) >= {"jax", "optax", "mxopt_jax", "numpy"}
-    back = export.read_json(path)
+    back = serialize.read_document(path)
     assert export.records_equal(back["records"], doc["records"])
     assert back["protocol"] == protocol_text and back["preset"] == "quick"
     assert back["presets"]["full"] == P.PRESETS["full"]

@@ -19,9 +19,11 @@ import pytest
 
 from mxopt_jax.compare import cli
 from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare.plan import Plan
 from mxopt_jax.compare.records import Records
-from mxopt_jax.compare.store import Store, differences, program_key, spec, write_atomic
-from mxopt_jax.compare.study import ProgramResult
+from mxopt_jax.compare.result import ProgramResult
+from mxopt_jax.compare.serialize import write_atomic
+from mxopt_jax.compare.store import Store, differences, program_key, spec
 
 HERE = Path(__file__).resolve().parent
 
@@ -84,6 +86,7 @@ SCRIPT = textwrap.dedent(
         for prog in doc["timings"]["programs"]:
             prog["compile_s"] = 0.0
         doc["timings"]["wall_s"] = None
+        facts.setdefault("resumed_timings", []).append(doc["timings"].pop("resumed", None))
         json.dump(doc, open(folder + "/untimed.json", "w"))
         return Study.from_json(folder + "/untimed.json").report()
 
@@ -98,6 +101,7 @@ SCRIPT = textwrap.dedent(
     facts["runs_equal"] = open(out + "/runs.csv").read() == open(full_out + "/runs.csv").read()
     back = Study.from_json(out + "/study.json")
     facts["reloaded_report_equal"] = back.report() == resumed.report()
+    facts["resumed_time_note"] = [line for line in resumed.report().splitlines() if line.startswith("Time:")]
     labels.clear()
     more = study(p, ["sgd", "adam", "adamax"], preset, resume=out, progress=lambda s, f: labels.append(s), **kw)
     facts["extended_compiled"] = [s for s in labels if s.startswith("compiled")]
@@ -151,6 +155,9 @@ def test_resumed_study_equals_an_uninterrupted_one(resumed):
     assert resumed["report_equal"], "\n".join(resumed.get("report_diff", []))
     assert all(resumed["tuned_equal"]) and resumed["runs_equal"]
     assert resumed["reloaded_report_equal"]
+    # the resumed study's timing says what it counts: the earlier session's program and seconds
+    assert resumed["resumed_timings"][0]["programs"] == 1 and not resumed["resumed_timings"][1]
+    assert "resumed: the time counts every session (1 of the 2 programs" in resumed["resumed_time_note"][0]
 
 
 def test_resume_runs_only_what_was_added(resumed):
@@ -161,7 +168,7 @@ def test_resume_runs_only_what_was_added(resumed):
 
 def test_resume_refuses_another_protocol_saying_what_differs(resumed):
     assert "problems.tiny.target: stored 0.5, now 0.6" in resumed["other_definition"]
-    assert "seeds: stored [0, 1], now [0, 1, 2]" in resumed["other_protocol"]
+    assert "seeds: stored (0, 1), given (0, 1, 2)" in resumed["other_protocol"]
 
 
 # --------------------------------------------------------------------------- the store, alone
@@ -185,8 +192,8 @@ def test_store_round_trips_a_program_and_writes_atomically(tmp_path):
         f for f in os.listdir(tmp_path / "programs") if f.startswith(".")
     ]
     back = store.read_programs()["p__fam"]
-    assert back["info"] == result.info() and back["wall_s"] == 3.0 and back["batching"] == {"a": 0.0}
-    assert back["records"]["a"]["confirmation"].seeds.tolist() == [0, 1]
+    assert back.result.info() == result.info() and back.wall_s == 3.0 and back.result.batching == {"a": 0.0}
+    assert back.result.records["a"]["confirmation"].seeds.tolist() == [0, 1]
     assert program_key("p q", "SGD family") != program_key("p_q", "SGD_family")  # names never collide
 
     with pytest.raises(TypeError):
@@ -198,15 +205,12 @@ def test_store_round_trips_a_program_and_writes_atomically(tmp_path):
 
 
 def test_differences_name_what_changed():
-    preset = dataclasses.replace(P.PRESETS["quick"], grid_points=3)
-    a = spec(preset, [0, 1], [1000, 1001], {"extend": 2}, [{"name": "p", "target": 1.0}], [])
-    b = spec(dataclasses.replace(preset, spacing=1.0), [0, 1], [1000, 1001], {"extend": 2},
-             [{"name": "p", "target": 2.0}, {"name": "q", "target": 3.0}], [])  # fmt: skip
+    plan = Plan.make(dataclasses.replace(P.PRESETS["quick"], grid_points=3), seeds=2, confirm_seeds=2)
+    a = spec(plan, [{"name": "p", "target": 1.0}], [])
+    b = spec(plan, [{"name": "p", "target": 2.0}, {"name": "q", "target": 3.0}], [])
     assert differences(a, a) == []
-    assert differences(a, b) == [
-        "preset.spacing: stored 0.5, now 1.0",
-        "problems.p.target: stored 1.0, now 2.0",
-    ]
+    assert differences(a, b) == ["problems.p.target: stored 1.0, now 2.0"]  # an added problem is fine
+    assert a["plan"] == plan.to_dict()  # the settings: held by Plan.resumed (tests/app/test_plan.py)
 
 
 # --------------------------------------------------------------------------- Ctrl-C on the command line
@@ -215,7 +219,7 @@ def test_ctrl_c_prints_the_command_that_continues(tmp_path, monkeypatch, capsys)
     named, the exact command to continue is printed, the status is 130."""
     study_module = sys.modules["mxopt_jax.compare.study"]  # the package's `study` attribute is the function
 
-    def interrupted(problems, contenders, preset, *, out=None, resume=None, **kwargs):
+    def interrupted(problems, contenders, *, out=None, resume=None, **kwargs):
         Store(out).programs_dir.mkdir(parents=True)
         (Store(out).programs_dir / "logreg__SGD_family.json").write_text("{}")
         raise KeyboardInterrupt
@@ -223,17 +227,17 @@ def test_ctrl_c_prints_the_command_that_continues(tmp_path, monkeypatch, capsys)
     monkeypatch.setattr(study_module, "study", interrupted)
     monkeypatch.setattr(cli, "configure_jax", lambda *a, **k: None)
     out = tmp_path / "my study"
-    rc = cli.main(["compare", "--problems", "logreg", "--optimizers", "sgd", "--out", str(out), "--no-plots"])
+    rc = cli.main(["compare", "--problems", "logreg", "--contenders", "sgd", "--out", str(out), "--no-plots"])
     err = capsys.readouterr().err
     assert rc == 130
     assert "1 finished program(s) are saved" in err
     assert f"mxopt-jax compare --resume '{out}'" in err
 
-    def before_any(problems, contenders, preset, *, out=None, resume=None, **kwargs):
+    def before_any(problems, contenders, *, out=None, resume=None, **kwargs):
         raise KeyboardInterrupt  # no program finished: no programs/ folder to point at
 
     monkeypatch.setattr(study_module, "study", before_any)
-    rc = cli.main(["compare", "--problems", "logreg", "--optimizers", "sgd", "--out", str(tmp_path / "b")])
+    rc = cli.main(["compare", "--problems", "logreg", "--contenders", "sgd", "--out", str(tmp_path / "b")])
     err = capsys.readouterr().err
     assert rc == 130 and "no program had finished, so none is saved" in err and "programs" not in err
 
@@ -243,8 +247,8 @@ def test_ctrl_c_then_resume_on_the_command_line(tmp_path):
     env = dict(os.environ, MXOPT_JAX_CACHE=str(tmp_path / "cache"), JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
     out = tmp_path / "out"
-    args = [sys.executable, "-m", "mxopt_jax", "compare", "--problems", "logreg", "--optimizers", "sgd,adam",
-            "--seeds", "2", "--confirm-seeds", "2", "--extend", "0", "--batching-check", "none", "--no-plots"]  # fmt: skip
+    args = [sys.executable, "-m", "mxopt_jax", "compare", "--problems", "logreg", "--contenders", "sgd,adam",
+            "--seeds", "2", "--confirm-seeds", "2", "--extend", "0", "--check-batching", "none", "--no-plots"]  # fmt: skip
     proc = subprocess.Popen(
         [*args, "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

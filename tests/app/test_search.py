@@ -1,7 +1,7 @@
 """The random search: the search spaces stated in one table and held to the constructors, reproducible draws
 that depend on the seed and the contender alone, every hyperparameter a traced input (trials never
 recompile), the chosen values in the records, tables and files, the per-preset targets, and the comparison
-of two saved studies (``--compare-presets``)."""
+of two saved studies (``mxopt-jax agree``)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from mxopt_jax.compare import PRESETS, PROBLEMS, compare_studies, engine, search
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.cli import build_parser, main
 from mxopt_jax.compare.protocol import Selection
-from mxopt_jax.compare.report import write_json
 from mxopt_jax.compare.report.agreement import kendall_tau
+from mxopt_jax.compare.serialize import write_json
 from mxopt_jax.compare.space import Hyperparameter
 from mxopt_jax.compare.study import _preset_target
 
@@ -282,9 +282,8 @@ def test_cli_takes_the_search_flags(capsys):
         ]
     )
     assert (args.search, args.trials, args.schedule, args.search_seed) == ("random", 4, "warmup-cosine", 2)
-    with pytest.raises(SystemExit) as e:
-        main(["compare", "--trials", "4"])
-    assert e.value.code == 2 and "--trials needs --search random" in capsys.readouterr().err
+    assert main(["compare", "--trials", "4"]) == 2
+    assert "argument --trials: needs --search random" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         build_parser().parse_args(["compare", "--schedule", "step"])
 
@@ -348,13 +347,17 @@ def test_compare_studies_kendall_and_top3_with_contenders_in_one_only(tmp_path, 
         {"w1": {"a": 1.0, "b": 3.0, "c": 2.0, "d": math.inf, "y": 0.1}, "w2": {"a": 2.0, "b": 1.0}},
     )
     agr = compare_studies(a, b)
-    w1, w2 = agr.workloads
+    w1, w2 = agr.problems
     assert w1.common == ["a", "b", "c", "d"] and w1.only_a == ["x"] and w1.only_b == ["y"]
     assert w1.tau == pytest.approx(4 / 6) and w1.top_a == ["a", "b", "c"] and w1.top_b == ["a", "c", "b"]
     assert w1.overlap == 3 and w2.tau == -1.0 and agr.only_a == ["wa"] and agr.only_b == []
     assert agr.mean_tau == pytest.approx((4 / 6 - 1) / 2)
-    assert main(["compare", "--compare-presets", str(a), str(b / "study.json")]) == 0
+    assert main(["agree", str(a), str(b / "study.json")]) == 0
     out = capsys.readouterr().out
     assert "Kendall" in out and "+0.67" in out and "only in A: x; only in B: y" in out
-    assert main(["compare", "--compare-presets", str(a), str(tmp_path / "nothing")]) == 2
+    assert main(["agree", str(a), str(tmp_path / "nothing")]) == 2
     assert "no study.json" in capsys.readouterr().err
+    # the old spelling still works, with a notice
+    assert main(["compare", "--compare-presets", str(a), str(b / "study.json")]) == 0
+    captured = capsys.readouterr()
+    assert "+0.67" in captured.out and "deprecated; it is now mxopt-jax agree DIR_A DIR_B" in captured.err

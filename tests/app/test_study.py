@@ -26,7 +26,8 @@ import mxopt_jax
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare import engine, protocol
 from mxopt_jax.compare.problems.base import Problem, Splits
-from mxopt_jax.compare.study import identical_groups, study
+from mxopt_jax.compare.result import identical_groups
+from mxopt_jax.compare.study import study
 
 
 @pytest.fixture(scope="module")
@@ -313,7 +314,8 @@ def test_study_writes_csv_json_and_report(small_study, tmp_path):
     rows = (tmp_path / "runs.csv").read_text().splitlines()
     n_runs = sum(r.val.size for r in small_study.all_records())
     assert len(rows) == 1 + n_runs
-    roles = {line.split(",")[2] for line in rows[1:]}
+    assert rows[0].startswith("problem,contender,study,role,")
+    roles = {line.split(",")[3] for line in rows[1:]}
     assert roles == {"selection", "confirmation", "default"}
 
 

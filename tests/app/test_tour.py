@@ -13,7 +13,8 @@ import jax
 import numpy as np
 import pytest
 
-from mxopt_jax import FAMILIES, OPTIMIZERS, compare
+from mxopt_jax import FAMILIES, OPTIMIZERS
+from mxopt_jax.compare import cli as app_cli
 from mxopt_jax.compare import figures, tour
 from mxopt_jax.compare.tour import Result
 from mxopt_jax.compare.tour import cli as _tour_cli  # noqa: F401  (tour.cli)
@@ -138,7 +139,7 @@ def test_python_m_form_deprecated_optimizers_and_no_matplotlib(tmp_path):
 )
 def test_bad_arguments_name_the_argument(argv, argument, capsys):
     with pytest.raises(SystemExit) as exc:
-        compare.main(["tour", *argv])
+        app_cli.main(["tour", *argv])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {argument}" in err
@@ -163,7 +164,7 @@ def test_bad_arguments_name_the_argument(argv, argument, capsys):
 )
 def test_lr_override_errors(value, message, capsys):
     with pytest.raises(SystemExit) as exc:
-        compare.main(["tour", "--optimizers", "adam,ftml", "--lr", value, "--no-plots"])
+        app_cli.main(["tour", "--optimizers", "adam,ftml", "--lr", value, "--no-plots"])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "argument --lr" in err and message in err
@@ -177,7 +178,7 @@ def test_lr_override_parses_and_changes_the_runs(tmp_path, capsys):
     assert _lr_arg(" Adam=1e-2, ftml = 0.1 ") == {"adam": 0.01, "ftml": 0.1}
     argv = ["tour", "--optimizers", "adam,ftml", "--tasks", "beale", "--steps", "3"]
     argv += ["--no-plots", "--out", str(tmp_path)]
-    assert compare.main([*argv, "--lr", "adam=0.0123"]) == 0
+    assert app_cli.main([*argv, "--lr", "adam=0.0123"]) == 0
     out = capsys.readouterr().out
     assert "except adam=0.0123 (--lr)" in out.splitlines()[0]
     tuned = testfns.LEARNING_RATES["beale"]
@@ -197,7 +198,7 @@ def test_missing_matplotlib_still_prints_table(tmp_path, monkeypatch, capsys):
         monkeypatch.setitem(sys.modules, mod, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     plotting._background.cache_clear()
-    code = compare.main(
+    code = app_cli.main(
         ["tour", "--optimizers", "sgd", "--tasks", "saddle", "--steps", "2", "--out", str(tmp_path)]
     )
     assert code == 0

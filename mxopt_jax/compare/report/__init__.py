@@ -1,14 +1,16 @@
-"""Reports of a study: text tables (:mod:`.tables`), CSV/JSON files (:mod:`.export`), figures (:mod:`.plots`),
-the protocol's text (:mod:`.text`).
+"""Reports of a study: text tables (:mod:`.tables`), CSV files and DataFrames (:mod:`.export`), figures
+(:mod:`.plots`), the protocol's text (:mod:`.text`), the HTML page (:mod:`.html`), the whole study rendered and
+written (:mod:`.render`), how far two saved studies agree (:mod:`.agreement`).
 
-They read :class:`~mxopt_jax.compare.records.Records` and the protocol's
-:class:`~mxopt_jax.compare.protocol.Selection` only; the figures need matplotlib (imported lazily).
+They read a :class:`~mxopt_jax.compare.result.StudyResult` (its :class:`~mxopt_jax.compare.records.Records`
+and :class:`~mxopt_jax.compare.protocol.Selection` objects) only; the figures need matplotlib (imported
+lazily).
 """
 
 from . import export, plots, render, tables, text
-from .export import read_json, records_equal, write_csv, write_json, write_summary_csv
+from .export import records_equal, write_csv, write_summary_csv
 from .plots import plot_curves, plot_profile, plot_sensitivity, save_all
-from .render import format_study, write_study
+from .render import describe_study, format_study, study_document, write_study
 from .tables import (
     format_modes,
     format_overall,
@@ -20,6 +22,7 @@ from .text import describe
 
 __all__ = [
     "describe",
+    "describe_study",
     "export",
     "format_modes",
     "format_overall",
@@ -32,13 +35,12 @@ __all__ = [
     "plot_sensitivity",
     "plots",
     "render",
-    "read_json",
     "records_equal",
     "save_all",
+    "study_document",
     "tables",
     "text",
     "write_csv",
-    "write_json",
     "write_study",
     "write_summary_csv",
 ]

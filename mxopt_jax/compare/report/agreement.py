@@ -2,8 +2,8 @@
 
 The quick preset's budget is a fraction of the full one's, so its tables rank early progress; whether a
 ranking survives a longer budget (or another search, schedule or seed set) is a measurement, not an
-assumption. :func:`compare_studies` reads two ``study.json`` files (:func:`~.export.read_json`) and, per
-workload, compares the tuned test means of the contenders both ran: Kendall's tau-b of the two orders (ties,
+assumption. :func:`compare_studies` reads two ``study.json`` files (:func:`~mxopt_jax.compare.serialize.read_document`) and, per
+problem, compares the tuned test means of the contenders both ran: Kendall's tau-b of the two orders (ties,
 such as identical contenders or two diverged ones, counted as ties) and the overlap of the top ``k`` (by mean,
 name breaking ties). Contenders in one study only are listed and left out of both numbers.
 """
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..protocol import Selection
-from .export import read_json
+from ..serialize import read_document
 
-__all__ = ["Agreement", "WorkloadAgreement", "compare_studies", "kendall_tau"]
+__all__ = ["Agreement", "ProblemAgreement", "compare_studies", "kendall_tau"]
 
 
 def kendall_tau(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
@@ -52,11 +52,11 @@ def _diff(v: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 @dataclasses.dataclass
-class WorkloadAgreement:
-    """One workload's agreement between studies ``a`` and ``b``.
+class ProblemAgreement:
+    """One problem's agreement between studies ``a`` and ``b``.
 
     Attributes:
-      problem: the workload; ``common``: the contenders both ran on it; ``only_a``/``only_b``: those one ran.
+      problem: the problem; ``common``: the contenders both ran on it; ``only_a``/``only_b``: those one ran.
       tau: Kendall's tau-b of the tuned test means over ``common`` (NaN with fewer than two).
       top_a, top_b: the ``k`` best of ``common`` in each study (lowest mean first).
       overlap: ``len(set(top_a) & set(top_b))``.
@@ -74,30 +74,30 @@ class WorkloadAgreement:
 
 @dataclasses.dataclass
 class Agreement:
-    """How far two studies agree, workload by workload (:func:`compare_studies`); ``str()`` is the table."""
+    """How far two studies agree, problem by problem (:func:`compare_studies`); ``str()`` is the table."""
 
     a: str
     b: str
     k: int
-    workloads: list[WorkloadAgreement]
+    problems: list[ProblemAgreement]
     only_a: list[str] = dataclasses.field(default_factory=list)
     only_b: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def mean_tau(self) -> float:
-        """The mean of the workloads' taus (those defined)."""
-        taus = [w.tau for w in self.workloads if math.isfinite(w.tau)]
+        """The mean of the problems' taus (those defined)."""
+        taus = [w.tau for w in self.problems if math.isfinite(w.tau)]
         return float(np.mean(taus)) if taus else math.nan
 
     def format(self) -> str:
-        """The comparison as text: one row per workload, then what only one study ran."""
+        """The comparison as text: one row per problem, then what only one study ran."""
         lines = [
             f"Agreement of the tuned test means: A = {self.a}, B = {self.b}",
             "(Kendall's tau-b over the contenders both ran, 1 = the same order; top-k overlap, k = "
             f"{self.k})",
         ]
         head = [
-            "workload",
+            "problem",
             "contenders",
             "tau",
             f"top-{self.k} overlap",
@@ -113,7 +113,7 @@ class Agreement:
                 ", ".join(w.top_a),
                 ", ".join(w.top_b),
             ]
-            for w in self.workloads
+            for w in self.problems
         ]
         widths = [max(len(h), *(len(r[c]) for r in rows)) if rows else len(h) for c, h in enumerate(head)]
         lines.append("  ".join(f"{h:<{w}}" for h, w in zip(head, widths, strict=True)).rstrip())
@@ -121,14 +121,14 @@ class Agreement:
         lines += ["  ".join(f"{c:<{w}}" for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
         mean = self.mean_tau
         lines.append(f"mean tau: {mean:+.2f}" if math.isfinite(mean) else "mean tau: -")
-        for w in self.workloads:
+        for w in self.problems:
             if w.only_a or w.only_b:
                 lines.append(
                     f"{w.problem}: only in A: {', '.join(w.only_a) or '-'}; only in B: {', '.join(w.only_b) or '-'}"
                 )
         if self.only_a or self.only_b:
             lines.append(
-                f"workloads only in A: {', '.join(self.only_a) or '-'}; only in B: {', '.join(self.only_b) or '-'}"
+                f"problems only in A: {', '.join(self.only_a) or '-'}; only in B: {', '.join(self.only_b) or '-'}"
             )
         return "\n".join(lines)
 
@@ -137,8 +137,8 @@ class Agreement:
 
 
 def _load(study: str | Path | Mapping[str, Any]) -> tuple[str, dict[str, dict[str, float]]]:
-    """``(label, {problem: {contender: tuned test mean}})`` of a saved study (a folder holding
-    ``study.json``, the file, or :func:`read_json`'s dict)."""
+    """``(label, {problem: {contender: tuned test mean, lower is better}})`` of a saved study (a folder holding
+    ``study.json``, the file, or :func:`~mxopt_jax.compare.serialize.read_document`'s dict)."""
     if isinstance(study, Mapping):
         doc, label = study, str(study.get("preset") or "study")
     else:
@@ -149,20 +149,26 @@ def _load(study: str | Path | Mapping[str, Any]) -> tuple[str, dict[str, dict[st
             raise FileNotFoundError(
                 f"compare_studies: no study.json at {path} (write one with `mxopt-jax compare`)"
             )
-        doc = read_json(path)
+        doc = read_document(path)
         meta = doc.get("meta") or {}
-        how = f"preset {doc.get('preset')}" + (f", {meta['search']} search" if meta.get("search") else "")
-        if meta.get("trials"):
-            how += f" ({meta['trials']} trials)"
-        if meta.get("schedule", "constant") != "constant":
-            how += f", {meta['schedule']} schedule"
+        plan = meta.get("plan") or meta  # study.json before format 3 kept the settings in meta itself
+        how = f"preset {doc.get('preset')}" + (f", {plan['search']} search" if plan.get("search") else "")
+        if plan.get("trials"):
+            how += f" ({plan['trials']} trials)"
+        if plan.get("schedule", "constant") != "constant":
+            how += f", {plan['schedule']} schedule"
         label = f"{path.parent.name or path.name} ({how})"
+    # every mean as lower-is-better (a problem whose metric is better higher is negated)
+    sign = {
+        name: -1.0 if (info or {}).get("better") == "higher" else 1.0
+        for name, info in ((doc.get("meta") or {}).get("problems") or {}).items()
+    }
     means: dict[str, dict[str, float]] = {}
     for s in doc.get("selections", ()):
         sel = s if isinstance(s, Selection) else Selection.from_dict(s)
         if sel.mode != "tuned":
             continue
-        mean = sel.test_mean if not math.isnan(sel.test_mean) else math.inf
+        mean = sign.get(sel.problem, 1.0) * sel.test_mean if math.isfinite(sel.test_mean) else math.inf
         means.setdefault(sel.problem, {})[sel.contender] = float(mean)
     if not means:
         raise ValueError(f"compare_studies: {label} holds no tuned selections")
@@ -172,11 +178,11 @@ def _load(study: str | Path | Mapping[str, Any]) -> tuple[str, dict[str, dict[st
 def compare_studies(
     a: str | Path | Mapping[str, Any], b: str | Path | Mapping[str, Any], k: int = 3
 ) -> Agreement:
-    """How far two saved studies agree, per workload both ran: Kendall's tau-b of the tuned test means and
+    """How far two saved studies agree, per problem both ran: Kendall's tau-b of the tuned test means and
     the overlap of the top ``k``, over the contenders both ran (a diverged mean, ``inf``, ties with another).
 
     ``a`` and ``b``: folders written by ``mxopt-jax compare`` (or :meth:`Study.write`), their ``study.json``
-    files, or :func:`~.export.read_json`'s dicts. Contenders and workloads in one study only are listed.
+    files, or :func:`~mxopt_jax.compare.serialize.read_document`'s dicts. Contenders and problems in one study only are listed.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"compare_studies: k must be an int >= 1, got {k!r}")
@@ -190,7 +196,7 @@ def compare_studies(
         top_a = sorted(common, key=lambda c: (xa[c], c))[:k]
         top_b = sorted(common, key=lambda c: (xb[c], c))[:k]
         rows.append(
-            WorkloadAgreement(
+            ProblemAgreement(
                 problem=problem,
                 common=common,
                 only_a=[c for c in xa if c not in xb],
@@ -205,7 +211,7 @@ def compare_studies(
         a=label_a,
         b=label_b,
         k=k,
-        workloads=rows,
+        problems=rows,
         only_a=[p for p in ma if p not in mb],
         only_b=[p for p in mb if p not in ma],
     )

@@ -14,44 +14,12 @@ import base64
 import html
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from ..protocol import Selection
+from ..result import StudyResult as Study
 from .export import summary_rows
 from .tables import _fmt_ms, _fmt_num, _fmt_target, fmt_lr, fmt_mean_ci, label
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..contenders import Contender
-    from ..problems.base import Problem
-    from ..protocol import Preset
-    from ..records import Records
-
-
-class Study(Protocol):
-    """What the page reads of a study (:class:`mxopt_jax.compare.study.Study` is one)."""
-
-    preset: Preset
-    problems: list[Problem]
-    contenders: list[Contender]
-    tuned: dict[str, dict[str, Selection]]
-    one_shot: dict[str, dict[str, Selection]]
-    seeds: list[int]
-    confirm_seeds: list[int]
-    protocol: str
-
-    @property
-    def families(self) -> dict[str, str]: ...
-
-    def identical_map(self, problem: str, mode: str = ...) -> dict[str, list[str]]: ...
-
-    def identical_everywhere(self, mode: str = ...) -> dict[str, list[str]]: ...
-
-    def selections(self, mode: str = ...) -> list[Selection]: ...
-
-    def all_records(self, role: str | None = ...) -> list[Records]: ...
-
-    def reported(self, problem: str, mode: str = ...) -> list[str]: ...
-
 
 __all__ = ["FIGURE_CAPTIONS", "html_report"]
 
@@ -193,12 +161,13 @@ def _seeds(seeds: Sequence[int]) -> str:
 def html_report(
     study: Study,
     text: str,
+    protocol: str,
     notes: Sequence[str] = (),
     standalone: bool = True,
     images: Mapping[str, bytes] | None = None,
 ) -> str:
     """The study as HTML: a whole page (``standalone``, what ``report.html`` holds) or a fragment for a
-    notebook. ``text``: the text report (shown whole, folded); ``notes``: paragraphs under "Checks and
+    notebook. ``text``: the text report (shown whole, folded); ``protocol``: the protocol as it ran; ``notes``: paragraphs under "Checks and
     timings"; ``images``: the figures as PNG bytes by file name (default: drawn now, when matplotlib is
     installed; ``{}``: none). :func:`mxopt_jax.compare.report.render.study_html` fills these in."""
     images = render_images(study) if images is None else images
@@ -237,7 +206,7 @@ def html_report(
     parts += [f"<p>{_e(n)}</p>" for n in notes]
     parts.append(
         f"<details{' open' if standalone else ''}><summary><b>Protocol</b> (as it ran)</summary>"
-        f"<pre>{_e(study.protocol)}</pre></details>"
+        f"<pre>{_e(protocol)}</pre></details>"
     )
     parts.append(
         "<details><summary><b>Text report</b> (every table, as in report.txt)</summary>"

@@ -1,61 +1,34 @@
-"""A whole study rendered: the text report (:func:`format_study`) and the files of an output folder
-(:func:`write_study`). The study object (:class:`mxopt_jax.compare.study.Study`) holds the data; rendering it
-lives here."""
+"""A whole study rendered: the text report (:func:`format_study`), the protocol as it ran
+(:func:`describe_study`), ``study.json``'s document (:func:`study_document`), the HTML page and the files of an
+output folder (:func:`write_study`). The result (:class:`mxopt_jax.compare.result.StudyResult`) holds the data;
+rendering it lives here, and reads the result only."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from ..contenders import Contender
 from ..distributed import is_writer
-from ..problems.base import Problem
-from ..protocol import Preset, Selection
-from ..records import Records
-from .export import contender_info, problem_info, write_csv, write_json, write_summary_csv
+from ..result import StudyResult
+from ..serialize import contender_info, problem_info, write_document
+from .export import write_csv, write_summary_csv
 from .html import html_report
 from .plots import save_all
 from .tables import format_report
-
-
-class Study(Protocol):
-    """What rendering reads of a study (:class:`mxopt_jax.compare.study.Study` is one; the report sits below
-    the orchestration, so it names the fields it needs instead of importing it)."""
-
-    preset: Preset
-    problems: list[Problem]
-    contenders: list[Contender]
-    identical: dict[str, dict[str, list[list[str]]]]
-    batching: dict[str, dict[str, float]]
-    programs: list[dict[str, Any]]
-    seeds: list[int]
-    confirm_seeds: list[int]
-    wall_s: float
-    protocol: str
-
-    @property
-    def families(self) -> dict[str, str]: ...
-
-    def identical_map(self, problem: str, mode: str = ...) -> dict[str, list[str]]: ...
-
-    def identical_everywhere(self, mode: str = ...) -> dict[str, list[str]]: ...
-
-    def selections(self, mode: str = ...) -> list[Selection]: ...
-
-    def all_records(self, role: str | None = ...) -> list[Records]: ...
-
+from .text import describe
 
 __all__ = [
-    "Study",
     "batching_note",
+    "describe_study",
     "format_study",
-    "identical_by_problem",
     "study_document",
     "study_html",
     "timing_note",
     "write_study",
 ]
+
+Study = StudyResult  # what every function here renders
 
 
 def batching_note(study: Study) -> str:
@@ -80,7 +53,8 @@ def batching_note(study: Study) -> str:
 
 
 def timing_note(study: Study) -> str:
-    """Wall clock, compiled programs, and where they ran: platform, devices, processes."""
+    """Wall clock, compiled programs, and where they ran: platform, devices, processes; for a resumed study,
+    what the time counts (the earlier sessions' programs included)."""
     compile_s = sum(p["compile_s"] for p in study.programs)
     first = study.programs[0] if study.programs else {}
     devices = first.get("devices", 1)
@@ -89,59 +63,83 @@ def timing_note(study: Study) -> str:
     where = f"{devices} {platform} device(s)" if platform else f"{devices} device(s)"
     if processes > 1:
         where += f" in {processes} processes"
+    resumed = ""
+    if study.resumed:
+        n, before = int(study.resumed.get("programs", 0)), float(study.resumed.get("wall_s", 0.0))
+        resumed = (
+            f" The study was resumed: the time counts every session ({n} of the {len(study.programs)} programs, "
+            f"{before:.0f} s, ran before it), so it is the study's whole cost."
+        )
     return (
         f"Time: {study.wall_s:.0f} s wall clock, {len(study.programs)} compiled programs ({compile_s:.0f} s of "
-        f"compilation, overlapped with running), {where}."
+        f"compilation, overlapped with running), {where}.{resumed}"
+    )
+
+
+def describe_study(study: Study) -> str:
+    """The protocol in words, as ``study`` ran (:func:`mxopt_jax.compare.report.text.describe`): its plan, the
+    grids as they ran, every contender's settings besides what was tuned."""
+    plan = study.plan
+    ran = [
+        c for c in study.contenders if any(c.name in study.records.get(p.name, {}) for p in study.problems)
+    ]
+    searched = {c.name: set(c.defaults) if plan.search == "random" else {"learning_rate"} for c in ran}
+    first = study.records.get(study.problems[0].name, {}) if study.problems else {}
+    return describe(
+        plan.preset,
+        study.problems,
+        [c.name for c in ran],
+        grids={c.name: first[c.name]["selection"].lrs for c in ran if c.name in first}
+        if plan.search == "grid"
+        else None,
+        seeds=list(plan.seeds),
+        confirm_seeds=list(plan.confirm_seeds),
+        settings={
+            c.name: (c.description, {k: v for k, v in c.settings.items() if k not in searched[c.name]})
+            for c in ran
+        },
+        search=plan.search,
+        trials=plan.trials,
+        search_seed=plan.search_seed,
+        spaces={c.name: c.hyperparameters for c in ran} if plan.search == "random" else None,
+        schedule=plan.schedule,
     )
 
 
 def format_study(study: Study) -> str:
-    """The text report: the protocol as it ran, a table per problem (tuned and one-shot), the overall tables,
-    the batching check and the timings."""
+    """The text report: the results first (the overall ranking, then each problem's tables), then the batching
+    check and the timings, then the protocol as it ran."""
     text = format_report(
         study.problems,
         study.selections("tuned"),
         study.selections("one-shot"),
-        study.protocol,
+        "",
         identical={m: study.identical_everywhere(m) for m in ("tuned", "one-shot")},
-        identical_by_problem={
-            p.name: {m: study.identical_map(p.name, m) for m in ("tuned", "one-shot")} for p in study.problems
-        },
+        identical_by_problem=study.identical_by_problem(),
     )
-    return text + "\n\n" + batching_note(study) + "\n\n" + timing_note(study)
+    return "\n\n".join([text.rstrip("\n"), batching_note(study), timing_note(study), describe_study(study)])
 
 
 def study_document(study: Study) -> dict[str, Any]:
-    """What ``study.json`` holds (see :func:`mxopt_jax.compare.report.export.write_json`)."""
+    """What ``study.json`` holds: every record of every study, the selections, the protocol's text, the plan,
+    what the report needs of each problem and contender (the file reloads on its own:
+    :meth:`~mxopt_jax.compare.result.StudyResult.from_json`), and the timings."""
+    from ..protocol import PRESETS
+
     return {
-        "records": study.all_records(),
-        "selections": study.selections() + study.selections("one-shot"),
-        "protocol": study.protocol,
-        "preset": study.preset,
-        "timings": {"wall_s": study.wall_s, "programs": study.programs},
+        "protocol": describe_study(study),
+        "preset": study.preset.name,
+        "presets": PRESETS,
+        "timings": {"wall_s": study.wall_s, "programs": study.programs, "resumed": study.resumed},
         "meta": {
-            "seeds": study.seeds,
-            "confirm_seeds": study.confirm_seeds,
+            "plan": study.plan.to_dict(),
             "identical": study.identical,
             "batching": study.batching,
-            # what the report needs of each problem and contender: the file reloads on its own
-            # (mxopt_jax.compare.Study.from_json)
-            "preset": study.preset.to_dict(),
             "problems": {p.name: problem_info(p) for p in study.problems},
             "contenders": {c.name: contender_info(c) for c in study.contenders},
-            "search": getattr(study, "search", "grid"),
-            "trials": getattr(study, "trials", None),
-            "search_seed": getattr(study, "search_seed", 0),
-            "schedule": getattr(study, "schedule", "constant"),
         },
-    }
-
-
-def identical_by_problem(study: Study) -> dict[str, dict[str, dict[str, list[str]]]]:
-    """``{problem: {mode: {representative: [identical contenders]}}}``: how each table folds (the summary's
-    ranks are computed over the folded table, as the text's)."""
-    return {
-        p.name: {m: study.identical_map(p.name, m) for m in ("tuned", "one-shot")} for p in study.problems
+        "records": [r for s in study.studies() for r in s.all_records()],
+        "selections": study.selections() + study.selections("one-shot"),
     }
 
 
@@ -150,34 +148,39 @@ def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes
     or, without ``standalone``, a notebook's display. ``images``: the figures as PNG bytes by file name
     (default: drawn now, when matplotlib is installed)."""
     return html_report(
-        study,  # type: ignore[arg-type]
+        study,
         format_study(study),
+        describe_study(study),
         [batching_note(study), timing_note(study)],
         standalone=standalone,
         images=images,
     )
 
 
-def write_study(study: Study, out_dir: str | Path, plots: bool = True) -> list[Path]:
+def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: bool = True) -> list[Path]:
     """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json``, ``report.html`` (one
     self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, ``sensitivity.png``,
-    ``curves.png`` and (two problems or more) ``profile.png`` into ``out_dir``; returns the paths.
-    In a study of several processes only process 0 writes; the others write nothing and return ``[]``."""
+    ``curves.png`` and (two problems or more) ``profile.png`` into ``out_dir``; returns the paths. Without
+    ``data``, the records (``runs.csv``, ``study.json``) are left as they are: only what is rendered from them
+    is written (``mxopt-jax report``). In a study of several processes only process 0 writes; the others write
+    nothing and return ``[]``."""
     if not is_writer():
         return []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.txt"]
     (out / "report.txt").write_text(format_study(study) + "\n")
-    written.append(write_csv(out / "runs.csv", study.all_records()))
+    if data:
+        written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
     written.append(
         write_summary_csv(
             out / "summary.csv",
             study.selections() + study.selections("one-shot"),
-            identical_by_problem(study),
+            study.identical_by_problem(),
         )
     )
-    written.append(write_json(out / "study.json", study_document(study)))
+    if data:
+        written.append(write_document(out / "study.json", study_document(study)))
     pngs: list[Path] = []
     if plots:
         pngs = save_all(

@@ -434,8 +434,8 @@ def format_report(
     tau_max: float = TAU_MAX,
     identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
 ) -> str:
-    """The whole text report: the protocol, one table per problem (tuned, then one-shot), the overall tables
-    and the one-shot-against-tuned table.
+    """The whole text report, results first: the overall tables (what won where, and how sure), one table per
+    problem (tuned, then one-shot), the one-shot-against-tuned table, then the protocol.
 
     Identity is data, per table: ``identical_by_problem[problem][mode]`` (``{representative: [others]}``, mode
     ``"tuned"`` or ``"one-shot"``) folds contenders in that problem's table of that mode; ``identical[mode]``
@@ -444,22 +444,23 @@ def format_report(
     """
     identical = identical or {}
     by_problem = identical_by_problem or {}
-    parts = [protocol] if protocol else []
+    overall: list[str] = []
+    tables: list[str] = []
     tb, ob = group_by_problem(tuned), group_by_problem(one_shot)
     known = {p.name: p for p in problems}
     for name in dict.fromkeys([*known, *tb, *ob]):
         for mode, sels in (("tuned", tb.get(name)), ("one-shot", ob.get(name))):
             if sels:
                 here = by_problem.get(name, {}).get(mode, identical.get(mode, {}))
-                parts.append(format_problem(sels, known.get(name), here))
+                tables.append(format_problem(sels, known.get(name), here))
 
     def per_problem(mode: str, names: Iterable[str]) -> dict[str, Mapping[str, Sequence[str]]]:
         return {p: by_problem.get(p, {}).get(mode, identical.get(mode, {})) for p in names}
 
     if tb:
-        parts.append(format_overall(tb, identical.get("tuned"), tau_max, None, per_problem("tuned", tb)))
+        overall.append(format_overall(tb, identical.get("tuned"), tau_max, None, per_problem("tuned", tb)))
     if ob:
-        parts.append(
+        overall.append(
             format_overall(
                 ob,
                 identical.get("one-shot"),
@@ -477,5 +478,6 @@ def format_report(
             p: {"tuned": per_problem("tuned", [p])[p], "one-shot": per_problem("one-shot", [p])[p]}
             for p in dict.fromkeys([*tb, *ob])
         }
-        parts.append(format_modes(tb, ob, {k: v for k, v in both.items() if v}, None, modes))
+        tables.append(format_modes(tb, ob, {k: v for k, v in both.items() if v}, None, modes))
+    parts = overall + tables + ([protocol] if protocol else [])
     return "\n\n".join(parts) + "\n"

@@ -1,0 +1,136 @@
+"""The command line as a user meets it: one verb per job (compare, report, agree, tour), one word per concept,
+every usage error one line naming the argument and what is allowed, old spellings still working with a notice,
+and a refused command leaves nothing behind. Nothing here trains: seconds."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from mxopt_jax import compare
+from mxopt_jax.compare import checks, cli
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_outputs import synthetic_study  # noqa: E402
+
+
+def _code(argv):
+    try:
+        return cli.main(argv)
+    except SystemExit as e:  # argparse's usage errors exit
+        return e.code
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        ([], "give a command: compare, report, agree or tour"),
+        (["frobnicate"], "argument {compare,report,agree,tour}: invalid choice: 'frobnicate'"),
+        (
+            ["compare", "--preset", "huge"],
+            "argument --preset: invalid choice: 'huge' (choose from 'quick', 'full')",
+        ),
+        (
+            ["compare", "--seeds", "1"],
+            "argument --seeds: must be an integer >= 2 (how many selection seeds), got '1'",
+        ),
+        (["compare", "--confirm-seeds", "x"], "argument --confirm-seeds: must be an integer >= 2 (how many"),
+        (
+            ["compare", "--problems", "nope"],
+            "argument --problems: unknown problem(s) 'nope'; known: digits_mlp",
+        ),
+        (
+            ["compare", "--contenders", "adamm"],
+            "argument --contenders: unknown contender(s) 'adamm'; known: ",
+        ),
+        (["compare", "--studies", "0"], "argument --studies: must be an integer from 1 to 20, got '0'"),
+        (["compare", "--extend", "-1"], "argument --extend: must be >= 0, got -1"),
+        (["compare", "--trials", "4"], "argument --trials: needs --search random"),
+        (["report"], "the following arguments are required: DIR"),
+        (["agree", "a"], "the following arguments are required: DIR_B"),
+    ],
+)
+def test_every_usage_error_is_one_line(argv, words, capsys):
+    assert _code(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and words in err and "usage:" not in err, err
+    assert captured.out == ""
+
+
+def test_the_seed_options_say_the_same_in_help_and_in_errors(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--seeds N the selection seeds (the runs that choose): how many, 0, 1, ... (an integer >= 2)" in text
+    )
+    assert "how many, 1000, 1001, ... (an integer >= 2)" in text
+    assert _code(["compare", "--seeds", "1"]) == 2
+    assert "(how many selection seeds)" in capsys.readouterr().err
+
+
+def test_old_spellings_keep_working_with_a_notice(capsys):
+    args = cli.build_parser().parse_args(["compare", "--optimizers", "adam", "--batching-check", "all"])
+    assert args.contenders == ["adam"] and args.check_batching == "all"
+    assert _code(["compare", "--optimizers", "adamm"]) == 2
+    err = capsys.readouterr().err
+    assert "--optimizers is deprecated; it is now --contenders" in err
+
+
+def test_a_refused_command_leaves_nothing_behind(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setattr(checks, "_HOST_DEVICES", None)
+    monkeypatch.setattr(cli, "configure_jax", lambda *a, **k: None)  # JAX is already up in this process
+    assert cli.main(["compare", "--devices", "99", "--problems", "logreg"]) == 2
+    assert "--devices" in capsys.readouterr().err
+    assert not (tmp_path / "mxopt_compare").exists()  # the default folder was not created
+    deep = tmp_path / "a" / "b" / "c"
+    assert cli.main(["compare", "--devices", "99", "--out", str(deep)]) == 2
+    assert not (tmp_path / "a").exists()  # nor any folder above it
+    capsys.readouterr()
+    # a refused resume prints nothing before its error (no "resuming ...")
+    synthetic_study().write(tmp_path / "saved", plots=False)
+    (tmp_path / "saved" / "spec.json").write_text('{"format": "mxopt_jax.compare.store/1"}')
+    assert cli.main(["compare", "--resume", str(tmp_path / "saved")]) == 2
+    captured = capsys.readouterr()
+    assert (
+        captured.out == "" and "cannot resume" in captured.err and len(captured.err.strip().splitlines()) == 1
+    )
+
+
+def test_report_re_renders_a_saved_study_without_touching_its_records(tmp_path, capsys):
+    study = synthetic_study()
+    study.write(tmp_path, plots=False)
+    before = {n: (tmp_path / n).read_bytes() for n in ("runs.csv", "study.json")}
+    (tmp_path / "report.txt").unlink()
+    (tmp_path / "summary.csv").unlink()
+    assert cli.main(["report", str(tmp_path), "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(study.report().rstrip("\n")[:200])
+    assert (tmp_path / "report.txt").read_text() == study.report() + "\n"
+    assert (tmp_path / "summary.csv").is_file() and (tmp_path / "report.html").is_file()
+    assert {n: (tmp_path / n).read_bytes() for n in before} == before  # the records, unchanged
+    other = tmp_path / "elsewhere"
+    assert cli.main(["report", str(tmp_path / "study.json"), "--out", str(other), "--no-plots"]) == 0
+    assert (other / "report.txt").read_text() == study.report() + "\n"
+    assert cli.main(["report", str(tmp_path / "nothing")]) == 2
+    assert "no study.json at" in capsys.readouterr().err
+
+
+def test_the_report_puts_results_first_then_the_protocol():
+    text = synthetic_study().report()
+    overall, table, protocol = text.find("== Overall"), text.find("== digits"), text.find("Protocol")
+    assert 0 <= overall < table < protocol, (overall, table, protocol)
+
+
+def test_the_study_api_lists_what_users_call_and_the_errors_it_raises():
+    api = set(compare.__all__)
+    assert {"study", "Study", "Plan", "Problem", "Contender", "contender", "compare_studies"} <= api
+    assert {"ResumeError", "PreflightError", "PlanError"} <= api
+    assert not api & {"build_parser", "main", "StudyProgress", "engine", "report", "cli"}
+    for name in api:
+        assert getattr(compare, name) is not None
