@@ -13,7 +13,7 @@ import math
 import numbers
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,6 +25,7 @@ __all__ = [
     "expect_host_devices",
     "extend_count",
     "finite_number",
+    "names_arg",
     "non_negative_int_arg",
     "output_dir",
     "positive_int_arg",
@@ -71,6 +72,23 @@ def _count_arg(value: str, low: int) -> int:
     if n < low:
         raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
     return n
+
+
+def names_arg(
+    value: str, known: Sequence[str], what: str, groups: Mapping[str, Sequence[str]] | None = None
+) -> list[str]:
+    """A comma-separated list of ``known`` names (lower case, duplicates dropped, in order) for the command
+    line; a name of ``groups`` (``{"all": [...]}``) stands for its members. Unknown or no names: an
+    ``argparse`` error naming them and what is known."""
+    groups = groups or {}
+    names = [n.strip().lower() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known and n not in groups]
+    if not names or unknown:
+        also = f", or {', '.join(map(repr, groups))}" if groups else ""
+        raise argparse.ArgumentTypeError(
+            f"unknown {what}(s) {', '.join(map(repr, unknown)) or '(none given)'}; known: {', '.join(known)}{also}"
+        )
+    return list(dict.fromkeys(m for n in names for m in groups.get(n, [n])))
 
 
 def positive_int_arg(value: str) -> int:

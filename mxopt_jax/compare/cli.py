@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import OPTIMIZERS
-from .checks import cpu_devices, devices_count, expect_host_devices, non_negative_int_arg, positive_int_arg
+from .checks import (
+    cpu_devices,
+    devices_count,
+    expect_host_devices,
+    names_arg,
+    non_negative_int_arg,
+    positive_int_arg,
+)
 from .figures import PLOT_HINT
 from .plan import CHECK_BATCHING, MAX_STUDIES
 
@@ -44,31 +51,14 @@ class _Parser(argparse.ArgumentParser):
 def _contenders_arg(value: str) -> list[str]:
     from .contenders import OPTAX_BASELINES
 
-    known = [*OPTIMIZERS, *OPTAX_BASELINES]
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    groups = {"all", "mxopt", "optax"}
-    unknown = [n for n in names if n.lower() not in known and n.lower() not in groups]
-    if not names or unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown contender(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
-            f"known: {', '.join(known)}, or 'all', 'mxopt', 'optax'"
-        )
-    return list(dict.fromkeys(n.lower() for n in names))
+    groups = {g: [g] for g in ("all", "mxopt", "optax")}  # resolved by the study (contenders.resolve)
+    return names_arg(value, [*OPTIMIZERS, *OPTAX_BASELINES], "contender", groups)
 
 
 def _problems_arg(value: str) -> list[str]:
     from .problems import PROBLEMS
 
-    if value.strip().lower() == "all":
-        return list(PROBLEMS)
-    names = [t.strip().lower() for t in value.split(",") if t.strip()]
-    unknown = [t for t in names if t not in PROBLEMS]
-    if not names or unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown problem(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
-            f"known: {', '.join(PROBLEMS)} or 'all'"
-        )
-    return list(dict.fromkeys(names))
+    return names_arg(value, list(PROBLEMS), "problem", {"all": list(PROBLEMS)})
 
 
 def _seeds_arg(what: str) -> Any:
@@ -522,6 +512,18 @@ def _fail(message: str, command: str = "compare") -> int:
     return 2
 
 
+def _plots(no_plots: bool) -> bool:
+    """Whether to draw the PNGs: asked for and matplotlib installed (else the hint, once, on stderr)."""
+    if no_plots:
+        return False
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print(PLOT_HINT, file=sys.stderr)
+        return False
+    return True
+
+
 def _given(args: argparse.Namespace) -> dict[str, Any]:
     """The plan's settings given on the command line (None: not given)."""
     from .plan import SETTINGS
@@ -613,13 +615,7 @@ def _compare(
     known = {c.name for c in resolve(None)} | {"all", "mxopt", "optax"}
     problems = [PROBLEMS[name]() for name in problem_names if name in PROBLEMS]
     contenders = [name for name in contender_names if name in known]
-    plots = not args.no_plots
-    if plots:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            print(PLOT_HINT, file=sys.stderr)
-            plots = False
+    plots = _plots(args.no_plots)
     settings = {k: v for k, v in given.items() if v is not None}
     if plan is None:  # a process that did not check the folder: the stored plan, as study() will take it
         from .plan import Plan
@@ -701,13 +697,7 @@ def _report_command(args: argparse.Namespace) -> int:
         result = Study.from_json(source)
     except (ValueError, KeyError, TypeError) as e:
         return _fail(str(e), "report")
-    plots = not args.no_plots
-    if plots:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            print(PLOT_HINT, file=sys.stderr)
-            plots = False
+    plots = _plots(args.no_plots)
     print(result.report())
     written = write_study(result, out, plots=plots, data=False)
     print()
