@@ -214,8 +214,9 @@ def _search_args(p: argparse.ArgumentParser) -> None:
         "--search-seed",
         type=non_negative_int_arg,
         default=None,
-        help="seed of the random search; an optimizer's trials depend on it and its name only (default: 0, or "
-        "the resumed study's)",
+        help="seed of the random search: common random numbers, the same draws for every optimizer that has a "
+        "hyperparameter, so its trials depend on the seed and its search space only, not its name (default: 0, "
+        "or the resumed study's)",
     )
     p.add_argument(
         "--schedule",

@@ -433,8 +433,9 @@ def study(
         same number for every contender, the first its defaults (:mod:`mxopt_jax.compare.search`).
       trials: configurations per contender of a random search (default
         :data:`mxopt_jax.compare.search.DEFAULT_TRIALS`).
-      search_seed: seeds the random search (with each contender's name: its trials do not depend on the
-        other contenders).
+      search_seed: seeds the random search: common random numbers, one stream per kind of hyperparameter
+        shared by every contender (its trials depend on its space alone, not on its name nor on the other
+        contenders; :mod:`mxopt_jax.compare.search`).
       schedule: the learning-rate schedule of every run, its peak the tuned rate: ``"constant"`` (default),
         ``"cosine"``, ``"warmup-cosine"``, ``"trapezoidal"`` (:mod:`mxopt_jax.compare.schedules`) or a hook
         ``(peak, steps) -> learning_rate`` written with ``jax.numpy``.
@@ -573,6 +574,7 @@ def study(
                 "search": search,
                 "trials": trials,
                 "search_seed": search_seed,
+                **({"draws": _search.DRAWS} if search == "random" else {}),
                 "schedule": schedule_name,
             },
             fingerprints,
@@ -857,8 +859,10 @@ def assemble(
     schedule: str = "constant",
 ) -> Study:
     """A :class:`Study` from the programs' results: selections of both modes, identity per table, the protocol
-    as it ran. In a random search a chosen rate is flagged on the edge when it lies within
-    :data:`mxopt_jax.compare.search.EDGE_MARGIN` of its range's ends (:func:`mxopt_jax.compare.search.edges`)."""
+    as it ran. In a random search a chosen value is flagged (``Selection.edges``; ``on_edge`` the learning
+    rate's) when it is the lowest or the highest of its hyperparameter among the trials
+    (:func:`mxopt_jax.compare.search.edges`), and contenders are identical in the tuned table when they agree at
+    every drawn trial they share (three, or every drawn one when fewer) and in the confirmation runs."""
     problems = list(problems)
     records: dict[str, dict[str, dict[str, Records]]] = {p.name: {} for p in problems}
     batching: dict[str, dict[str, float]] = {p.name: {} for p in problems}
@@ -878,13 +882,19 @@ def assemble(
         tuned[name] = {
             n: protocol.select(r["selection"], p, confirmation=r["confirmation"]) for n, r in per.items()
         }
-        if search == "random":  # the index of a trial says nothing about its place in the range
+        if search == "random":  # the index of a trial says nothing about its place among the values tried
             for n, sel in tuned[name].items():
-                sel.on_edge = _search.edges(by_name[n].hyperparameters, sel.config).get("learning_rate")
+                rec = per[n]["selection"]
+                sel.edges = _search.edges(
+                    {"learning_rate": rec.lrs, **rec.hparams}, sel.index, by_name[n].hyperparameters
+                )
+                sel.on_edge = sel.edges.get("learning_rate")
         one_shot[name] = {n: protocol.select(r["default"], p) for n, r in per.items()}
         identical[name] = {
             "tuned": identical_groups(
                 {n: r["selection"] for n, r in per.items()},
+                # a random search's contenders share its drawn trials (common random numbers), not its first
+                min_shared=3 if search == "grid" else max(1, min(3, (trials or 1) - 1)),
                 also={n: r["confirmation"] for n, r in per.items()},
             ),
             "one-shot": identical_groups({n: r["default"] for n, r in per.items()}, min_shared=1),

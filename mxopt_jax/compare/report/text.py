@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import schedules as _schedules
-from .. import search as _search
 from ..protocol import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, LEVEL, TAU_MAX, TEST_LEVEL, Preset
 from ..space import Hyperparameter
 from ..stats import MIN_EFFECT
@@ -106,12 +105,16 @@ def describe(
             f"Tuning (random search, equal budgets): each contender is trained at {n_trials} configurations: its "
             f"default one (MXNet's or optax's defaults), then {max(n_trials - 1, 0)} drawn at random, every "
             "hyperparameter it declares independently from its range (listed below): the learning rate "
-            "log-uniformly over its default times 10^-2 .. 10^2, decay rates (momentum, beta1, beta2, rho) "
-            "log-uniformly in 1 - value, epsilons and weight decays log-uniformly; the draws come from a "
-            f"generator seeded by the search seed ({search_seed}) and the contender's name, so a contender's "
-            "trials do not depend on which others run, and are the same on every problem. Every drawn "
-            "hyperparameter is a traced input of the compiled program (no recompiles). Settings not drawn keep "
-            "their defaults (listed below)."
+            "log-uniformly over 4 decades, the range of its kind of update (what the rate multiplies: a gradient "
+            "step, a normalized step, ...; contenders that compute the same update search the same rates), decay "
+            "rates (momentum, beta1, beta2, rho) log-uniformly in 1 - value, epsilons and weight decays "
+            "log-uniformly. Common random numbers: the search seed "
+            f"({search_seed}) alone seeds one stream of uniform numbers per kind of hyperparameter (the learning "
+            "rate, momentum, beta1 = optax's b1, ...), and every contender that has a kind maps the same numbers "
+            "through its own range: contenders with the same space run the same trials whatever their names, and "
+            "a contender's trials depend neither on the other contenders nor on the problem. Another search seed "
+            "draws a new, independent search for every contender. Every drawn hyperparameter is a traced input of "
+            "the compiled program (no recompiles). Settings not drawn keep their defaults (listed below)."
         )
     elif preset is not None:
         ran = ""
@@ -195,8 +198,12 @@ def describe(
     )
     if search == "random":
         paras.append(
-            f"Edge flag: a chosen rate within {_search.EDGE_MARGIN:.0%} of its range's low (<) or high (>) end (on "
-            "its log scale) is flagged: the best rate may lie outside the range."
+            "Edge flag: a chosen value that is the lowest (<) or the highest (>) of its hyperparameter among the "
+            "contender's trials is flagged, per hyperparameter (the rate next to it, the others in the chosen "
+            "configurations): no trial tried a value beyond it on that side, so the best value may lie there "
+            "(a default on its range's end, such as momentum 0 or no weight decay, is not flagged). Of N trials, "
+            "one that a hyperparameter does not matter to holds its lowest or highest value with probability 2/N: "
+            "the flag says a direction went unexplored, not that the range is wrong."
         )
     else:
         paras.append(
