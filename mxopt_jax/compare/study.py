@@ -905,10 +905,8 @@ def assemble(
         preset,
         problems,
         [c.name for c in ran],
-        grids={
-            c.name: records[problems[0].name][c.name]["selection"].lrs
-            for c in ran
-            if c.name in records[problems[0].name]
+        grids={  # each problem's grids as they ran (extensions included)
+            p.name: {n: r["selection"].lrs for n, r in records[p.name].items()} for p in problems
         }
         if search == "grid"
         else None,
