@@ -23,6 +23,7 @@ from .. import FAMILIES as _FAMILIES
 from .. import OPTIMIZERS
 from .. import sparse as _sparse
 from .space import Hyperparameter
+from .space import kind as _kind
 from .space import names as _names
 
 __all__ = [
@@ -31,7 +32,9 @@ __all__ = [
     "OPTAX_BASELINES",
     "OPTAX_FAMILY",
     "RANGES",
+    "RATE_RANGES",
     "SEARCH_SPACES",
+    "UPDATES",
     "Contender",
     "Factory",
     "Hyperparameter",
@@ -52,19 +55,62 @@ __all__ = [
 Factory = Callable[[Mapping[str, Any], jax.Array, int], optax.GradientTransformation]
 
 
-def rate(default: float, decades: float = 2.0) -> Hyperparameter:
-    """The learning rate as a hyperparameter: ``default`` and a log range ``decades`` either side of it (the
-    random search's range: 4 decades by default, as wide as the Crowded Valley's ``10**-4 .. 1``)."""
+def rate(default: float, decades: float = 2.0, *, update: str | None = None) -> Hyperparameter:
+    """The learning rate as a hyperparameter with default ``default``. Its range (the random search's) is that of
+    its kind of update, :data:`RATE_RANGES` ``[update]``, when ``update`` is given (every built-in contender),
+    else ``default`` times ``10**-decades .. 10**decades`` (a user's contender: 4 decades by default, as wide
+    as each kind's range)."""
+    if update is not None:
+        if update not in RATE_RANGES:
+            raise ValueError(f"update must be one of {sorted(RATE_RANGES)}, got {update!r}")
+        low, high = RATE_RANGES[update]
+        return Hyperparameter("learning_rate", float(default), low, high, "log")
     return Hyperparameter(
         "learning_rate", float(default), default * 10**-decades, default * 10**decades, "log"
     )
 
 
 # --------------------------------------------------------------------------- search spaces
-#: The random search's range of each kind of hyperparameter, ``(low, high, scale)`` (:mod:`~.space`): the one
-#: table the study draws from (docs/study.md, "Random search", prints it). The learning rate's range is its
-#: default times ``10**-2 .. 10**2`` (:func:`rate`). Decay rates are drawn log-uniformly in ``1 - value``
-#: (``"log1m"``), so ``0.9, 0.99, 0.999`` are equally likely neighbourhoods.
+#: The random search's range of the learning rate per kind of update, ``(low, high)``, log-uniform, 4 decades
+#: each (the same number of trials per decade for every contender): what the rate multiplies sets its scale,
+#: not the contender's name, so contenders that compute the same update search the same rates (docs/study.md,
+#: "Random search", gives the measurements behind them).
+#:
+#: * ``"gradient"``: the step is the rate times the gradient (or a momentum of gradients): SGD and its variants,
+#:   LARS (its rate multiplies the layer-wise trust ratio, eta searched apart) and FTRL (with small accumulated
+#:   squares its step is the rate over beta times the gradient); MXNet's SGD default 0.1 in the middle;
+#: * ``"normalized"``: the step of a coordinate (or a layer's relative step) is about the rate, whatever the
+#:   gradient's scale: Adam and its variants, RMSProp, FTML, Signum, LAMB, LANS; Adam's default 1e-3 in the
+#:   middle;
+#: * ``"accumulated"``: normalized by the root of the sum of every squared gradient so far, so the step shrinks as
+#:   1/sqrt(t): AdaGrad and GroupAdaGrad; their default 0.01 in the middle;
+#: * ``"unit-corrected"``: AdaDelta, whose update has the parameters' units and whose rate is a plain factor
+#:   (MXNet's default 1 in the middle).
+RATE_RANGES: dict[str, tuple[float, float]] = {
+    "gradient": (1e-3, 10.0),
+    "normalized": (1e-5, 0.1),
+    "accumulated": (1e-4, 1.0),
+    "unit-corrected": (1e-2, 100.0),
+}
+
+#: The kind of update of every built-in contender (:data:`RATE_RANGES`).
+UPDATES: dict[str, str] = {
+    **dict.fromkeys(("sgd", "nag", "sgld", "dcasgd", "lbsgd", "ccsgd", "test", "lars", "ftrl"), "gradient"),
+    **dict.fromkeys(
+        ("signum", "rmsprop", "ftml", "adam", "adamw", "adamax", "nadam", "adabelief", "lamb", "lans"),
+        "normalized",
+    ),
+    "adagrad": "accumulated",
+    "groupadagrad": "accumulated",
+    "adadelta": "unit-corrected",
+    "optax.sgd": "gradient",
+    **dict.fromkeys(("optax.adam", "optax.adamw", "optax.lamb"), "normalized"),
+}
+
+#: The random search's range of each other kind of hyperparameter, ``(low, high, scale)`` (:mod:`~.space`): the
+#: one table the study draws from (docs/study.md, "Random search", prints it), shared by every contender that has
+#: the kind (:func:`~mxopt_jax.compare.space.kind`: optax's ``b1`` is ``beta1``). Decay rates are drawn
+#: log-uniformly in ``1 - value`` (``"log1m"``), so ``0.9, 0.99, 0.999`` are equally likely neighbourhoods.
 RANGES: dict[str, tuple[float, float, str]] = {
     # momentum, 1 - m log-uniform in [0.01, 1]: median 0.9; 0 (no momentum) is the edge
     "momentum": (0.0, 0.99, "log1m"),
@@ -127,9 +173,6 @@ SEARCH_SPACES: dict[str, tuple[str, ...]] = {
     "optax.lamb": ("b1", "b2", "eps", "weight_decay"),
 }
 
-#: optax's keywords -> the kind of hyperparameter (:data:`RANGES`).
-_OPTAX_KIND = {"b1": "beta1", "b2": "beta2", "eps": "epsilon", "weight_decay": "wd"}
-
 #: The keywords with a number (or ``None``) as default that the random search leaves alone, and why.
 NOT_SEARCHED: dict[str, str] = {
     "rescale_grad": "a gradient scale, not a setting of the update (1: the losses are means already)",
@@ -147,12 +190,12 @@ NOT_SEARCHED: dict[str, str] = {
 
 
 def search_space(name: str, default_lr: float, defaults: Mapping[str, float]) -> tuple[Hyperparameter, ...]:
-    """The hyperparameters of contender ``name`` (a key of :data:`SEARCH_SPACES`): the learning rate
-    (:func:`rate`), then each searched keyword with its default (from ``defaults``) and its range
-    (:data:`RANGES`)."""
-    out = [rate(default_lr)]
+    """The hyperparameters of contender ``name`` (a key of :data:`SEARCH_SPACES`): the learning rate (its
+    default ``default_lr``, the range of its kind of update, :data:`UPDATES`, :func:`rate`), then each searched
+    keyword with its default (from ``defaults``) and the range of its kind (:data:`RANGES`)."""
+    out = [rate(default_lr, update=UPDATES[name])]
     for key in SEARCH_SPACES[name]:
-        low, high, scale = RANGES[_OPTAX_KIND.get(key, key)]
+        low, high, scale = RANGES[_kind(key)]
         out.append(Hyperparameter(key, float(defaults[key]), low, high, scale))  # type: ignore[arg-type]
     return tuple(out)
 
@@ -477,7 +520,11 @@ def contender(
                   hyperparameters=[Hyperparameter("b1", 0.9, 0.5, 0.999, "log1m")])
 
     ``hyperparameters`` are the tunable ones besides the learning rate (whose range is ``default_lr`` times
-    ``10**-3 .. 10**3``; pass a ``Hyperparameter("learning_rate", ...)`` first to set another).
+    ``10**-2 .. 10**2``, :func:`rate`; pass a ``Hyperparameter("learning_rate", ...)`` first to set another,
+    e.g. ``rate(default_lr, update="normalized")`` for the built-in Adam-like contenders' range,
+    :data:`RATE_RANGES`). A random search draws each hyperparameter from the common random numbers of its
+    kind (:mod:`mxopt_jax.compare.search`): one named like a built-in kind (``"momentum"``, ``"b1"``) takes
+    that kind's draws.
     """
     if isinstance(make, optax.GradientTransformation):
         raise TypeError(

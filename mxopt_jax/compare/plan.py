@@ -59,7 +59,8 @@ SETTINGS: dict[str, str] = {
     "confirm_seeds": "the fresh seeds the chosen and the default configurations are re-run on (reported)",
     "search": "grid (the learning rate on the preset's grid) or random (every hyperparameter)",
     "trials": "configurations per contender of a random search",
-    "search_seed": "the seed of the random search's draws",
+    "search_seed": "the seed of the random search's draws (common random numbers: a contender's trials depend on "
+    "the seed and its search space only, not on its name or the other contenders)",
     "schedule": "the learning-rate schedule of every run, its peak the tuned rate",
     "studies": "independent repetitions of the whole tuning, each on its own seeds and draws",
     "extend": "times a grid may be extended past the edge where its chosen rate sits",

@@ -272,7 +272,11 @@ class Selection:
         the seeds had a configuration reaching the target): AlgoPerf's time to target under external tuning,
         which the performance profile reads (:func:`profile_times`).
       ms_per_step: the selection runs' :attr:`Records.ms_per_step` (timed with nothing else running).
-      on_edge: ``"low"``/``"high"`` when the chosen rate is the grid's smallest/largest (``G > 1``), else None.
+      on_edge: ``"low"``/``"high"`` when the chosen rate is the grid's smallest/largest (``G > 1``), else None
+        (a random search: when it is the lowest/highest rate among the trials).
+      edges: a random search's edge flags, ``{hyperparameter: "low" | "high"}`` for each chosen value that is the
+        lowest/highest of its hyperparameter among the trials (:func:`mxopt_jax.compare.search.edges`); empty
+        for the grid (``on_edge`` says it).
       diverged: how many selection runs diverged; ``diverged_chosen``: how many reported seeds diverged.
       seeds: the number of reported seeds ``R``; ``steps``: training steps per run; ``level``: the interval's
         level.
@@ -310,6 +314,7 @@ class Selection:
     report_seeds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
     fastest_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.float64))
     fastest_time: float = math.inf
+    edges: dict[str, str] = dataclasses.field(default_factory=dict)
 
     _ARRAYS = ("lrs", "scores", "val_final", "test", "best_val", "steps_to_target", "fastest_steps")
 

@@ -315,8 +315,10 @@ class StudyResult:
         resumed: Mapping[str, float] | None = None,
     ) -> R:
         """A result from the programs' work: the selections of both modes, identity per table, for every study
-        of the plan. In a random search a chosen value is flagged on the edge as
-        :func:`mxopt_jax.compare.search.edges` says."""
+        of the plan. In a random search a chosen value is flagged (``Selection.edges``; ``on_edge`` the learning
+        rate's) when it is the lowest or the highest of its hyperparameter among the trials
+        (:func:`mxopt_jax.compare.search.edges`), and contenders are identical in the tuned table when they agree
+        at every drawn trial they share (three, or every drawn one when fewer) and in the confirmation runs."""
         problems = list(problems)
         repeats = [
             cls._one(
@@ -382,13 +384,21 @@ class StudyResult:
             tuned[name] = {
                 n: protocol.select(r["selection"], p, confirmation=r["confirmation"]) for n, r in per.items()
             }
-            if plan.search == "random":  # the index of a trial says nothing about its place in the range
+            if (
+                plan.search == "random"
+            ):  # the index of a trial says nothing about its place among the values tried
                 for n, sel in tuned[name].items():
-                    sel.on_edge = _search.edges(by_name[n].hyperparameters, sel.config).get("learning_rate")
+                    rec = per[n]["selection"]
+                    sel.edges = _search.edges(
+                        {"learning_rate": rec.lrs, **rec.hparams}, sel.index, by_name[n].hyperparameters
+                    )
+                    sel.on_edge = sel.edges.get("learning_rate")
             one_shot[name] = {n: protocol.select(r["default"], p) for n, r in per.items()}
             identical[name] = {
                 "tuned": identical_groups(
                     {n: r["selection"] for n, r in per.items()},
+                    # a random search's contenders share its drawn trials (common random numbers), not its first
+                    min_shared=3 if plan.search == "grid" else max(1, min(3, (plan.trials or 1) - 1)),
                     also={n: r["confirmation"] for n, r in per.items()},
                 ),
                 "one-shot": identical_groups({n: r["default"] for n, r in per.items()}, min_shared=1),

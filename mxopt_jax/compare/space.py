@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-__all__ = ["SCALES", "Hyperparameter", "names", "lookup"]
+__all__ = ["ALIASES", "SCALES", "Hyperparameter", "kind", "lookup", "names"]
 
 #: How a hyperparameter's range is sampled: ``"log"`` log-uniformly (rates, epsilons, weight decays),
 #: ``"linear"`` uniformly, ``"log1m"`` log-uniformly in ``1 - value`` (momenta and betas near 1).
@@ -89,6 +89,18 @@ class Hyperparameter:
                 )
             lo, hi = math.log(1 - self.high), math.log(1 - self.low)
             return np.where(v < 1, (np.log(1 - v) - hi) / (lo - hi), np.nan)
+
+
+#: Keywords that name a kind of hyperparameter another way (optax's): ``{keyword: kind}``.
+ALIASES = {"b1": "beta1", "b2": "beta2", "eps": "epsilon", "weight_decay": "wd"}
+
+
+def kind(name: str) -> str:
+    """The kind of the hyperparameter called ``name``: its name, or the kind an optax keyword stands for
+    (:data:`ALIASES`: ``"b1"`` is ``"beta1"``). The random search draws one column of random numbers per kind,
+    shared by every contender that has it (:mod:`mxopt_jax.compare.search`), and the built-in ranges are per
+    kind (:data:`mxopt_jax.compare.contenders.RANGES`)."""
+    return ALIASES.get(name, name)
 
 
 def names(hyperparameters: Sequence[Hyperparameter]) -> tuple[str, ...]:

@@ -45,6 +45,7 @@ from .plan import Plan
 from .problems.base import Problem
 from .records import Records
 from .result import ProgramResult
+from .search import DRAWS
 from .serialize import contender_info, dumps, jsonable, problem_info, read_json, versions, write_atomic
 
 __all__ = [
@@ -117,6 +118,8 @@ def spec(
     return {
         "format": FORMAT,
         "plan": plan.to_dict(),
+        # how a random search draws its trials (a study drawn another way cannot be continued with these draws)
+        **({"draws": DRAWS} if plan.search == "random" else {}),
         "problems": {p["name"]: dict(p) for p in problems},
         "contenders": {c.name: contender_info(c) for c in contenders},
         "versions": {k: v for k, v in versions().items() if k in VERSIONED},
@@ -140,8 +143,8 @@ def differences(stored: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     (:meth:`~mxopt_jax.compare.plan.Plan.resumed` holds the settings): the versions, and the definitions of
     problems and contenders present in both (added ones are fine). Empty: it may be resumed."""
     out: list[str] = []
-    for key in ("format", "versions"):
-        _diff(key, jsonable(stored.get(key)), jsonable(now.get(key)), out)
+    for key in ("format", "draws", "versions"):
+        _diff(key, jsonable(stored.get(key, "(absent)")), jsonable(now.get(key, "(absent)")), out)
     for kind in ("problems", "contenders"):
         a, b = stored.get(kind, {}), now.get(kind, {})
         for name in a:

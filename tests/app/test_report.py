@@ -202,7 +202,7 @@ def test_overall_and_modes_tables(study):
     modes = tables.format_modes(study.tuned, study.one_shot, identical)
     assert "->" in modes and "change" in modes
     report = tables.format_report(study.problems, study.tuned, study.one_shot, "Protocol text.", identical)
-    assert report.startswith("Protocol text.")
+    assert report.startswith("== Overall") and report.rstrip().endswith("Protocol text.")  # results first
     for p in study.problems:
         assert report.count(f"== {p.name}:") == 2  # tuned and one-shot
 
@@ -307,3 +307,114 @@ def test_family_panels():
     assert sorted(n for _, m in groups for n in m) == sorted(names)
     assert all(len(m) <= 8 for _, m in groups)
     assert plots._groups(["adam", "sgd"], None) == [("", ["adam", "sgd"])]
+
+
+# --------------------------------------------------------------------------- the report agrees with its records
+def _assembled(records: list[Records], problems, search: str = "grid", trials: int | None = None):
+    """A study as :func:`~mxopt_jax.compare.study.study` assembles it from ``records`` (selection runs; the chosen
+    and the default configuration's runs stand in for the confirmation and default runs)."""
+    from mxopt_jax.compare import contenders as C
+    from mxopt_jax.compare.plan import Plan
+    from mxopt_jax.compare.result import ProgramResult
+    from mxopt_jax.compare.study import Study
+
+    known = {p.name: p for p in problems}
+    results = []
+    for p in problems:
+        per = {}
+        for r in (r for r in records if r.problem == p.name):
+            chosen = P.select(r, known[p.name])
+            per[r.contender] = {
+                "selection": r,
+                "confirmation": dataclasses.replace(r.take(chosen.index), role="confirmation"),
+                "default": dataclasses.replace(r.take(len(r.lrs) // 2), role="default"),
+            }
+        results.append(ProgramResult(p.name, p.name, list(per), per, {}, 1.0, 1, 35, 200))
+    names = list(dict.fromkeys(r.contender for r in records))
+    plan = Plan(P.PRESETS["quick"], tuple(range(5)), tuple(range(1000, 1005)), search=search, trials=trials)
+    return Study.assemble(plan, problems, C.resolve(names), results)
+
+
+def test_protocol_prints_each_workloads_grid_as_it_ran():
+    """The "Grids" section listed the first workload's grid for every workload (SGLD's chosen 3.16e-09 lay
+    outside the printed range): each workload's grid is printed where they differ, extensions included."""
+    probs = [problem("digits_mlp"), problem("logreg")]
+    recs = synthetic_records(("sgd", "sgld"), PROBLEMS[:1], points=7) + synthetic_records(
+        ("sgd", "sgld"), PROBLEMS[-1:], points=11, seed=1
+    )
+    recs = [r for r in recs if not (r.problem == "logreg" and r.contender == "sgd")]
+    recs += [r for r in synthetic_records(("sgd",), PROBLEMS[-1:], points=7)]
+    text = _assembled(recs, probs).protocol
+    grids = text[text.index("Grids") :].splitlines()
+    sgd = next(line for line in grids if line.split()[0] == "sgd")
+    sgld = next(line for line in grids if line.split()[0] == "sgld")
+    assert sgd.split(None, 1)[1] == "7 rates 0.000316 .. 0.316"  # the same on both: once
+    assert (
+        sgld.split(None, 1)[1] == "7 rates 0.000316 .. 0.316 (digits_mlp); 11 rates 3.16e-05 .. 3.16 (logreg)"
+    )
+    assert "ran 7 or 11 rates" in " ".join(text.split())
+    # the same from describe, given one grid for every problem (a custom study)
+    flat = describe(P.PRESETS["quick"], probs, ["sgd"], {"sgd": np.array([0.01, 0.1])})
+    assert "  sgd  2 rates 0.01 .. 0.1" in flat
+
+
+def test_curves_legend_of_each_row_shows_that_workloads_rates():
+    """The legend showed the last workload's chosen rates on every row: each workload's validation panel has
+    its own legend of the rates chosen on it."""
+    pytest.importorskip("matplotlib")
+    probs = [problem("digits_mlp"), problem("logreg")]
+    recs = [r for r in synthetic_records(("adam", "sgd"), [PROBLEMS[0], PROBLEMS[-1]])]
+    sels = [P.select(r, next(p for p in probs if p.name == r.problem)) for r in recs]
+    fig = plots.plot_curves(probs, recs, sels)
+    rows = fig.axes[0::2]  # one column: the validation panels are axes 0 and 2
+    shown = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in rows]
+    want = [[f"{s.lr:.3g}" for s in sels if s.problem == p.name] for p in probs]
+    assert shown == want and want[0] != want[1]
+    below = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+    assert below == ["adam", "sgd"]  # the legend below names the contenders only
+
+
+def test_sensitivity_plot_marks_and_counts_trials_above_its_axis():
+    """A random search's trials far above the good results left the axis without a mark (13 of 18 on one run):
+    each is drawn at the top of its panel and the panel counts them."""
+    pytest.importorskip("matplotlib")
+    p = problem("logreg")
+    recs = synthetic_records(("adam", "sgd"), PROBLEMS[-1:], points=9, seed=3)
+    rng = np.random.default_rng(0)
+    trials = []
+    for r in recs:
+        order = rng.permutation(len(r.lrs))  # trials, in no order, with a second hyperparameter
+        r = r.take(order)
+        val = np.where(np.isfinite(r.val), r.val, 0.69)  # no diverged run here: no strip at the top
+        val = np.where(np.isin(np.arange(len(r.lrs)), [1, 4]), 50.0, 1.0)[:, None, None] * val
+        trials.append(
+            dataclasses.replace(
+                r,
+                val=val,
+                train_loss=val / 10,
+                test=val,
+                diverged_at=np.full(val.shape[:2], np.inf),
+                hparams={"wd": rng.uniform(0, 1e-3, len(r.lrs))},
+            )
+        )
+    sels = [P.select(r, p) for r in trials]
+    fig = plots.plot_sensitivity(p, trials, sels)
+    ax = fig.axes[0]
+    top = ax.get_ylim()[1]
+    means = [plots._final_stats(r)[0] for r in trials]
+    above = sum(int((np.isfinite(m) & (m > top)).sum()) for m in means)
+    assert above >= 4  # the two far trials of each contender at least
+    marks = [ln for ln in ax.get_lines() if ln.get_marker() == "^"]
+    assert sum(len(ln.get_xdata()) for ln in marks) == above
+    assert [t.get_text() for t in ax.texts if "above" in t.get_text()] == [f"△ {above} above the axis"]
+    assert "△ at the top" in fig.get_supxlabel()
+
+
+def test_protocol_says_what_each_figure_reads_and_how_random_trials_are_drawn():
+    text = " ".join(
+        describe(P.PRESETS["quick"], [problem("logreg")], ["adam"], search="random", trials=8).split()
+    )
+    assert "the training curves show these runs; the sensitivity plot shows the selection runs" in text
+    assert "Common random numbers: the search seed (0) alone seeds one stream" in text
+    assert "lowest (<) or the highest (>) of its hyperparameter among the contender's trials" in text
+    assert "within 5%" not in text

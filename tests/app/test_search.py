@@ -24,7 +24,7 @@ from mxopt_jax.compare.cli import build_parser, main
 from mxopt_jax.compare.protocol import Selection
 from mxopt_jax.compare.report.agreement import kendall_tau
 from mxopt_jax.compare.serialize import write_json
-from mxopt_jax.compare.space import Hyperparameter
+from mxopt_jax.compare.space import Hyperparameter, kind
 from mxopt_jax.compare.study import _preset_target
 
 #: Keywords that are plumbing or switches, not numbers to search (bools, dtypes, masks, ...).
@@ -64,7 +64,8 @@ def test_contenders_declare_their_search_space_with_library_defaults():
         names = [h.name for h in c.hyperparameters]
         assert names == ["learning_rate", *C.SEARCH_SPACES[c.name]], c.name
         lr = c.hyperparameters[0]
-        assert math.isclose(lr.low * 100, lr.default) and math.isclose(lr.high / 100, lr.default)
+        assert (lr.low, lr.high) == C.RATE_RANGES[C.UPDATES[c.name]], c.name  # its kind of update's range
+        assert lr.low < lr.default < lr.high and lr.scale == "log", c.name  # the default is drawn around
         fn = mxopt_jax.OPTIMIZERS.get(c.name)
         if fn is not None:
             sig = inspect.signature(fn).parameters
@@ -77,6 +78,35 @@ def test_contenders_declare_their_search_space_with_library_defaults():
     assert C.OPTAX_BASELINES["optax.adamw"].defaults["weight_decay"] == 1e-4
 
 
+def test_contenders_of_one_update_search_the_same_rates():
+    """The rate's range is its kind of update's, not its default's: SGD (default 0.1) and ccSGD, LBSGD and Test
+    (default 0.01; the same update) all search 1e-3 .. 10 (before: 1e-3 .. 10 and 1e-4 .. 1); every other kind
+    of hyperparameter has one range for every contender that has it (optax's ``b1`` is ``beta1``)."""
+    space = {c.name: {h.name: h for h in c.hyperparameters} for c in C.default_contenders()}
+    assert set(C.UPDATES) == set(space) and set(C.UPDATES.values()) == set(C.RATE_RANGES)
+    rng = {n: (s["learning_rate"].low, s["learning_rate"].high) for n, s in space.items()}
+    assert {rng[n] for n in ("sgd", "ccsgd", "lbsgd", "test", "nag", "optax.sgd")} == {(1e-3, 10.0)}
+    assert {rng[n] for n in ("adam", "optax.adam", "adamw", "optax.adamw", "lamb", "optax.lamb")} == {
+        (1e-5, 0.1)
+    }
+    for lo, hi in C.RATE_RANGES.values():
+        assert math.isclose(math.log10(hi / lo), 4.0)  # every kind: 4 decades, the same trials per decade
+    ranges: dict[str, set] = {}
+    for s in space.values():
+        for name, h in s.items():
+            if name != "learning_rate":
+                ranges.setdefault(kind(name), set()).add((h.low, h.high, h.scale))
+    assert all(len(r) == 1 for r in ranges.values()), ranges
+    assert kind("b1") == "beta1" and kind("weight_decay") == "wd" and kind("momentum") == "momentum"
+    # a user's contender: its default x 10^-2 .. 10^2 (the docstring says so)
+    mine = C.contender("mine", lambda lr: optax.sgd(lr), 0.5).hyperparameters[0]
+    assert (mine.low, mine.high) == pytest.approx((5e-3, 50.0))
+    assert "10**-2 .. 10**2" in C.contender.__doc__ and "10**-3" not in C.contender.__doc__
+    assert C.rate(0.01, update="gradient").high == 10.0
+    with pytest.raises(ValueError, match="update must be one of"):
+        C.rate(0.01, update="sgd")
+
+
 def test_grid_mode_is_unchanged_by_the_declared_spaces():
     """The grid tunes the learning rate alone; the rest is passed at MXNet's defaults, as numbers."""
     adam = C.mxopt_contender("adam")
@@ -87,27 +117,61 @@ def test_grid_mode_is_unchanged_by_the_declared_spaces():
 
 
 # --------------------------------------------------------------------------- draws
-def test_draws_are_reproducible_per_contender_and_start_at_the_defaults():
+def test_draws_are_reproducible_and_start_at_the_defaults():
     adam = C.mxopt_contender("adam")
     a = search.configurations(adam, PRESETS["quick"], "random", 50, seed=3)
     b = search.configurations(adam, PRESETS["full"], "random", 50, seed=3)  # preset does not matter
     assert all(np.array_equal(a[k], b[k]) for k in a)
     assert {k: float(v[0]) for k, v in a.items()} == adam.defaults  # trial 0: the defaults
     other = search.configurations(adam, PRESETS["quick"], "random", 50, seed=4)
-    assert not np.array_equal(a["beta1"], other["beta1"])
-    # a contender's stream is its name's: the same whatever else runs, different from another's
-    adamw = search.configurations(C.mxopt_contender("adamw"), PRESETS["quick"], "random", 50, seed=3)
-    assert not np.array_equal(a["beta1"][1:], adamw["beta1"][1:])
-    assert np.array_equal(search.generator(3, "adam").random(4), search.generator(3, "adam").random(4))
+    assert all(not np.array_equal(a[k][1:], other[k][1:]) for k in a)  # a search seed moves every stream
+    assert np.array_equal(search.generator(3, "beta1").random(4), search.generator(3, "beta1").random(4))
     for h in adam.hyperparameters:
         drawn = a[h.name][1:]
         assert np.all((drawn >= h.low) & (drawn <= h.high)), h.name
+    # 8 trials are the start of 20 under the same seed
+    short = search.configurations(adam, PRESETS["quick"], "random", 8, seed=3)
+    assert all(np.array_equal(short[k], a[k][:8]) for k in a)
+
+
+def test_common_random_numbers_do_not_depend_on_the_name_or_the_others():
+    """The draws of a kind of hyperparameter are one column, from the search seed alone: a contender's trials do
+    not depend on its name, on the other contenders, nor on the hyperparameters it does not have."""
+    adam = C.mxopt_contender("adam")
+    twin = dataclasses.replace(adam, name="my adam")
+    a = search.configurations(adam, PRESETS["quick"], "random", 20, seed=5)
+    assert all(
+        np.array_equal(a[k], v)
+        for k, v in search.configurations(twin, PRESETS["quick"], "random", 20, seed=5).items()
+    )
+    # one hyperparameter fewer (beta2 fixed): the other columns do not move
+    fewer = dataclasses.replace(
+        adam, hyperparameters=tuple(h for h in adam.hyperparameters if h.name != "beta2")
+    )
+    f = search.configurations(fewer, PRESETS["quick"], "random", 20, seed=5)
+    assert set(f) == set(a) - {"beta2"} and all(np.array_equal(f[k], a[k]) for k in f)
+    # optax's names take the kind's column: optax.adam's b1 draws are mxopt adam's beta1 draws
+    ox = search.configurations(C.OPTAX_BASELINES["optax.adam"], PRESETS["quick"], "random", 20, seed=5)
+    for mine, theirs in (("beta1", "b1"), ("beta2", "b2"), ("epsilon", "eps")):
+        assert np.array_equal(a[mine][1:], ox[theirs][1:])
+    # identical updates under two names: ccSGD and SGD run the same drawn trials (their defaults differ:
+    # trial 0 is each one's own, MXNet's 0.01 against 0.1)
+    sgd = search.configurations(C.mxopt_contender("sgd"), PRESETS["quick"], "random", 20, seed=5)
+    cc = search.configurations(C.mxopt_contender("ccsgd"), PRESETS["quick"], "random", 20, seed=5)
+    assert (
+        all(np.array_equal(sgd[k][1:], cc[k][1:]) for k in sgd)
+        and sgd["learning_rate"][0] != cc["learning_rate"][0]
+    )
+    # other ranges: the same quantile of each one's range (matched draws)
+    ua = C.mxopt_contender("adam").hyperparameters[0].to_unit(a["learning_rate"][1:])
+    us = C.mxopt_contender("sgd").hyperparameters[0].to_unit(sgd["learning_rate"][1:])
+    np.testing.assert_allclose(ua, us, atol=1e-9)
 
 
 def test_scales_are_log_uniform_where_stated():
     beta2 = Hyperparameter("beta2", 0.999, 0.9, 0.9999, "log1m")
     eps = Hyperparameter("epsilon", 1e-8, 1e-10, 1e-3, "log")
-    cols = search.draw([beta2, eps], 4001, np.random.default_rng(0), include_default=False)
+    cols = search.draw([beta2, eps], 4001, seed=0, include_default=False)
     u_b = np.log10(1 - cols["beta2"])  # uniform on [-4, -1]
     u_e = np.log10(cols["epsilon"])  # uniform on [-10, -3]
     assert abs(np.median(u_b) + 2.5) < 0.1 and abs(np.median(u_e) + 6.5) < 0.2
@@ -117,14 +181,70 @@ def test_scales_are_log_uniform_where_stated():
     assert np.isnan(eps.to_unit(0.0))  # a weight decay of 0 has no place on a log scale
 
 
-def test_edges_flag_values_near_the_ends_of_their_ranges():
-    hps = C.mxopt_contender("adam").hyperparameters
-    assert search.edges(hps, {"learning_rate": 0.095, "beta1": 0.9, "wd": 0.0}) == {"learning_rate": "high"}
-    assert search.edges(hps, {"learning_rate": 1.1e-5, "beta1": 0.5}) == {
-        "learning_rate": "low",
-        "beta1": "low",
+# --------------------------------------------------------------------------- the edge flag
+def test_edges_flag_the_extremes_of_the_trials_per_hyperparameter():
+    hps = C.mxopt_contender("sgd").hyperparameters
+    trials = {
+        "learning_rate": np.array([0.1, 0.02, 3.0, 0.005]),
+        "momentum": np.array([0.0, 0.5, 0.95, 0.3]),
+        "wd": np.array([0.0, 1e-5, 3e-3, 1e-4]),
     }
-    assert search.edges(hps, {"learning_rate": 1e-3}) == {}
+    assert search.edges(trials, 2, hps) == {"learning_rate": "high", "momentum": "high", "wd": "high"}
+    assert search.edges(trials, 3, hps) == {"learning_rate": "low"}  # momentum 0.3 and wd 1e-4 are inside
+    assert search.edges(trials, 1, hps) == {}
+    # the default trial: momentum 0 (its range's end) and wd 0 (no place on a log scale) are not flagged
+    assert search.edges(trials, 0, hps) == {}
+    assert search.edges({"learning_rate": np.array([0.1, 0.1])}, 0) == {}  # one value says nothing
+    assert search.edges({"x": np.array([1.0, 2.0])}, 5) == {}
+
+
+def _old_edge_flag(h: Hyperparameter, value: float) -> str | None:
+    """The flag before: a chosen rate within 5 % of its range's end (on its scale), the rate only."""
+    u = float(h.to_unit(value))
+    return "low" if u <= 0.05 else "high" if u >= 0.95 else None
+
+
+def _flag_rates(
+    best_u: float, trials: int, runs: int = 400, noise: float = 0.01, bowl: float = 0.05
+) -> dict[str, float]:
+    """How often each flag fires, by simulation: Adam's space, trial 0 its defaults, the others drawn by the
+    search itself (seeds 0 .. runs - 1); the validation score of a trial is ``(u - best_u)**2`` in the rate's
+    place ``u`` on its range, plus a smaller bowl in the other hyperparameters and noise (the seed spread)."""
+    hps = C.mxopt_contender("adam").hyperparameters
+    lr = hps[0]
+    rng = np.random.default_rng(0)
+    old = new = new_any = 0
+    for seed in range(runs):
+        cols = search.draw(hps, trials, seed)
+        u = {h.name: np.nan_to_num(h.to_unit(cols[h.name]), nan=0.0) for h in hps}
+        score = (u["learning_rate"] - best_u) ** 2 + bowl * sum((u[h.name] - 0.5) ** 2 for h in hps[1:])
+        score += rng.normal(0, noise, trials)
+        chosen = int(np.argmin(score))
+        high = 1 if best_u > 1 else 0
+        side = "high" if high else "low"
+        old += _old_edge_flag(lr, cols["learning_rate"][chosen]) == side
+        flags = search.edges(cols, chosen, hps)
+        new += flags.get("learning_rate") == side
+        new_any += bool(flags)
+    return {"old": old / runs, "new": new / runs, "any": new_any / runs}
+
+
+def test_edge_flag_fires_when_the_best_rate_lies_outside_the_range():
+    """A best rate beyond the range's high end (u = 1.3 on its scale; 2,000 simulated searches): the old flag
+    (within 5 % of the end) fired 20 % of the time at 5 trials (it missed 80 %; 1 - 0.95**4 without noise) and
+    60 % at 20; the flag on the highest rate tried fires 97 % and 84 % (with many trials near the end, the
+    noise and the other hyperparameters can pick one below the highest; where the rate alone matters and
+    nothing is noisy: always). With the best rate inside the range
+    (u = 0.5) the rate is flagged 6 % of the time at 5 trials, 0 % at 20; some hyperparameter is flagged
+    64 % and 12 % of the time (the others barely matter here, so the chosen trial is often an extreme of one
+    of them by chance: the flag says a direction went unexplored)."""
+    outside5, outside20 = _flag_rates(1.3, 5), _flag_rates(1.3, 20)
+    assert outside5["old"] < 0.3 and outside20["old"] < 0.7
+    assert outside5["new"] > 0.9 and outside20["new"] > 0.75
+    assert _flag_rates(1.3, 20, runs=100, noise=0.0, bowl=0.0)["new"] == 1.0
+    inside5, inside20 = _flag_rates(0.5, 5), _flag_rates(0.5, 20)
+    assert inside5["new"] < 0.15 and inside20["new"] < 0.05 and inside5["old"] == inside20["old"] == 0.0
+    assert inside20["any"] < inside5["any"]
 
 
 def test_sparse_problems_keep_adagrads_weight_decay_at_its_default():
@@ -201,8 +321,7 @@ def test_trials_are_inputs_of_one_compiled_program():
 
 
 # --------------------------------------------------------------------------- the study
-@pytest.fixture(scope="module")
-def random_study():
+def _random_contenders() -> list:
     adam_b1 = C.contender(
         "adam b1",
         lambda lr, b1: optax.adam(lr, b1=b1),
@@ -210,8 +329,31 @@ def random_study():
         family="Adam family",  # one compiled program with mxopt's Adam
         hyperparameters=[Hyperparameter("b1", 0.9, 0.5, 0.99, "log1m")],
     )
-    preset = dataclasses.replace(PRESETS["quick"], seeds=2, confirm_seeds=2)
-    return study(_mlp_problem(), ["adam", adam_b1], preset, search="random", trials=3, check_batching="none")
+    twin = dataclasses.replace(C.mxopt_contender("adam"), name="adam twin")  # the same update, another name
+    return ["adam", adam_b1, twin]
+
+
+_RANDOM_PRESET = dataclasses.replace(PRESETS["quick"], seeds=2, confirm_seeds=2)
+
+
+@pytest.fixture(scope="module")
+def random_out(tmp_path_factory):
+    """The folder the random study is kept in."""
+    return tmp_path_factory.mktemp("random_study")
+
+
+@pytest.fixture(scope="module")
+def random_study(random_out):
+    return study(
+        _mlp_problem(),
+        _random_contenders(),
+        _RANDOM_PRESET,
+        search="random",
+        trials=3,
+        check_batching="none",
+        out=random_out,
+        plots=False,
+    )
 
 
 def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path):
@@ -236,6 +378,43 @@ def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path
     with (tmp_path / "runs.csv").open() as f:
         head = next(csv.reader(f))
     assert {"beta1", "beta2", "epsilon", "wd", "b1"} <= set(head)
+
+
+def test_identical_contenders_under_two_names_are_one_entry(random_study):
+    """Adam under two names draws the same trials (common random numbers), so every record agrees and the
+    tables fold them (before, each name drew its own trials: the twins ranked apart)."""
+    r = random_study
+    a, b = r.records["tiny"]["adam"], r.records["tiny"]["adam twin"]
+    for role in ("selection", "confirmation", "default"):
+        np.testing.assert_array_equal(a[role].lrs, b[role].lrs)
+        assert all(np.array_equal(a[role].hparams[k], b[role].hparams[k]) for k in a[role].hparams)
+        np.testing.assert_array_equal(a[role].val, b[role].val)
+        np.testing.assert_array_equal(a[role].test, b[role].test)
+    assert r.identical["tiny"]["tuned"] == [["adam", "adam twin"]]  # 2 drawn trials shared: every one
+    assert r.identical["tiny"]["one-shot"] == [["adam", "adam twin"]]
+    assert "adam twin" not in r.reported("tiny")
+    assert "adam (= adam twin)" in r.report()
+
+
+def test_a_study_drawn_another_way_is_refused_on_resume(random_study, random_out, tmp_path):
+    """The search seed's meaning is saved (``draws`` in spec.json): a random study saved before common random
+    numbers (no such key) is refused on resume, saying what differs; the same draws resume."""
+    import json
+    import shutil
+
+    from mxopt_jax.compare.store import ResumeError
+
+    folder = tmp_path / "copy"
+    shutil.copytree(random_out, folder)
+    kwargs = {"search": "random", "trials": 3, "check_batching": "none", "plots": False}
+    again = study(_mlp_problem(), _random_contenders(), _RANDOM_PRESET, resume=folder, **kwargs)
+    assert again.tuned["tiny"]["adam"].config == random_study.tuned["tiny"]["adam"].config
+    spec = json.loads((folder / "spec.json").read_text())
+    assert spec["draws"] == search.DRAWS
+    del spec["draws"]  # as a study saved before
+    (folder / "spec.json").write_text(json.dumps(spec))
+    with pytest.raises(ResumeError, match=r"draws: stored \(absent\), now common random numbers"):
+        study(_mlp_problem(), _random_contenders(), _RANDOM_PRESET, resume=folder, **kwargs)
 
 
 def test_sensitivity_plot_draws_trials_as_points(random_study):
@@ -361,3 +540,22 @@ def test_compare_studies_kendall_and_top3_with_contenders_in_one_only(tmp_path, 
     assert main(["compare", "--compare-presets", str(a), str(b / "study.json")]) == 0
     captured = capsys.readouterr()
     assert "+0.67" in captured.out and "deprecated; it is now mxopt-jax agree DIR_A DIR_B" in captured.err
+
+
+def test_the_tables_mark_each_flagged_hyperparameter(random_study):
+    """The study flags every chosen value that is an extreme of the trials (``Selection.edges``; the rate's
+    flag is ``on_edge``, the rate column's mark), and the chosen configurations show which."""
+    from mxopt_jax.compare.report import tables
+
+    r = random_study
+    for name, sel in r.tuned["tiny"].items():
+        rec = r.records["tiny"][name]["selection"]
+        hps = next(c for c in r.contenders if c.name == name).hyperparameters
+        assert sel.edges == search.edges({"learning_rate": rec.lrs, **rec.hparams}, sel.index, hps)
+        assert sel.on_edge == sel.edges.get("learning_rate")
+    sel = dataclasses.replace(r.tuned["tiny"]["adam"], edges={"beta1": "low", "wd": "high"}, on_edge=None)
+    line = tables.format_configs([sel])[1]
+    assert f"beta1={sel.config['beta1']:.4g}<" in line and f"wd={sel.config['wd']:.4g}>" in line
+    assert f"beta2={sel.config['beta2']:.4g} " in line  # not flagged: no mark
+    text = tables.format_problem([sel], r.problems[0])
+    assert "lowest / highest of that hyperparameter among the trials" in text

@@ -2,8 +2,9 @@
 
 * :func:`plot_sensitivity`: final validation metric against the learning rate (log axis) over the selection
   seeds: the mean with its 95 % Student-t interval (the tables' interval), the chosen rate circled (a triangle
-  pointing off the grid when it sits on the grid's edge, the tables' ``<``/``>``); only when a run diverged, a
-  grey strip at the top where such rates are marked ``x``;
+  pointing off the grid when it sits on the grid's edge, the tables' ``<``/``>``); a mean above the y range
+  marked at the top (and counted); only when a run diverged, a grey strip at the top where such rates are
+  marked ``x``;
 * :func:`plot_curves`: the reported runs (the chosen rate on the confirmation seeds): the validation metric
   and the training loss against steps, mean with its 95 % interval; two rows per problem;
 * :func:`plot_profile`: the performance profiles (``rho`` against ``tau``), legend sorted by score; it needs
@@ -243,9 +244,10 @@ def plot_sensitivity(
     Per contender: the mean over seeds (line and dots) and its 95 % Student-t interval (band), the chosen rate
     circled, or marked with a triangle pointing off the grid when it is the grid's smallest or largest (the
     tables' ``<``/``>``: the best rate may lie beyond). Where a run diverged, a grey strip at the top of the
-    row marks such rates ``x`` (the protocol scores them ``+inf``); values above the y range (a readable range
-    around the good results, see :func:`_ylim`) are clipped. The dashed line is the problem's target. Only
-    records with more than one rate are drawn.
+    row marks such rates ``x`` (the protocol scores them ``+inf``). The y range is a readable range around the
+    good results (:func:`_ylim`): a mean above it is drawn as an open triangle at the top of the data area, at
+    its rate, and each panel counts them, so every configuration tried is on the figure. The dashed line is the
+    problem's target. Only records with more than one rate are drawn.
     """
     probs = _as_list(problems)
     per = {
@@ -254,7 +256,7 @@ def plot_sensitivity(
     sels = {p.name: _selections(per[p.name], selections, p) for p in probs}
     names = _shown(per, sels, identical)
     fig, axes, groups = _panels(len(probs), names, families, 2.7)
-    any_bad = any_edge = any_trials = False
+    any_bad = any_edge = any_trials = any_above = False
     for row, p in enumerate(probs):
         recs = per[p.name]
         means = {n: _final_stats(recs[n]) for n in recs if n in names}  # the range: drawn lines only
@@ -268,6 +270,11 @@ def plot_sensitivity(
             clip = _strip(ax, lo, hi, logy, row_bad)
             diverging = [n for n in members if n in recs and means[n][3].any()]
             gap = min(0.03, (_STRIP - 0.05) / max(len(diverging) - 1, 1))
+            top = 1 - _STRIP if row_bad else 1.0  # the top of the data area, in axes coordinates
+            above = 0  # finite means above the y range in this panel: marked at its top and counted
+            rising = [
+                n for n in members if n in recs and (np.isfinite(means[n][0]) & (means[n][0] > hi)).any()
+            ]
             for i, n in enumerate(members):
                 if n not in recs:
                     continue
@@ -289,6 +296,21 @@ def plot_sensitivity(
                 if not trials:
                     artists.append(
                         ax.fill_between(lrs, low, high, color=style["color"], alpha=figures.BAND_ALPHA, lw=0)
+                    )
+                off = np.isfinite(mean) & (mean > hi)
+                if off.any():  # above the axis: a mark at the top of the data area, pointing up
+                    above += int(off.sum())
+                    ax.plot(  # one row of marks per contender, as the diverged ones in the strip
+                        lrs[off],
+                        np.full(off.sum(), top - 0.035 - 0.03 * rising.index(n)),
+                        transform=ax.get_xaxis_transform(),
+                        linestyle="none",
+                        marker="^",
+                        markersize=4.5,
+                        markerfacecolor="none",
+                        markeredgewidth=1.1,
+                        color=style["color"],
+                        zorder=4,
                     )
                 if bad.any():  # in the strip above the data, one row per contender
                     ax.plot(
@@ -319,6 +341,20 @@ def plot_sensitivity(
                     )
                 for artist in artists:
                     artist.set_clip_path(clip)
+            if above:
+                any_above = True
+                ax.text(
+                    0.985,
+                    top - 0.07 - 0.03 * len(rising),
+                    f"△ {above} above the axis",
+                    transform=ax.transAxes,
+                    fontsize=7,
+                    color="#555555",
+                    ha="right",
+                    va="top",
+                    zorder=6,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1.0},
+                )
             _target_line(ax, p.target)
             ax.set_xscale("log")
             figures.no_minor_ticks(
@@ -340,7 +376,13 @@ def plot_sensitivity(
             "vary between them, so no line or band); ○ the chosen trial"
         )
     if any_edge:
-        note += " (◁ ▷ on the grid's edge: the best rate may lie beyond)"
+        note += (
+            " (◁ ▷ the lowest / highest rate among the trials: the best rate may lie beyond)"
+            if any_trials
+            else " (◁ ▷ on the grid's edge: the best rate may lie beyond)"
+        )
+    if any_above:
+        note += "; △ at the top: a mean above the axis, drawn there and counted per panel"
     if any_bad:
         note += "; × in the grey strip: a seed diverged at that rate"
     note += "; dashed: the target."
@@ -359,8 +401,9 @@ def plot_curves(
     with its 95 % interval; two rows per problem.
 
     The reported runs are the chosen rate's confirmation records (fresh seeds) where ``records`` hold them,
-    else the selection runs at the chosen rate. A seed that diverged breaks the mean (the legend says how many
-    did)."""
+    else the selection runs at the chosen rate. The legend below names the contenders; each problem's
+    validation panel has its own legend of the rates chosen on that problem (and how many seeds diverged, which
+    breaks the mean)."""
     probs = _as_list(problems)
     per = {p.name: _tuned_records(records, p.name) for p in probs}
     conf = {p.name: _confirmation(records, p.name) for p in probs}
@@ -388,21 +431,34 @@ def plot_curves(
         llo, lhi, loss_log = _ylim(losses, np.array([s[2][0][-1] for s in stats.values()]), "", math.nan, 5.0)
         for col, (family, members) in enumerate(groups):
             ax, lax = axes[2 * row][col], axes[2 * row + 1][col]
+            rates: tuple[list[Any], list[str]] = ([], [])  # this row's chosen rates, its own legend
             for i, n in enumerate(members):
                 if n not in stats:
                     continue
                 steps, (mean, low, high), (lmean, llow, lhigh), bad = stats[n]
                 style = _style(i, len(members))
-                text = f"{label(n, identical)} ({chosen[n].lr:.3g})"
-                if bad:
-                    text += f", {bad} diverged"
-                ax.plot(steps, mean, **style)
+                rates[0].append(ax.plot(steps, mean, **style)[0])
+                rates[1].append(f"{chosen[n].lr:.3g}" + (f", {bad} diverged" if bad else ""))
                 ax.fill_between(steps, low, high, color=style["color"], alpha=figures.BAND_ALPHA, linewidth=0)
-                lax.plot(steps, lmean, label=text, **style)
+                lax.plot(steps, lmean, label=label(n, identical), **style)
                 if loss_log:
                     llow = np.where(llow > 0, llow, np.nan)
                 lax.fill_between(
                     steps, llow, lhigh, color=style["color"], alpha=figures.BAND_ALPHA, linewidth=0
+                )
+            if rates[0]:
+                ax.legend(
+                    *rates,
+                    title="rate",
+                    loc="upper right",
+                    fontsize=7.5,
+                    title_fontsize=7.5,
+                    ncol=2 if len(rates[0]) > 4 else 1,
+                    handlelength=1.8,
+                    columnspacing=0.8,
+                    framealpha=0.85,
+                    borderpad=0.3,
+                    labelspacing=0.25,
                 )
             _target_line(ax, p.target)
             _set_y(ax, lo, hi, logy)
@@ -423,7 +479,8 @@ def plot_curves(
         fig,
         "Training curves of the reported runs",
         f"Runs at {runs}: validation metric and training loss (mean over the steps since the previous point), "
-        f"mean over seeds, band: its {_PCT} interval; legend: contender (rate); dashed: the target.",
+        f"mean over seeds, band: its {_PCT} interval; legend below: contender; in each workload's validation "
+        "panel: the rate chosen on that workload; dashed: the target.",
     )
     return fig
 

@@ -84,12 +84,14 @@ def describe_study(study: Study) -> str:
         c for c in study.contenders if any(c.name in study.records.get(p.name, {}) for p in study.problems)
     ]
     searched = {c.name: set(c.defaults) if plan.search == "random" else {"learning_rate"} for c in ran}
-    first = study.records.get(study.problems[0].name, {}) if study.problems else {}
     return describe(
         plan.preset,
         study.problems,
         [c.name for c in ran],
-        grids={c.name: first[c.name]["selection"].lrs for c in ran if c.name in first}
+        grids={  # each problem's grids as they ran (extensions included)
+            p.name: {n: r["selection"].lrs for n, r in study.records.get(p.name, {}).items()}
+            for p in study.problems
+        }
         if plan.search == "grid"
         else None,
         seeds=list(plan.seeds),

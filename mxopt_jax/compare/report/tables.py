@@ -45,8 +45,9 @@ __all__ = [
 #: Marks appended to a chosen rate on the grid's edge.
 EDGE_MARKS = {"low": "<", "high": ">"}
 _EDGE_NOTE = (
-    "< / >: chosen rate is the smallest / largest of its grid (random search: within 5% of its range's end); "
-    "the best rate may lie beyond it."
+    "< / >: chosen rate is the smallest / largest of its grid (random search: a chosen value, the rate or "
+    "another hyperparameter, that is the lowest / highest of that hyperparameter among the trials); the best "
+    "value may lie beyond it."
 )
 _DASH = "—"
 
@@ -230,7 +231,7 @@ def format_problem(
     if s0.mode == "tuned":
         lines += format_configs([sels[i] for i in _order(sels, ranks)], identical)
     notes = _rank_note(sels, pct)
-    if any(s.on_edge for s in sels):
+    if any(s.on_edge or s.edges for s in sels):
         notes.append(_EDGE_NOTE)
     notes.append(
         "steps to target: median over the report seeds at the chosen rate (k/S: seeds that reached it); time to "
@@ -245,15 +246,17 @@ def format_configs(
     selections: Sequence[Selection], identical: Mapping[str, Sequence[str]] | None = None
 ) -> list[str]:
     """The chosen value of every tuned hyperparameter besides the rate, one line per contender (none when
-    only rates were tuned): ``"  adam  beta1=0.931 beta2=0.9987 epsilon=2.1e-09 wd=3.2e-06"``."""
+    only rates were tuned): ``"  adam  beta1=0.931 beta2=0.9987< epsilon=2.1e-09 wd=3.2e-06"`` (``<``/``>``:
+    the lowest/highest value of that hyperparameter among the trials, :attr:`Selection.edges`)."""
     rows = [(s, {k: v for k, v in s.config.items() if k != "learning_rate"}) for s in selections]
     if not any(extra for _, extra in rows):
         return []
     names = [label(s.contender, identical) for s, _ in rows]
     w = max(len(n) for n in names)
     out = ["chosen configurations (besides lr):"]
-    for n, (_, extra) in zip(names, rows, strict=True):
-        out.append(f"  {n:<{w}}  " + (" ".join(f"{k}={v:.4g}" for k, v in extra.items()) or "-"))
+    for n, (s, extra) in zip(names, rows, strict=True):
+        cells = [f"{k}={v:.4g}{EDGE_MARKS.get(s.edges.get(k, ''), '')}" for k, v in extra.items()]
+        out.append(f"  {n:<{w}}  " + (" ".join(cells) or "-"))
     return out
 
 

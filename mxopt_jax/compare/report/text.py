@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import schedules as _schedules
-from .. import search as _search
 from ..protocol import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, LEVEL, TAU_MAX, TEST_LEVEL, Preset
 from ..space import Hyperparameter
 from ..stats import MIN_EFFECT
@@ -38,6 +37,31 @@ def _settings_text(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _grid_text(g: np.ndarray) -> str:
+    """``"7 rates 0.001 .. 1"`` or ``"1 rate: 0.1"``."""
+    if len(g) == 1:
+        return f"1 rate: {_fmt_lr(g[0])}"
+    return f"{len(g)} rates {_fmt_lr(g[0])} .. {_fmt_lr(g[-1])}"
+
+
+def _per_problem_grids(
+    grids: Mapping[str, Sequence[float] | np.ndarray]
+    | Mapping[str, Mapping[str, Sequence[float] | np.ndarray]],
+    problems: Sequence[str],
+) -> dict[str, dict[str, np.ndarray]]:
+    """``{contender: {problem: rates}}`` from ``grids`` given per problem (``{problem: {contender: rates}}``) or
+    once for every problem (``{contender: rates}``)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    if any(isinstance(v, Mapping) for v in grids.values()):
+        for prob, per in grids.items():
+            for n, g in per.items():  # type: ignore[union-attr]
+                out.setdefault(n, {})[prob] = np.asarray(g, np.float64)
+    else:
+        for n, g in grids.items():
+            out[n] = {prob: np.asarray(g, np.float64) for prob in problems}
+    return out
+
+
 def _space_text(h: Hyperparameter) -> str:
     """``"beta1 0.5..0.99 log1m [0.9]"``."""
     return f"{h.name} {h.low:.4g}..{h.high:.4g} {h.scale} [{h.default:.4g}]"
@@ -47,7 +71,9 @@ def describe(
     preset: Preset | None,
     problems: Sequence[Problem],
     contenders: Sequence[str],
-    grids: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+    grids: Mapping[str, Sequence[float] | np.ndarray]
+    | Mapping[str, Mapping[str, Sequence[float] | np.ndarray]]
+    | None = None,
     one_shot: bool = True,
     level: float = LEVEL,
     tau_max: float = TAU_MAX,
@@ -67,7 +93,9 @@ def describe(
       preset: the preset that ran (None: a custom study; the grid sizes come from ``grids``).
       problems: the problems (name, steps, target, metric).
       contenders: the contenders' names.
-      grids: ``{contender: rates}``, the rates each one was tuned on (extensions included).
+      grids: the rates each contender was tuned on (extensions included), per problem
+        (``{problem: {contender: rates}}``: each workload's grid as it ran) or ``{contender: rates}`` (the same
+        on every problem).
       one_shot: whether the study also ran the one-shot mode (every contender at its default rate).
       level, tau_max: the interval's level and the profile's largest ratio.
       width: line width of the wrapped paragraphs.
@@ -82,7 +110,8 @@ def describe(
     if preset is not None:
         seeds = list(seeds) if seeds is not None else preset.selection_seeds()
         confirm_seeds = list(confirm_seeds) if confirm_seeds is not None else preset.confirmation_seeds()
-    sizes = sorted({len(g) for g in (grids or {}).values()})
+    by_contender = _per_problem_grids(grids or {}, [p.name for p in problems])
+    sizes = sorted({len(g) for per in by_contender.values() for g in per.values()})
     paras = []
     head = "Protocol"
     if preset is not None:
@@ -106,12 +135,16 @@ def describe(
             f"Tuning (random search, equal budgets): each contender is trained at {n_trials} configurations: its "
             f"default one (MXNet's or optax's defaults), then {max(n_trials - 1, 0)} drawn at random, every "
             "hyperparameter it declares independently from its range (listed below): the learning rate "
-            "log-uniformly over its default times 10^-2 .. 10^2, decay rates (momentum, beta1, beta2, rho) "
-            "log-uniformly in 1 - value, epsilons and weight decays log-uniformly; the draws come from a "
-            f"generator seeded by the search seed ({search_seed}) and the contender's name, so a contender's "
-            "trials do not depend on which others run, and are the same on every problem. Every drawn "
-            "hyperparameter is a traced input of the compiled program (no recompiles). Settings not drawn keep "
-            "their defaults (listed below)."
+            "log-uniformly over 4 decades, the range of its kind of update (what the rate multiplies: a gradient "
+            "step, a normalized step, ...; contenders that compute the same update search the same rates), decay "
+            "rates (momentum, beta1, beta2, rho) log-uniformly in 1 - value, epsilons and weight decays "
+            "log-uniformly. Common random numbers: the search seed "
+            f"({search_seed}) alone seeds one stream of uniform numbers per kind of hyperparameter (the learning "
+            "rate, momentum, beta1 = optax's b1, ...), and every contender that has a kind maps the same numbers "
+            "through its own range: contenders with the same space run the same trials whatever their names, and "
+            "a contender's trials depend neither on the other contenders nor on the problem. Another search seed "
+            "draws a new, independent search for every contender. Every drawn hyperparameter is a traced input of "
+            "the compiled program (no recompiles). Settings not drawn keep their defaults (listed below)."
         )
     elif preset is not None:
         ran = ""
@@ -156,7 +189,8 @@ def describe(
         paras.append(
             f"Confirmation (fresh seeds): the chosen rate is run again with {_seed_text(confirm_seeds)}, disjoint "
             "from the selection seeds; the tuned results are these runs only (reporting the runs that chose "
-            "would be optimistic)."
+            "would be optimistic). Figures: the training curves show these runs; the sensitivity plot shows the "
+            "selection runs (every configuration tried, on the selection seeds: the runs that chose)."
         )
     paras.append(
         f"Reporting (test): the final test metric's mean over the reported seeds and the half-width of the {pct} "
@@ -195,8 +229,12 @@ def describe(
     )
     if search == "random":
         paras.append(
-            f"Edge flag: a chosen rate within {_search.EDGE_MARGIN:.0%} of its range's low (<) or high (>) end (on "
-            "its log scale) is flagged: the best rate may lie outside the range."
+            "Edge flag: a chosen value that is the lowest (<) or the highest (>) of its hyperparameter among the "
+            "contender's trials is flagged, per hyperparameter (the rate next to it, the others in the chosen "
+            "configurations): no trial tried a value beyond it on that side, so the best value may lie there "
+            "(a default on its range's end, such as momentum 0 or no weight decay, is not flagged). Of N trials, "
+            "one that a hyperparameter does not matter to holds its lowest or highest value with probability 2/N: "
+            "the flag says a direction went unexplored, not that the range is wrong."
         )
     else:
         paras.append(
@@ -245,16 +283,27 @@ def describe(
         )
     names = list(contenders)
     w = max((len(n) for n in names), default=0)
-    if grids:
-        lines.append("Grids (the rates each contender ran):")
+    if by_contender:
+        lines.append(
+            "Grids (the rates each contender ran, extensions included; per workload where they differ):"
+        )
         for n in names:
-            g = np.asarray(grids.get(n, ()), np.float64)
-            if len(g) == 0:
+            per = by_contender.get(n, {})
+            if not per:
                 lines.append(f"  {n:<{w}}  (not run)")
-            elif len(g) == 1:
-                lines.append(f"  {n:<{w}}  1 rate: {_fmt_lr(g[0])}")
+                continue
+            same: dict[tuple[float, ...], list[str]] = {}
+            for prob, g in per.items():
+                same.setdefault(tuple(g.tolist()), []).append(prob)
+            if len(same) == 1:
+                lines.append(f"  {n:<{w}}  {_grid_text(next(iter(per.values())))}")
             else:
-                lines.append(f"  {n:<{w}}  {len(g)} rates {_fmt_lr(g[0])} .. {_fmt_lr(g[-1])}")
+                lines.append(
+                    f"  {n:<{w}}  "
+                    + "; ".join(
+                        f"{_grid_text(np.asarray(g))} ({', '.join(probs)})" for g, probs in same.items()
+                    )
+                )
     elif spaces:
         lines.append(
             "Search spaces (the ranges each contender's trials were drawn from; default in brackets):"
