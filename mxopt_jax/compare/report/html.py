@@ -25,10 +25,13 @@ __all__ = ["FIGURE_CAPTIONS", "html_report"]
 
 #: What each figure shows (the captions under the embedded PNGs).
 FIGURE_CAPTIONS = {
-    "sensitivity.png": "Final validation metric against the learning rate (selection seeds): mean and 95 % "
-    "interval over seeds; the chosen rate is circled (a triangle when it sits on the grid's edge).",
-    "curves.png": "The reported runs (the chosen rate on the confirmation seeds): validation metric and training "
-    "loss along training, mean and 95 % interval over seeds.",
+    "sensitivity.png": "Final validation metric against the learning rate (the selection runs): mean and 95 % "
+    "interval over seeds (a random search's trials as points); the chosen rate circled, a triangle pointing off "
+    "the grid (or the trials) when it is the lowest or highest rate tried; a mean above the axis drawn as an open "
+    "triangle at the top and counted per panel.",
+    "curves.png": "The reported runs (the chosen configuration on the confirmation seeds): validation metric and "
+    "training loss along training, mean and 95 % interval over seeds; each row's legend gives the rates chosen "
+    "on that problem.",
     "profile.png": "Performance profiles: the fraction of problems a contender reaches the validation target "
     "within tau times the fastest contender's steps.",
 }
