@@ -441,13 +441,13 @@ def test_embedding_model_trains_with_lazy_adam_like_mxnet():
     assert data["loss"][-1] < data["loss"][0] - 0.2
 
 
-def test_readme_embedding_example_runs():
-    """The README's skip-gram snippet, executed: only the looked-up rows of the two tables move."""
-    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
-    blocks = [b.split("```")[0] for b in readme.split("```python\n")[1:]]
+def test_docs_skip_gram_example_runs():
+    """docs/sparse.md's skip-gram block, executed: only the looked-up rows of the two tables move."""
+    page = (pathlib.Path(__file__).parents[2] / "docs" / "sparse.md").read_text()
+    blocks = [b.split("```")[0] for b in page.split("```python\n")[1:]]
     code = next(b for b in blocks if "sparse.value_and_grad" in b)
     ns: dict = {}
-    exec(compile(code, "README.md", "exec"), ns)
+    exec(compile(code, "docs/sparse.md", "exec"), ns)
     before = jax.tree.map(np.asarray, ns["params"])
     center, context = jnp.array([1, 5, 99_999], jnp.int32), jnp.array([5, 7, 1], jnp.int32)
     negatives = jnp.array([[3, 3], [8, 1], [0, 2]], jnp.int32)
