@@ -224,7 +224,10 @@ def test_from_json_of_an_old_file_says_what_it_lacks(written, tmp_path):
 def test_notebook_display_is_html_tables_and_figures(synthetic):
     page = synthetic._repr_html_()
     assert page.startswith("<div class='mxopt-study'>") and "<!DOCTYPE" not in page
-    assert page.count("<table>") == 4  # two problems x (tuned, one-shot)
+    assert (
+        page.count("<table>") == 6
+    )  # two problems x (tuned, one-shot), and the overall ranking of each mode
+    assert "<h2>Overall ranking</h2>" in page and "mean rank" in page and "P(best)" in page
     assert page.count("data:image/png;base64,") == 3
     for name in ("adam", "optax.adam", "ftml", "0.0791&gt;", "sgd"):
         assert name in page
@@ -259,7 +262,7 @@ def test_report_html_opens_in_a_browser(written, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout.split('data-probe="', 1)[1].split('"', 1)[0].replace("&quot;", '"'))
-    assert found == {"tables": 4, "rows": 16, "images": 3, "decoded": 3}
+    assert found == {"tables": 6, "rows": 24, "images": 3, "decoded": 3}
 
 
 # --------------------------------------------------------------------------- plots
