@@ -73,6 +73,9 @@ def sel(test, name: str = "x", fastest: float = math.inf, seeds=None) -> P.Selec
 def test_presets():
     quick, full = P.PRESETS["quick"], P.PRESETS["full"]
     assert (quick.grid_points, quick.seeds, full.grid_points, full.seeds) == (7, 5, 11, 10)
+    # enough confirmation seeds that the exact test can separate every pair of all 26 contenders
+    assert (quick.confirm_seeds, full.confirm_seeds) == (16, 20)
+    assert min(quick.confirm_seeds, full.confirm_seeds) >= stats.min_seeds(26 * 25 // 2)
     assert quick.steps(PROBLEM) == 40 and full.steps(PROBLEM) == 100
     assert P.Preset("q", 3, 2, quick=True).steps(SimpleNamespace(steps=50, quick_steps=None)) == 50
     g = full.grid(1e-3)
@@ -382,7 +385,7 @@ def test_describe_states_the_rules():
         "data split",
         "best mean over the selection seeds of the final validation metric",
         "the highest where the problem's metric is better higher",
-        "10 seeds (1000-1009), disjoint from the selection seeds",
+        "16 seeds (1000-1015), disjoint from the selection seeds",
         "counts as the worst value",
         "never read to choose",
         "95 % Student-t confidence interval of that mean",
