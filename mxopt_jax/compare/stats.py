@@ -777,8 +777,9 @@ class Comparison(NamedTuple):
 
 
 def _median_key(v: np.ndarray) -> np.ndarray:
-    """The median of each row, ``+inf`` (diverged) the largest value."""
-    return np.sort(np.where(np.isfinite(v), v, np.inf), axis=-1)[..., (v.shape[-1] - 1) // 2]
+    """The median of each row (the mean of the two middle values for an even count), ``+inf`` (diverged) the
+    largest value."""
+    return np.median(np.where(np.isfinite(v), v, np.inf), axis=-1)
 
 
 def compare(

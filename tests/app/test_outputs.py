@@ -228,6 +228,7 @@ def test_notebook_display_is_html_tables_and_figures(synthetic):
         page.count("<table>") == 6
     )  # two problems x (tuned, one-shot), and the overall ranking of each mode
     assert "<h2>Overall ranking</h2>" in page and "mean rank" in page and "P(best)" in page
+    assert "the performance profile, ms/step and the selection divergences read the selection runs" in page
     assert page.count("data:image/png;base64,") == 3
     for name in ("adam", "optax.adam", "ftml", "0.0791&gt;", "sgd"):
         assert name in page

@@ -488,6 +488,15 @@ def test_margin_is_read_from_the_problem_and_printed():
         P.rank([wide[0], b])
 
 
+def test_steps_to_target_honour_higher_is_better():
+    from mxopt_jax.compare import engine
+
+    val = np.array([[50.0, 80.0, 95.0, 97.0], [np.nan, 99.0, 90.0, 91.0]])
+    steps = np.array([10, 20, 30, 40])
+    np.testing.assert_array_equal(engine.steps_to_target(val, steps, 90.0, sign=-1.0), [30, 20])  # >= 90
+    np.testing.assert_array_equal(engine.steps_to_target(val, steps, 60.0), [10, np.inf])  # <= 60
+
+
 def test_selection_from_an_older_dict_reads_lower_is_better():
     s = P.select(records([[1.0, 2.0]]), PROBLEM)
     d = s.to_dict()
