@@ -135,10 +135,12 @@ def train_run(
     return train_loss, val_m, test_m, alive
 
 
-def steps_to_target(val: np.ndarray, eval_steps: np.ndarray, target: float) -> np.ndarray:
-    """First evaluation step whose validation metric is ``<= target`` (``inf`` if none), over the last axis."""
+def steps_to_target(val: np.ndarray, eval_steps: np.ndarray, target: float, sign: float = 1.0) -> np.ndarray:
+    """First evaluation step whose validation metric reaches ``target`` (``inf`` if none), over the last axis:
+    ``val <= target`` where lower is better (``sign`` 1), ``val >= target`` where higher is (``sign`` -1,
+    :attr:`~mxopt_jax.compare.problems.base.Problem.sign`)."""
     val = np.asarray(val, dtype=np.float64)
-    hit = np.isfinite(val) & (val <= target)
+    hit = np.isfinite(val) & (sign * val <= sign * target)
     first = np.argmax(hit, axis=-1)
     return np.where(hit.any(axis=-1), np.asarray(eval_steps, dtype=np.float64)[first], np.inf)
 
@@ -284,7 +286,9 @@ class CompiledGroup:
             train_loss=train_loss.astype(np.float64),
             val=val.astype(np.float64),
             test=test.astype(np.float64),
-            steps_to_target=steps_to_target(val, eval_steps, self.problem.target),
+            steps_to_target=steps_to_target(
+                val, eval_steps, self.problem.target, getattr(self.problem, "sign", 1.0)
+            ),
             diverged_at=_diverged_at(alive, eval_steps),
             hparams={n: cols[n] for n in names if n != "learning_rate"},
             role=role,

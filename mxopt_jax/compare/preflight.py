@@ -24,7 +24,7 @@ from .contenders import Contender
 from .engine import Schedule, train_run
 from .problems.base import Problem
 
-__all__ = ["PreflightError", "TraceFailure", "abstract_data", "trace_all"]
+__all__ = ["PreflightError", "TraceFailure", "abstract_data", "check_direction", "trace_all"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,3 +150,48 @@ def trace_all(
         else:
             out += mine
     return out
+
+
+def check_direction(problem: Problem, target: float | None = None, data: Any = None, seed: int = 0) -> float:
+    """The validation metric of ``problem``'s *untrained* model; refuses a problem whose untrained model already
+    meets its target: the direction (``Problem.better``) or the target is wrong.
+
+    The model is initialized as a run of seed ``seed`` is (``init_key`` of ``split(PRNGKey(seed), 3)``, as
+    :func:`mxopt_jax.compare.engine.train_run`) and its metric evaluated once on the validation split (eagerly:
+    nothing is compiled for the study). An error rate where higher is said to be better, or an accuracy where
+    lower is, or a target a random model reaches, would rank every contender backwards or count every run as
+    having reached the target from step 0.
+
+    Args:
+      problem: the problem.
+      target: the validation target to check (the preset's, ``Problem.target_for``); default ``problem.target``.
+      data: the problem's splits where already loaded; default ``problem.data()``.
+      seed: the seed whose initialization is evaluated.
+
+    Returns:
+      The untrained model's validation metric.
+
+    Raises:
+      ValueError: the untrained model meets the target (``metric <= target`` where lower is better, ``>=``
+        where higher is), naming the problem, the metric, its value, the target and the direction; or its
+        metric is not a finite number.
+    """
+    target = float(problem.target if target is None else target)
+    splits = tuple(problem.data() if data is None else data)
+    init_key = jax.random.split(jax.random.PRNGKey(int(seed)), 3)[0]
+    params = problem.init(init_key)
+    value = float(np.asarray(problem.metric(params, jax.tree.map(jnp.asarray, splits[1]))))
+    relation = "<=" if problem.better == "lower" else ">="
+    if not np.isfinite(value):
+        raise ValueError(
+            f"problem {problem.name!r}: the untrained model's validation {problem.metric_name} is {value!r}, "
+            "not a finite number; the metric must return a finite value for a model that has not diverged"
+        )
+    if problem.sign * value <= problem.sign * target:
+        raise ValueError(
+            f"problem {problem.name!r}: the untrained model's validation {problem.metric_name} is {value:.6g}, "
+            f"which already meets the target ({relation} {target:g}, {problem.better} is better): the direction "
+            f"(better={problem.better!r}) or the target is wrong. An accuracy is better higher "
+            "(better='higher'), an error rate or a loss lower."
+        )
+    return value

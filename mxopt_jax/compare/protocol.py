@@ -4,20 +4,29 @@ Everything here reads :class:`~mxopt_jax.compare.records.Records` (plain NumPy a
 saved study can be re-analysed anywhere; the statistics come from :mod:`mxopt_jax.compare.stats`. The rules, in
 short (:func:`mxopt_jax.compare.report.text.describe` prints them in full with the results):
 
+* **direction**: a problem says whether its metric is better lower or higher (``Problem.better``); the one
+  place that turns it into arithmetic is :func:`orient` (``sign * value``, lower-is-better), which selection,
+  ranks, quartiles and the statistics read; records and tables keep the raw values;
 * **grid**: per contender a log-spaced learning-rate grid around its default rate (:data:`PRESETS`);
-* **selection** (:func:`select`): the rate with the lowest mean over seeds of the *final validation* metric;
-  a seed that diverged (NaN/inf) counts as ``+inf``, so a rate where any seed diverged is never chosen over one
-  where none did. Selection reads the validation split only;
-* **reporting**: the chosen rate re-run on fresh seeds; the *test* metric per seed, its mean and the half-width
-  of the 95 % Student-t interval of the mean (:func:`~mxopt_jax.compare.stats.ci_halfwidth`), the best
-  validation value over the run, steps to target, ms/step, whether the chosen rate sits on the grid's edge,
-  and how many runs diverged;
-* **ranks** (:func:`rank`): :func:`mxopt_jax.compare.stats.ranks` on the reported test values, paired by seed:
-  Student's paired t-test of every pair of a table's contenders, Holm's correction over the table's pairs,
-  level 5 %, ranks monotone in the mean; identical contenders are folded into one entry first;
-  :func:`rank_uncertainty`: the mean rank over problems with its bootstrap interval and P(best);
+* **selection** (:func:`select`): the rate with the best mean over seeds of the *final validation* metric;
+  a seed that diverged (NaN/inf) counts as the worst value, so a rate where any seed diverged is never chosen
+  over one where none did. Selection reads the validation split only;
+* **reporting**: the chosen rate re-run on fresh seeds; the *test* metric per seed: its mean and the half-width
+  of the 95 % Student-t interval of the mean (:func:`~mxopt_jax.compare.stats.ci_halfwidth`), the median and
+  quartiles (a diverged seed counting as the worst value), how many report seeds diverged, the best
+  validation value over the run, steps to target (a majority of the seeds), ms/step, whether the chosen rate
+  sits on the grid's edge;
+* **claims** (:func:`compare_table`, :func:`rank`): :func:`mxopt_jax.compare.stats.compare` on the reported test
+  values, paired by seed: the exact signed-rank test of every pair of a table's entries, Holm's correction over
+  the table's pairs, level 5 %, rounding twins never separated, the problem's practical margin; a table prints
+  the compact letter display and the simultaneous rank sets, nothing the tests did not show; identical
+  contenders are folded into one entry first; :func:`rank_uncertainty`: the mean rank over problems with its
+  bootstrap interval over problems and P(best), the tests' decisions kept;
+* **across studies** (:func:`across_studies`): the spread of independent repetitions of the whole tuning, and
+  the claims every one of them makes;
 * **performance profile** (:func:`profile_times`, :func:`profile_scores`): AlgoPerf's, on the steps the
-  fastest trial needs to reach each problem's validation target (:attr:`Selection.fastest_time`).
+  fastest trial needs to reach each problem's validation target (:attr:`Selection.fastest_time`), read from the
+  *selection* runs.
 """
 
 from __future__ import annotations
@@ -43,15 +52,22 @@ __all__ = [
     "LEVEL",
     "PRESETS",
     "TAU_MAX",
+    "TEST",
     "TEST_LEVEL",
+    "AcrossStudies",
     "Preset",
     "Selection",
+    "TableComparison",
+    "across_studies",
     "combine",
+    "compare_table",
     "fold",
     "log_grid",
+    "orient",
     "paired_values",
     "profile_scores",
     "profile_times",
+    "quartiles",
     "rank",
     "rank_uncertainty",
     "select",
@@ -63,6 +79,8 @@ __all__ = [
 LEVEL = 0.95
 #: Level of the paired tests behind the ranks (Holm-corrected over a table's pairs).
 TEST_LEVEL = 0.05
+#: The paired test of the tables (:data:`mxopt_jax.compare.stats.TESTS`): Wilcoxon's signed-rank test, exact.
+TEST = stats.TEST
 #: Bootstrap replicates of the mean rank (:func:`rank_uncertainty`) and the seed they are drawn from.
 BOOTSTRAP_REPLICATES = 1000
 BOOTSTRAP_SEED = 0
@@ -133,14 +151,18 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
+    # 16 confirmation seeds: the exact signed-rank test's smallest p-value, 2 / 2^16 = 3.1e-5, is below Holm's
+    # first threshold for every pair of all 26 contenders (5 % / 325 = 1.5e-4), so a table of them can show a
+    # difference (10 seeds separate at most 7 entries); a 2-standard-deviation difference in a 23-entry table is
+    # found 96 % of the time (0 % on 10 seeds, 71 % on 14), measured by simulation
     "quick": Preset(
         "quick",
         grid_points=7,
         seeds=5,
-        confirm_seeds=10,
+        confirm_seeds=16,
         spacing=0.5,
         quick=True,
-        description="7 rates half a decade apart (3 decades), 5 selection seeds, 10 confirmation seeds, each "
+        description="7 rates half a decade apart (3 decades), 5 selection seeds, 16 confirmation seeds, each "
         "problem's quick step budget",
     ),
     "full": Preset(
@@ -235,15 +257,66 @@ def combine(a: Records, b: Records) -> Records:
     )
 
 
-# --------------------------------------------------------------------------- selection
+# --------------------------------------------------------------------------- direction, selection
+def _sign(better: str) -> float:
+    if better == "lower":
+        return 1.0
+    if better == "higher":
+        return -1.0
+    raise ValueError(f"better must be 'lower' or 'higher' (which way the metric improves), got {better!r}")
+
+
+def orient(values: Sequence[float] | np.ndarray | float, better: str = "lower") -> np.ndarray:
+    """``values`` made lower-is-better: ``sign * values`` with ``sign`` 1 where lower is better, -1 where
+    higher is (:attr:`mxopt_jax.compare.problems.base.Problem.sign`). The one place the protocol turns a metric's
+    direction into arithmetic: selection, ranks, quartiles and the tests read oriented values, the records and
+    the printed tables keep the raw ones. ``orient(orient(x, b), b) == x``.
+
+    Raises
+    ------
+    ValueError
+        ``better`` not ``"lower"`` or ``"higher"``.
+    """
+    return _sign(better) * np.asarray(values, np.float64)
+
+
 def time_to_target(steps_to_target: Sequence[float] | np.ndarray) -> float:
-    """Steps by which half of the seeds reached the target: the median over seeds of steps to target (the
-    lower median for an even number of seeds), ``inf`` when fewer than half of them reached it."""
+    """Steps by which a majority of the seeds reached the target: the ``(floor(n/2) + 1)``-th smallest of the
+    ``n`` seeds' steps to target (the median for an odd ``n``, the upper median for an even one), ``inf`` when
+    no more than half of them reached it. AlgoPerf asks a majority of its studies to reach a target; half (5 of
+    10) does not count."""
     s = np.sort(np.asarray(steps_to_target, np.float64).ravel())
     if len(s) == 0:
         return math.inf
-    v = s[math.ceil(len(s) / 2) - 1]
+    v = s[len(s) // 2]
     return float(v) if np.isfinite(v) else math.inf
+
+
+def quartiles(values: Sequence[float] | np.ndarray, better: str = "lower") -> tuple[float, float, float]:
+    """``(q1, median, q3)`` of one contender's values over its seeds, in the metric's raw units, a non-finite
+    value (a diverged seed) counting as the *worst* value (``+inf`` where lower is better, ``-inf`` where
+    higher is). ``q1 <= median <= q3`` (raw order); quantiles by linear interpolation between order statistics
+    (``numpy.quantile``'s default), an interpolation that touches an infinite value being that value. DeepOBS
+    and the Crowded Valley report median and quartiles: one seed far off moves them by one order statistic.
+    NaN for no values."""
+    v = orient(values, better)
+    v = np.sort(np.where(np.isfinite(v), v, np.inf).ravel())
+    if len(v) == 0:
+        return (math.nan, math.nan, math.nan)
+    out = []
+    for q in (0.25, 0.5, 0.75):
+        h = (len(v) - 1) * q
+        lo, frac = int(math.floor(h)), h - math.floor(h)
+        a, b = v[lo], v[min(lo + 1, len(v) - 1)]
+        if frac == 0:
+            x = a
+        elif not (math.isfinite(a) and math.isfinite(b)):
+            x = math.inf
+        else:
+            x = a + frac * (b - a)
+        out.append(float(orient(x, better)))
+    lo_, med, hi_ = out
+    return (lo_, med, hi_) if better == "lower" else (hi_, med, lo_)
 
 
 @dataclasses.dataclass
@@ -256,21 +329,26 @@ class Selection:
       lrs: the learning rates of the configurations tried; ``index``: the chosen one's index; ``lr``: its rate;
         ``config``: the chosen configuration (every tuned hyperparameter, ``"learning_rate"`` included).
       scores: ``(G,)`` the selection score of each configuration: mean over the selection seeds of the final
-        validation metric, ``inf`` where a seed diverged.
+        validation metric (raw units), the worst value (``+inf`` where lower is better, ``-inf`` where higher
+        is) where a seed diverged.
       val_final: ``(S,)`` final validation metric per selection seed at the chosen configuration;
         ``val_mean``, ``val_ci``: their mean and confidence half-width.
       report_seeds: the seeds the reported numbers come from: the confirmation seeds (fresh, never used to
         choose) when the study ran confirmation runs, else the selection seeds.
-      test: ``(R,)`` final test metric per reported seed (the reported result); ``test_mean``, ``test_ci``:
-        their mean and confidence half-width (``level``; ``inf`` mean when a seed diverged).
-      best_val: ``(R,)`` best (lowest) validation metric over each reported run; ``best_val_mean``.
+      test: ``(R,)`` final test metric per reported seed (the reported result; a diverged seed is the worst
+        value, ``+inf`` where lower is better, ``-inf`` where higher is); ``test_mean``, ``test_ci``: their mean
+        and confidence half-width (``level``; the mean is that infinite value when a seed diverged: see
+        :attr:`finite_mean` and :attr:`test_quartiles` for what the other seeds did).
+      best_val: ``(R,)`` best validation metric (lowest, or highest where higher is better) over each reported
+        run; ``best_val_mean``.
       steps_to_target: ``(R,)`` first evaluation step reaching the target in each reported run (``inf``: never).
-      time_to_target: :func:`time_to_target` of those; ``reached``: how many reported seeds reached the target.
+      time_to_target: :func:`time_to_target` of those (a majority of the seeds); ``reached``: how many reported
+        seeds reached the target.
       fastest_steps: ``(S,)`` per selection seed (per seed of ``records`` in :func:`select`), the fewest steps
         any configuration tried needed to reach the target (``inf``: none did): each seed's fastest trial.
-      fastest_time: :func:`time_to_target` of ``fastest_steps`` (their median; ``inf`` when fewer than half of
-        the seeds had a configuration reaching the target): AlgoPerf's time to target under external tuning,
-        which the performance profile reads (:func:`profile_times`).
+      fastest_time: :func:`time_to_target` of ``fastest_steps`` (``inf`` unless a majority of the seeds had a
+        configuration reaching the target): AlgoPerf's time to target under external tuning, which the
+        performance profile reads (:func:`profile_times`). It reads the *selection* runs, not the report seeds.
       ms_per_step: the selection runs' :attr:`Records.ms_per_step` (timed with nothing else running).
       on_edge: ``"low"``/``"high"`` when the chosen rate is the grid's smallest/largest (``G > 1``), else None
         (a random search: when it is the lowest/highest rate among the trials).
@@ -281,6 +359,8 @@ class Selection:
       seeds: the number of reported seeds ``R``; ``steps``: training steps per run; ``level``: the interval's
         level.
       metric_name, target: the problem's (for tables).
+      better: the problem's direction, ``"lower"`` or ``"higher"`` (:func:`orient`); ``margin``: its practical
+        margin in the metric's units (two contenders are shown to differ only by more than it; 0: none).
     """
 
     contender: str
@@ -315,8 +395,40 @@ class Selection:
     fastest_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.float64))
     fastest_time: float = math.inf
     edges: dict[str, str] = dataclasses.field(default_factory=dict)
+    better: str = "lower"
+    margin: float = 0.0
 
     _ARRAYS = ("lrs", "scores", "val_final", "test", "best_val", "steps_to_target", "fastest_steps")
+
+    @property
+    def sign(self) -> float:
+        """1.0 where lower is better, -1.0 where higher is (:func:`orient`)."""
+        return _sign(self.better)
+
+    @property
+    def finite(self) -> int:
+        """How many report seeds stayed finite (``seeds - diverged_chosen`` when the records flagged every
+        diverged run)."""
+        return int(np.isfinite(np.asarray(self.test, np.float64)).sum())
+
+    @property
+    def finite_mean(self) -> float:
+        """Mean test value over the report seeds that stayed finite (NaN when none did)."""
+        v = np.asarray(self.test, np.float64)
+        v = v[np.isfinite(v)]
+        return float(v.mean()) if len(v) else math.nan
+
+    @property
+    def finite_ci(self) -> float:
+        """The ``level`` Student-t half-width of :attr:`finite_mean` (NaN below two finite seeds)."""
+        v = np.asarray(self.test, np.float64)
+        return ci_halfwidth(v[np.isfinite(v)], self.level)
+
+    @property
+    def test_quartiles(self) -> tuple[float, float, float]:
+        """``(q1, median, q3)`` of the test values over every report seed, a diverged seed counting as the
+        worst value (:func:`quartiles`)."""
+        return quartiles(self.test, self.better)
 
     @property
     def test_low(self) -> float:
@@ -357,7 +469,7 @@ class Selection:
                 kw[f.name] = np.asarray(kw[f.name], np.int64)
             elif f.name == "config":
                 kw[f.name] = {k: _dec(x) for k, x in kw[f.name].items()}
-            elif f.type in ("float", float) or f.name in ("target", "level", "lr", "fastest_time"):
+            elif f.type in ("float", float) or f.name in ("target", "level", "lr", "fastest_time", "margin"):
                 kw[f.name] = _dec(kw[f.name])
         return cls(**kw)
 
@@ -376,7 +488,8 @@ def _dec(x: Any) -> float:
 
 
 def _choose(val_final: np.ndarray) -> tuple[int, np.ndarray]:
-    """The chosen grid index from the ``(G, S)`` final validation metric alone, and the ``(G,)`` scores.
+    """The chosen grid index from the ``(G, S)`` final validation metric alone (oriented: lower is better,
+    :func:`orient`), and the ``(G,)`` oriented scores.
 
     Score = mean over seeds, ``inf`` where a seed is not finite. Lowest score wins; among equal scores, the
     lower index (on a grid sorted by rate: the smaller rate; in a random search: the earlier trial). If every
@@ -407,27 +520,32 @@ def select(
     """Apply the protocol to one contender's ``records`` on ``problem``.
 
     The configuration is chosen from the validation split of ``records`` alone (:func:`_choose` sees only
-    ``records.val``): lowest mean over seeds of the final validation metric, a diverged seed counting as
-    ``+inf``. The reported numbers (test metric, best validation value, steps to target) then come from
+    ``records.val``): the best mean over seeds of the final validation metric (lowest, or highest where
+    ``problem.better`` is ``"higher"``: :func:`orient`), a diverged seed counting as the worst value. The reported numbers (test metric, best validation value, steps to target) then come from
     ``confirmation``, the chosen configuration re-run on fresh seeds, when given (the study always gives it),
     else from ``records`` at the chosen configuration. With one configuration (``G = 1``: the default one, the
     one-shot mode) nothing is chosen and there is no edge flag.
 
     A run counts as diverged when :attr:`Records.diverged_at` says so *or* any of its training losses or
     validation metrics is not finite (a NaN anywhere in a run; for the reported runs, a test metric too): a
-    diverged selection run scores ``+inf``, a diverged reported run's test value is ``inf`` (shown "diverged",
-    ranked after every finite contender). Selection never reads the test split, not even to tell divergence.
+    diverged selection run scores the worst value, a diverged reported run's test value is the worst value
+    (``+inf`` where lower is better, ``-inf`` where higher is): it loses that seed in every paired comparison,
+    and the other seeds still count. Selection never reads the test split, not even to tell divergence.
 
     The time to target of the performance profile (:attr:`Selection.fastest_time`) reads every configuration of
-    ``records``: per seed the fewest steps any of them needed to reach the target, then the median over seeds.
+    ``records``: per seed the fewest steps any of them needed to reach the target, then the steps by which a
+    majority of the seeds got there (:func:`time_to_target`).
     """
+    better = str(getattr(problem, "better", "lower"))
+    sign = _sign(better)
     val = np.asarray(records.val, np.float64)
     if val.ndim != 3:
         raise ValueError(f"records.val must be (G, S, E), got shape {val.shape}")
     G, S, _ = val.shape
     # diverged: whatever the metric says; selection reads no test value, not even to tell divergence
     val_final = np.where(_diverged(records, ("train_loss", "val")), np.nan, val[:, :, -1])
-    index, scores = _choose(val_final)
+    index, scores = _choose(sign * val_final)
+    scores = sign * scores
     on_edge: str | None = None
     if G > 1 and index == 0:
         on_edge = "low"
@@ -450,12 +568,12 @@ def select(
         chosen, rep_row = records, index
     rep_val = np.asarray(chosen.val, np.float64)[rep_row]
     with np.errstate(invalid="ignore"):
-        best = np.where(np.isfinite(rep_val), rep_val, np.inf).min(axis=1)
+        best = sign * np.where(np.isfinite(rep_val), sign * rep_val, np.inf).min(axis=1)
     stt = np.asarray(chosen.steps_to_target, np.float64)[rep_row]
     rep_diverged = _diverged(chosen)[rep_row]
     # reporting: the test split of the reported runs only
     test = np.asarray(chosen.test, np.float64)[rep_row, :, -1]
-    test = np.where(rep_diverged, np.inf, test)
+    test = np.where(rep_diverged | ~np.isfinite(test), sign * np.inf, test)
     fastest = np.asarray(records.steps_to_target, np.float64).min(axis=0)  # each seed's fastest trial
     return Selection(
         contender=records.contender,
@@ -466,13 +584,13 @@ def select(
         lr=float(records.lrs[index]),
         scores=scores,
         val_final=val_final[index].copy(),
-        val_mean=_mean(val_final[index]),
+        val_mean=_mean(val_final[index], sign),
         val_ci=ci_halfwidth(val_final[index], level),
         test=test.copy(),
-        test_mean=_mean(test),
+        test_mean=_mean(test, sign),
         test_ci=ci_halfwidth(test, level),
         best_val=best,
-        best_val_mean=_mean(best),
+        best_val_mean=_mean(best, sign),
         steps_to_target=stt.copy(),
         time_to_target=time_to_target(stt),
         reached=int(np.isfinite(stt).sum()),
@@ -489,6 +607,8 @@ def select(
         report_seeds=np.asarray(chosen.seeds, np.int64).copy(),
         fastest_steps=fastest,
         fastest_time=time_to_target(fastest),
+        better=better,
+        margin=float(getattr(problem, "margin", 0.0)),
     )
 
 
@@ -501,10 +621,10 @@ def _diverged(records: Records, fields: Sequence[str] = ("train_loss", "val", "t
     return bad
 
 
-def _mean(v: np.ndarray) -> float:
-    """Mean, ``inf`` when a value is not finite (a diverged seed)."""
+def _mean(v: np.ndarray, sign: float = 1.0) -> float:
+    """Mean, the worst value (``sign * inf``) when a value is not finite (a diverged seed)."""
     v = np.asarray(v, np.float64)
-    return float(v.mean()) if np.all(np.isfinite(v)) else math.inf
+    return float(v.mean()) if np.all(np.isfinite(v)) else sign * math.inf
 
 
 # --------------------------------------------------------------------------- ranks
@@ -532,8 +652,9 @@ def _seed_list(seeds: np.ndarray) -> str:
 def paired_values(selections: Sequence[Selection]) -> tuple[np.ndarray, np.ndarray]:
     """The reported test values of one table's ``selections``, paired by seed: ``(values, seeds)``.
 
-    ``values`` is ``(C, R)``: row ``i`` is ``selections[i].test`` ordered by its report seeds, ``seeds`` the
-    ``R`` seeds in that (ascending) order. A non-finite value (a diverged run) becomes ``+inf``.
+    ``values`` is ``(C, R)``: row ``i`` is ``selections[i].test`` ordered by its report seeds, in the metric's
+    raw units, ``seeds`` the ``R`` seeds in that (ascending) order. A non-finite value (a diverged run) becomes
+    the worst value: ``+inf`` where lower is better, ``-inf`` where higher is (:attr:`Selection.better`).
 
     Raises
     ------
@@ -575,52 +696,165 @@ def paired_values(selections: Sequence[Selection]) -> tuple[np.ndarray, np.ndarr
                 f"seeds: {ref_name} reports {_seed_list(ref)}, {s.contender} reports {_seed_list(seeds[order])} "
                 f"({s.problem}, {s.mode})"
             )
-        rows.append(np.where(np.isfinite(test[order]), test[order], np.inf))
+        rows.append(np.where(np.isfinite(test[order]), test[order], s.sign * np.inf))
     assert ref is not None
     if len(ref) < 2:
         raise ValueError(
-            f"ranks need at least 2 report seeds (a paired t-test per pair of contenders), got {len(ref)} "
+            f"ranks need at least 2 report seeds (a paired test per pair of contenders), got {len(ref)} "
             f"({tables[0][0]}, {tables[0][1]})"
         )
     return np.stack(rows), ref
+
+
+@dataclasses.dataclass(frozen=True)
+class TableComparison:
+    """What one table's tests showed (:func:`compare_table`), by contender: a contender folded into another
+    (identical runs) shares its representative's results.
+
+    Attributes:
+      problem, mode: the table.
+      entries: the table's entries (the representatives), in the selections' order.
+      comparison: :class:`mxopt_jax.compare.stats.Comparison` over ``entries`` (its arrays in that order).
+      entry: ``{contender: its entry}`` for every contender of the table.
+      seeds: report seeds per contender; ``better``: the metric's direction; ``margin``: the practical margin.
+    """
+
+    problem: str
+    mode: str
+    entries: tuple[str, ...]
+    comparison: stats.Comparison
+    entry: dict[str, str]
+    seeds: int
+    better: str = "lower"
+    margin: float = 0.0
+
+    def _k(self, name: str) -> int:
+        return self.entries.index(self.entry[name])
+
+    def rank(self, name: str) -> int:
+        """``1 +`` the number of entries shown better than ``name``: the low end of its rank set."""
+        return int(self.comparison.rank_low[self._k(name)])
+
+    def rank_high(self, name: str) -> int:
+        """The number of entries minus the number shown worse than ``name``: the high end of its rank set."""
+        return int(self.comparison.rank_high[self._k(name)])
+
+    def rank_set(self, name: str) -> str:
+        """``"2"`` or ``"1-3"``: the simultaneous rank set, as the tables print it."""
+        lo, hi = self.rank(name), self.rank_high(name)
+        return str(lo) if lo == hi else f"{lo}-{hi}"
+
+    def midpoint(self, name: str) -> float:
+        """The middle of the rank set, ``(low + high) / 2``: what the overall mean rank averages."""
+        return 0.5 * (self.rank(name) + self.rank_high(name))
+
+    def letters(self, name: str) -> str:
+        """The compact letter display's letters of ``name`` (two entries share one exactly when not shown to
+        differ)."""
+        return self.comparison.letters[self._k(name)]
+
+    def shown_better(self, a: str, b: str) -> bool:
+        """Whether ``a``'s entry was shown better than ``b``'s by a test Holm's correction kept."""
+        return bool(self.comparison.better[self._k(a), self._k(b)])
+
+    @property
+    def order(self) -> list[str]:
+        """The entries in display order (rank set, then the median, then the selections' order)."""
+        return [self.entries[k] for k in self.comparison.order]
+
+    @property
+    def pairs(self) -> int:
+        """Holm's family: the pairs of entries."""
+        return self.comparison.pairs
+
+    def claims(self) -> list[tuple[str, str, float]]:
+        """Every ``(better, worse, adjusted p)`` the table makes, one per rejected test."""
+        b, p = self.comparison.better, self.comparison.p_adjusted
+        return [
+            (self.entries[i], self.entries[j], float(p[i, j]))
+            for i in range(len(self.entries))
+            for j in range(len(self.entries))
+            if b[i, j]
+        ]
+
+
+def _one(selections: Sequence[Selection], attr: str) -> Any:
+    values = {getattr(s, attr) for s in selections}
+    if len(values) > 1:
+        raise ValueError(
+            f"the contenders of one table must share the problem's {attr}, got {sorted(map(str, values))}"
+        )
+    return values.pop()
+
+
+def compare_table(
+    selections: Sequence[Selection],
+    identical: Mapping[str, Sequence[str]] | None = None,
+    level: float = TEST_LEVEL,
+    test: str = TEST,
+    rtol: float = stats.ROUNDING_RTOL,
+) -> TableComparison:
+    """The tests of one table and what it may claim: :func:`mxopt_jax.compare.stats.compare` on the reported
+    test values of ``selections``, paired by seed (:func:`paired_values`), oriented by the problem's direction
+    (:func:`orient`) and tested with its practical margin (:attr:`Selection.margin`).
+
+    Contenders that ``identical`` (``{representative: [others]}``) lists as identical to a present one are
+    folded into it *before* testing (a duplicate would count twice in the family and in the others' rank sets)
+    and share its results. The rule (:func:`mxopt_jax.compare.stats.compare`, in full there): rounding twins
+    (within ``rtol`` relative on every seed) are never separated; every other pair of entries is tested by
+    ``test`` (the exact signed-rank test by default; two-sided); the ``E (E - 1) / 2`` p-values of the table's
+    ``E`` entries are corrected together by Holm's method at ``level``; a diverged seed is the worst value on
+    its seed. The table prints the letters (shared exactly when not shown to differ) and the simultaneous rank
+    sets ``[1 + #shown better, E - #shown worse]``.
+
+    Raises
+    ------
+    ValueError
+        as :func:`paired_values`; contenders that disagree on the direction or the margin; ``test``, ``level``
+        or ``rtol`` as :func:`mxopt_jax.compare.stats.compare`.
+    """
+    sels = list(selections)
+    values, seeds = paired_values(sels)  # every contender, folded ones included, must pair
+    better = str(_one(sels, "better"))
+    margin = float(_one(sels, "margin"))
+    shown, entry = fold(sels, identical)
+    keep = [i for i, s in enumerate(sels) if entry[s.contender] == s.contender]
+    comparison = stats.compare(orient(values[keep], better), level, test, margin, rtol)
+    return TableComparison(
+        problem=sels[0].problem,
+        mode=sels[0].mode,
+        entries=tuple(s.contender for s in shown),
+        comparison=comparison,
+        entry=entry,
+        seeds=len(seeds),
+        better=better,
+        margin=margin,
+    )
 
 
 def rank(
     selections: Sequence[Selection],
     identical: Mapping[str, Sequence[str]] | None = None,
     level: float = TEST_LEVEL,
+    test: str = TEST,
 ) -> list[int]:
-    """Ranks of one table's ``selections`` (same order): :func:`mxopt_jax.compare.stats.ranks` on their
-    reported test values, paired by seed (:func:`paired_values`).
-
-    Contenders that ``identical`` (``{representative: [others]}``) lists as identical to a present one are
-    folded into it *before* ranking (a duplicate would count twice in the tests and in the ranks of the
-    others) and share its rank. The rule (:func:`mxopt_jax.compare.stats.ranks`):
-
-    1. contenders finite on every seed are ordered by their mean test value (lower is better); one with a
-       non-finite value (a diverged run) ranks after every finite one, tied with the others like it;
-    2. every pair of finite entries is compared by Student's paired t-test over the seeds (two-sided), the
-       table's ``F (F - 1) / 2`` p-values corrected together by Holm's step-down method; a pair whose adjusted
-       p-value is at most ``level`` (5 %) differs significantly, and the one with the lower mean is
-       significantly better;
-    3. ``raw = 1 +`` the number of entries significantly better;
-    4. an entry's rank is the largest ``raw`` among the finite entries whose mean is at most its own: ranks
-       never decrease as the mean increases, so an unstable contender never outranks a better mean.
+    """Ranks of one table's ``selections`` (same order): ``1 +`` the number of the table's entries shown better
+    (:func:`compare_table`; :func:`mxopt_jax.compare.stats.ranks`), the low end of each one's simultaneous
+    rank set. A rank stands for tested claims only: rank 3 means two entries were each shown better by a test
+    Holm's correction kept; it implies nothing about the entries it was not compared with (ranks 1 and 2 need
+    not differ). Folded contenders share their representative's rank. This is ``summary.csv``'s ``rank``; the
+    tables print the whole rank set and the letters.
 
     Raises
     ------
     ValueError
-        as :func:`paired_values` (one table, the same seeds for every contender, at least 2 seeds).
+        as :func:`compare_table`.
     """
     sels = list(selections)
     if not sels:
         return []
-    values, _ = paired_values(sels)  # every contender, folded ones included, must pair
-    shown, entry = fold(sels, identical)
-    keep = [i for i, s in enumerate(sels) if entry[s.contender] == s.contender]
-    r = stats.ranks(values[keep], level)
-    by_entry = {s.contender: k for s, k in zip(shown, r, strict=True)}
-    return [by_entry[entry[s.contender]] for s in sels]
+    table = compare_table(sels, identical, level, test)
+    return [table.rank(s.contender) for s in sels]
 
 
 def rank_uncertainty(
@@ -631,22 +865,24 @@ def rank_uncertainty(
     seed: int = BOOTSTRAP_SEED,
     level: float = LEVEL,
     test_level: float = TEST_LEVEL,
+    test: str = TEST,
 ) -> stats.BootstrapRanks:
-    """The mean rank over problems of each of ``names``, its bootstrap interval and P(best).
+    """The mean rank over problems of each of ``names``, its bootstrap interval over problems and P(best).
 
-    Per problem (``by_problem[problem]``: one table's selections), the table's entries (identical contenders
-    folded by ``identical_by_problem[problem]``, ``{representative: [others]}``) are ranked by :func:`rank`;
-    a folded contender takes its representative's rank. The mean rank is the mean over the problems a
+    Per problem (``by_problem[problem]``: one table's selections), :func:`compare_table` (identical contenders
+    folded by ``identical_by_problem[problem]``, ``test`` at ``test_level``) gives each contender's simultaneous
+    rank set, and its rank there is the set's middle, ``(low + high) / 2`` (:meth:`TableComparison.midpoint`:
+    1 for an entry shown better than every other, ``(1 + E) / 2`` for one shown neither better nor worse than
+    any); a folded contender takes its representative's. The mean rank is the mean over the problems a
     contender ran on.
 
-    Bootstrap (:func:`mxopt_jax.compare.stats.bootstrap_mean_ranks`, problem by problem): a replicate
-    resamples each problem's report seeds with replacement -- the same seeds for every contender of the
-    problem, so the pairing is kept -- ranks the entries again and averages over problems. Problem ``k`` (in
-    ``by_problem``'s order) draws from ``numpy.random.default_rng(seed + k)``, so the result is reproducible.
-    ``low``/``high``: the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the replicate mean ranks;
-    ``p_first``: the share of replicates in which a contender has the lowest mean rank (ties split). The
-    interval shows how the ranking moves when the seeds are resampled; it is not a calibrated confidence
-    interval (ranks are discontinuous in the data) and need not contain the mean rank.
+    Bootstrap (:func:`mxopt_jax.compare.stats.bootstrap_problems`): the tests are run once, on the data; a
+    replicate draws the problems with replacement (``numpy.random.default_rng(seed)``) and averages the ranks
+    over them. The interval (``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles) and ``p_first`` (the share
+    of replicates with the lowest mean rank, ties split) therefore show how the ranking depends on which
+    workloads were run, and claim no difference a table's tests did not show. (Resampling seeds and re-running
+    the tests, as before, re-tests duplicated seeds as if independent: 16-18 % of null pairs separated at 10-20
+    seeds, 53 % at 2.)
 
     Returns
     -------
@@ -656,7 +892,7 @@ def rank_uncertainty(
     Raises
     ------
     ValueError
-        as :func:`paired_values`; ``names`` with a contender that ran on no problem is allowed (NaN rank).
+        as :func:`compare_table`; ``names`` with a contender that ran on no problem is allowed (NaN rank).
     """
     per = {p: list(s) for p, s in by_problem.items() if len(s)}
     if not per:
@@ -665,37 +901,258 @@ def rank_uncertainty(
         names = list(dict.fromkeys(s.contender for sels in per.values() for s in sels))
     names = tuple(names)
     col = {n: i for i, n in enumerate(names)}
-    C = len(names)
-    total, count = np.zeros(C), np.zeros(C, np.int64)
-    boot = np.zeros((int(n_boot), C))
+    ranks = np.full((len(per), len(names)), np.nan)
     for k, (prob, sels) in enumerate(per.items()):
-        values, _ = paired_values(sels)
-        shown, entry = fold(sels, (identical_by_problem or {}).get(prob))
-        keep = [i for i, s in enumerate(sels) if entry[s.contender] == s.contender]
-        b = stats.bootstrap_mean_ranks(
-            {prob: values[keep]}, [s.contender for s in shown], n_boot, seed + k, level, test_level
-        )
-        where = {s.contender: j for j, s in enumerate(shown)}
+        table = compare_table(sels, (identical_by_problem or {}).get(prob), test_level, test)
         for s in sels:
             if s.contender in col:
-                i, j = col[s.contender], where[entry[s.contender]]
-                total[i] += b.mean_rank[j]
-                count[i] += 1
-                boot[:, i] += b.replicates[:, j]
-    ran = count > 0
-    low, high = np.full(C, np.nan), np.full(C, np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_rank = np.where(ran, total / count, np.nan)
-        replicates = np.where(ran, boot / count, np.nan)
-    if ran.any():
-        q = np.quantile(replicates[:, ran], [(1 - level) / 2, (1 + level) / 2], axis=0)
-        low[ran], high[ran] = q[0], q[1]
-        best = np.min(np.where(ran, replicates, np.inf), axis=1, keepdims=True)
-        first = ran & (replicates == best)
-        p_first = (first / first.sum(axis=1, keepdims=True)).mean(axis=0)
-    else:
-        p_first = np.zeros(C)
-    return stats.BootstrapRanks(names, mean_rank, low, high, p_first, replicates, count, level)
+                ranks[k, col[s.contender]] = table.midpoint(s.contender)
+    if np.isnan(ranks).all():
+        raise ValueError("rank_uncertainty: none of names ran on any problem")
+    return stats.bootstrap_problems(ranks, names, n_boot, seed, level)
+
+
+# --------------------------------------------------------------------------- across studies
+@dataclasses.dataclass(frozen=True)
+class AcrossStudies:
+    """One table (problem and mode) over ``N`` independent studies: each study its own selection seeds,
+    confirmation seeds and search draws, so the tuning itself is repeated (:func:`across_studies`). Arrays are
+    ``(N, C)`` or ``(C, C)`` in ``names``' order.
+
+    Attributes:
+      problem, mode: the table; ``names``: the contenders present in every study; ``studies``: ``N``.
+      lr: ``(N, C)`` the chosen learning rate in each study.
+      test_mean, test_median: ``(N, C)`` each study's mean and median test value over its report seeds (raw
+        units; a diverged seed is the worst value).
+      rank_low, rank_high: ``(N, C)`` each study's simultaneous rank set; ``better``: ``(N, C, C)`` each study's
+        claims (``[s, i, j]``: in study ``s``, ``i`` shown better than ``j``).
+      shown: ``(C, C)`` the claims across studies: ``[i, j]`` when the across-studies test shows ``i`` better
+        than ``j`` (:func:`across_studies`); ``p_adjusted``: its Holm-adjusted p-values (symmetric).
+      replicated: ``(C, C)`` the claims made in *every* study; ``contradicted``: ``(C, C)`` ``[i, j]``: ``i``
+        shown better than ``j`` in one study and ``j`` better than ``i`` in another.
+      study_mean, study_ci: ``(C,)`` the mean over the studies of the per-study mean test value and the
+        ``LEVEL`` Student-t half-width over the ``N`` studies (NaN for one study): the spread the tuning's luck
+        and the seeds make together, in the metric's units.
+      level, test: the tests' level and the per-study test; ``direction``: the metric's (``"lower"``/``"higher"``).
+    """
+
+    problem: str
+    mode: str
+    names: tuple[str, ...]
+    studies: int
+    lr: np.ndarray
+    test_mean: np.ndarray
+    test_median: np.ndarray
+    rank_low: np.ndarray
+    rank_high: np.ndarray
+    better: np.ndarray
+    shown: np.ndarray
+    p_adjusted: np.ndarray
+    replicated: np.ndarray
+    contradicted: np.ndarray
+    study_mean: np.ndarray
+    study_ci: np.ndarray
+    level: float
+    test: str
+    direction: str = "lower"
+
+    @property
+    def lr_decades(self) -> np.ndarray:
+        """``(C,)`` how far apart the studies' chosen rates lie: ``log10(max / min)`` (0: the same rate)."""
+        return np.asarray(np.log10(self.lr.max(axis=0) / self.lr.min(axis=0)))
+
+    @property
+    def shown_rank_low(self) -> np.ndarray:
+        """``(C,)`` ``1 +`` the number of contenders the across-studies test shows better."""
+        return np.asarray(1 + self.shown.sum(axis=0))
+
+    @property
+    def shown_rank_high(self) -> np.ndarray:
+        """``(C,)`` ``C -`` the number of contenders the across-studies test shows worse."""
+        return np.asarray(len(self.names) - self.shown.sum(axis=1))
+
+    def _order(self) -> list[int]:
+        lo, hi = self.shown_rank_low, self.shown_rank_high
+        return sorted(range(len(self.names)), key=lambda k: (lo[k], hi[k], k))
+
+    def shown_letters(self) -> list[str]:
+        """The compact letter display of the across-studies claims (:func:`mxopt_jax.compare.stats.letters`)."""
+        return stats.letters(self.shown | self.shown.T, self._order())
+
+    def replicated_letters(self) -> list[str]:
+        """The compact letter display of the claims made in every study, letters named in the same order."""
+        return stats.letters(self.replicated | self.replicated.T, self._order())
+
+    def agreement(self) -> dict[str, int]:
+        """How far the studies agree on the claims (unordered pairs of contenders):
+
+        * ``pairs``: every pair of ``names``;
+        * ``claimed``: pairs shown to differ in at least one study;
+        * ``replicated``: pairs shown to differ, the same way, in every study;
+        * ``contradicted``: pairs shown to differ one way in a study and the other way in another;
+        * ``unreplicated``: pairs shown to differ in some study but not in every one, never contradicted;
+        * ``shown``: pairs the across-studies test shows to differ.
+        """
+        C = len(self.names)
+        iu = np.triu_indices(C, 1)
+        any_claim = (self.better | self.better.transpose(0, 2, 1)).any(axis=0)[iu]
+        rep = (self.replicated | self.replicated.T)[iu]
+        con = (self.contradicted | self.contradicted.T)[iu]
+        return {
+            "pairs": len(iu[0]),
+            "claimed": int(any_claim.sum()),
+            "replicated": int(rep.sum()),
+            "contradicted": int(con.sum()),
+            "unreplicated": int((any_claim & ~rep & ~con).sum()),
+            "shown": int((self.shown | self.shown.T)[iu].sum()),
+        }
+
+
+def _study_level(medians: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The across-studies test of every pair: ``medians`` ``(P, N)`` the per-study median paired differences
+    (oriented). Student's t over the ``N`` studies (``df = N - 1``, :func:`mxopt_jax.compare.stats.paired_t`'s
+    zero-variance rule); a pair with an infinite median (a contender diverged on most seeds of a study): the
+    exact sign-flip test over the studies (``2 / 2^N`` when every study's median has the same sign, else 1).
+    Returns the Holm-adjusted p-values, the direction (``-1``: the first is better) and the significance."""
+    P, N = medians.shape
+    p = np.ones(P)
+    direction = np.zeros(P)
+    if N >= 2 and P:
+        finite = np.isfinite(medians).all(axis=1)
+        if finite.any():
+            mean, _, pt = stats._paired(medians[finite])
+            p[finite] = pt
+            direction[finite] = np.sign(mean)
+        for k in np.flatnonzero(~finite):
+            s = np.sign(medians[k])
+            if np.all(s == s[0]) and s[0] != 0:
+                p[k], direction[k] = min(1.0, 2.0 / 2**N), s[0]
+    adj = stats._holm(p)
+    return adj, direction, (adj <= level) & (direction != 0)
+
+
+def across_studies(
+    studies: Sequence[Sequence[Selection]],
+    identical: Sequence[Mapping[str, Sequence[str]] | None] | None = None,
+    level: float = TEST_LEVEL,
+    test: str = TEST,
+) -> AcrossStudies:
+    """One table (problem and mode) read over ``N`` independent studies of it: the spread of the tuning's luck,
+    and the claims that hold across the studies.
+
+    ``studies[s]`` is study ``s``'s selections of the table (the same problem and mode in every study; each
+    study its own selection seeds, confirmation seeds and search draws); ``identical[s]`` its identity map
+    (``{representative: [others]}``, as :func:`compare_table`). Each study is tested on its own by
+    :func:`compare_table` (Holm over that study's table at ``level``). Then:
+
+    * **spread** (what the tuning's luck does): per contender the chosen rate, the mean and the median test
+      value in each study, and the mean over studies with its Student-t interval over the ``N`` studies;
+    * **claims across studies** (``shown``): a study's tests hold its *chosen configurations* fixed, so they
+      say nothing of the tuning's luck: two contenders identical in distribution whose chosen configurations
+      differ by half a paired standard deviation are separated in 37 % of single studies (2 contenders, 10
+      seeds). The across-studies test takes the study as the unit: per pair and per study the median over
+      seeds of the paired (oriented) differences, then Student's t over the ``N`` studies (``df = N - 1``;
+      the random-effect analysis of a nested design, whatever the size of the tuning's luck), Holm over the
+      table's ``C (C - 1) / 2`` pairs at ``level``. Measured (``tests/app/test_error_rates.py``): under the
+      null its share of tables with any claim stays at the level (3.7-5.2 % for luck 0 to 1 paired standard
+      deviation, 2 and 5 studies); its power for a consistent 2-standard-deviation difference over 10 seeds
+      in a table of 5 is 0.05 with 2 studies (1 degree of freedom), 0.41 with 3 and 1.0 with 5 (AlgoPerf runs
+      5);
+    * **agreement** (descriptive, :meth:`AcrossStudies.agreement`): ``replicated[i, j]`` when ``i`` was shown
+      better than ``j`` in *every* study, ``contradicted[i, j]`` when one study shows ``i`` better and another
+      ``j``. Requiring every study to agree is not a test: with the tuning's luck at half a paired standard
+      deviation, 7 % of null pairs (2 contenders, 2 studies) are still claimed in both (20 % at one standard
+      deviation); without tuning luck, 0.07 %.
+
+    Contenders missing from a study are left out (``names`` holds those present in all).
+
+    Raises
+    ------
+    ValueError
+        no study; a study with no selection; studies of different tables; no contender common to every study;
+        ``identical`` of another length than ``studies``; as :func:`compare_table`.
+    """
+    per = [list(s) for s in studies]
+    if not per:
+        raise ValueError("across_studies needs at least one study")
+    if any(not s for s in per):
+        raise ValueError("across_studies: a study has no selection for this table")
+    tables = sorted({(s.problem, s.mode) for sels in per for s in sels})
+    if len(tables) > 1:
+        raise ValueError(
+            f"across_studies reads one table (one problem, one mode) in every study, got {tables}"
+        )
+    idents = list(identical) if identical is not None else [None] * len(per)
+    if len(idents) != len(per):
+        raise ValueError(f"identical must hold one map per study ({len(per)}), got {len(idents)}")
+    common = [
+        n
+        for n in dict.fromkeys(s.contender for s in per[0])
+        if all(any(x.contender == n for x in sels) for sels in per)
+    ]
+    if not common:
+        raise ValueError("across_studies: no contender ran in every study")
+    N, C = len(per), len(common)
+    lr, mean, median = np.zeros((N, C)), np.zeros((N, C)), np.zeros((N, C))
+    low, high = np.zeros((N, C), np.int64), np.zeros((N, C), np.int64)
+    better = np.zeros((N, C, C), bool)
+    direction = str(_one([s for sels in per for s in sels], "better"))
+    i, j = np.triu_indices(C, 1)
+    medians = np.zeros((len(i), N))
+    for k, (sels, ident) in enumerate(zip(per, idents, strict=True)):
+        table = compare_table(sels, ident, level, test)
+        by = {s.contender: s for s in sels}
+        values, _ = paired_values([by[n] for n in common])
+        d = stats._differences(orient(values[i], direction), orient(values[j], direction))
+        medians[:, k] = [_median_inf(row) for row in d]
+        for a, n in enumerate(common):
+            s = by[n]
+            lr[k, a] = s.lr
+            mean[k, a] = s.test_mean
+            median[k, a] = s.test_quartiles[1]
+            low[k, a], high[k, a] = table.rank(n), table.rank_high(n)
+            for b, m in enumerate(common):
+                better[k, a, b] = a != b and table.shown_better(n, m)
+    adj, sign, significant = _study_level(medians, level)
+    shown = np.zeros((C, C), bool)
+    shown[i, j] = significant & (sign < 0)
+    shown[j, i] = significant & (sign > 0)
+    p_adjusted = np.full((C, C), np.nan)
+    p_adjusted[i, j] = p_adjusted[j, i] = adj
+    replicated = np.asarray(better.all(axis=0))
+    contradicted = np.asarray(better.any(axis=0) & better.transpose(0, 2, 1).any(axis=0))
+    study_ci = np.array([ci_halfwidth(mean[:, a], LEVEL) for a in range(C)])
+    return AcrossStudies(
+        problem=tables[0][0],
+        mode=tables[0][1],
+        names=tuple(common),
+        studies=N,
+        lr=lr,
+        test_mean=mean,
+        test_median=median,
+        rank_low=low,
+        rank_high=high,
+        better=better,
+        shown=shown,
+        p_adjusted=p_adjusted,
+        replicated=replicated,
+        contradicted=contradicted,
+        study_mean=mean.mean(axis=0),
+        study_ci=study_ci,
+        level=level,
+        test=test,
+        direction=direction,
+    )
+
+
+def _median_inf(row: np.ndarray) -> float:
+    """The median of ``row`` (``numpy.median``'s mean of the two middle values for an even count), an average
+    that touches an infinite value being that value (``inf + -inf``: 0, a tie)."""
+    v = np.sort(row)
+    a, b = v[(len(v) - 1) // 2], v[len(v) // 2]
+    if np.isinf(a) or np.isinf(b):
+        return 0.0 if np.isinf(a) and np.isinf(b) and a != b else float(a if np.isinf(a) else b)
+    return float(0.5 * (a + b))
 
 
 # --------------------------------------------------------------------------- time to target, profiles
@@ -707,10 +1164,12 @@ def profile_times(by_problem: Mapping[str, Sequence[Selection]]) -> dict[str, di
     fastest trial reaching the validation target, and the workload's time is the median over the studies
     (infinite when a study has no such trial). Here a study is a selection seed: its trials are the
     configurations tried (the grid and its extensions) on that seed, its time the fewest steps any of them
-    needed; the time is the median over the seeds (the lower median for an even count), ``inf`` when fewer
-    than half of the seeds had a configuration reaching the target. Time is counted in steps (the tables show
-    steps x ms/step next to it): every contender of a problem does the same model work per step. Problems with
-    no selection are left out.
+    needed; the time is the steps by which a majority of the seeds got there (:func:`time_to_target`: the
+    median for an odd count, the upper median for an even one), ``inf`` unless more than half of the seeds had
+    a configuration reaching the target. It reads the *selection* runs (every configuration tried), not the
+    report seeds the tables' test values come from. Time is counted in steps (the tables show steps x ms/step
+    next to it): every contender of a problem does the same model work per step. Problems with no selection are
+    left out.
     """
     return {
         p: {s.contender: float(s.fastest_time) for s in sels} for p, sels in by_problem.items() if len(sels)

@@ -170,13 +170,14 @@ def _plain(v: Any) -> Any:
 
 def problem_info(problem: Problem) -> dict[str, Any]:
     """What the report needs of ``problem`` (and a reloaded study keeps): name, title, description, metric
-    name and direction, target, budgets, batch size, evaluation interval, embedding tables."""
+    name, direction and margin, target, budgets, batch size, evaluation interval, embedding tables."""
     return {
         "name": problem.name,
         "title": problem.title,
         "description": problem.description,
         "metric_name": problem.metric_name,
         "better": problem.better,
+        "margin": float(problem.margin),
         "target": float(problem.target),
         "steps": int(problem.steps),
         "quick_steps": None if problem.quick_steps is None else int(problem.quick_steps),
@@ -225,6 +226,7 @@ def restore_problem(info: Mapping[str, Any]) -> Problem:
         metric=_unavailable("problem", name, "metric"),
         metric_name=str(info["metric_name"]),
         better=str(info.get("better", "lower")),
+        margin=float(info.get("margin", 0.0)),
         target=float(info["target"]),
         steps=int(info["steps"]),
         batch_size=int(info["batch_size"]),

@@ -153,7 +153,8 @@ def study(
 
     Every contender is traced on every problem before the first compile (:mod:`mxopt_jax.compare.preflight`,
     seconds): one that cannot run is refused up front (:class:`~mxopt_jax.compare.preflight.PreflightError`),
-    named with the cause, before anything ran. A folder that cannot be used raises
+    named with the cause, before anything ran; so is a problem whose untrained model already meets its target
+    (``ValueError``: the metric's direction, ``Problem.better``, or the target is wrong). A folder that cannot be used raises
     :class:`~mxopt_jax.compare.store.ResumeError`; a setting out of range ``ValueError``/``TypeError``, a
     resumed plan changed :class:`~mxopt_jax.compare.plan.PlanError`.
     """
@@ -258,6 +259,9 @@ def study(
     )
     if failures:
         raise preflight.PreflightError(failures)
+    for p in problems:  # the metric's direction and the target, held against an untrained model
+        if p.name in need:
+            preflight.check_direction(p, p.target, data.get(p.name))
 
     if store is not None:
         fingerprints = [
@@ -507,7 +511,7 @@ def _finish(
         targets = (
             group
             if plan.check_batching == "all"
-            else [min(group, key=lambda c: float(np.min(chosen[c.name].scores)))]
+            else [min(group, key=lambda c: float(np.min(protocol.orient(chosen[c.name].scores, p.better))))]
         )
         for c in targets:
             i, sel = group.index(c), chosen[c.name]

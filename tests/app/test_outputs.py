@@ -69,56 +69,68 @@ def _records(p, name, family, lrs, seed_list, role, center, rng, diverge) -> Rec
     )  # fmt: skip
 
 
-def synthetic_study(names=("adam", "sgd", "ftml", "optax.adam"), problems=None, diverge=True) -> Study:
+def synthetic_study(
+    names=("adam", "sgd", "ftml", "optax.adam"), problems=None, diverge=True, studies=1
+) -> Study:
     """A study as :func:`study` assembles it, from smooth synthetic records: ftml's best rate lies above its
-    grid (its chosen rate is edge-flagged), rates far above the best diverge (with ``diverge``)."""
+    grid (its chosen rate is edge-flagged), rates far above the best diverge (with ``diverge``); ``studies``
+    independent studies (each on the plan's seeds for it)."""
     rng = np.random.default_rng(0)
     problems = problems or [
         _problem("digits", "digits, MLP", "error %", 4.0),
         _problem("logreg", "logistic regression", "log-loss", 0.15),
     ]
     cs = C.resolve(list(names))
-    seeds, confirm = list(range(5)), list(range(1000, 1006))
     preset = dataclasses.replace(P.PRESETS["quick"], grid_points=7, seeds=5, confirm_seeds=6)
+    plan = Plan(preset, tuple(range(5)), tuple(range(1000, 1006)), studies=studies)
     results = []
     for p in problems:
         for family, members in C.group_by_family([c.name for c in cs], {c.name: c.family for c in cs}):
-            recs = {}
-            for c in (c for c in cs if c.name in members):
-                sel = _records(
-                    p,
-                    c.name,
-                    family,
-                    preset.grid(c.default_lr),
-                    seeds,
-                    "selection",
-                    c.default_lr,
-                    rng,
-                    diverge,
-                )
-                chosen = P.select(sel, p)
-                both = _records(
-                    p,
-                    c.name,
-                    family,
-                    [chosen.lr, c.default_lr],
-                    confirm,
-                    "confirmation",
-                    c.default_lr,
-                    rng,
-                    diverge,
-                )
-                recs[c.name] = {
-                    "selection": sel,
-                    "confirmation": both.take(0),
-                    "default": dataclasses.replace(both.take(1), role="default"),
-                }
+            work = []
+            for k in range(studies):
+                seeds, confirm = list(plan.seeds_of(k)), list(plan.confirm_seeds_of(k))
+                recs = {}
+                for c in (c for c in cs if c.name in members):
+                    sel = _records(
+                        p,
+                        c.name,
+                        family,
+                        preset.grid(c.default_lr),
+                        seeds,
+                        "selection",
+                        c.default_lr,
+                        rng,
+                        diverge,
+                    )
+                    chosen = P.select(sel, p)
+                    both = _records(
+                        p, c.name, family, [chosen.lr, c.default_lr], confirm, "confirmation", c.default_lr, rng,
+                        diverge,
+                    )  # fmt: skip
+                    recs[c.name] = {
+                        role: dataclasses.replace(r, study=k)
+                        for role, r in (
+                            ("selection", sel),
+                            ("confirmation", both.take(0)),
+                            ("default", dataclasses.replace(both.take(1), role="default")),
+                        )
+                    }
+                work.append(recs)
             results.append(
                 ProgramResult(
-                    p.name, f"{p.name}/{family}", list(members), recs, {members[0]: 0.0}, 1.0, 1, 35, 200
-                )
+                    p.name,
+                    f"{p.name}/{family}",
+                    list(members),
+                    work[0],
+                    {members[0]: 0.0},
+                    1.0,
+                    1,
+                    35,
+                    200,
+                    repeats=work[1:],
+                )  # fmt: skip
             )
-    return Study.assemble(Plan(preset, tuple(seeds), tuple(confirm)), problems, cs, results, wall_s=12.0)
+    return Study.assemble(plan, problems, cs, results, wall_s=12.0)
 
 
 @pytest.fixture(scope="module")
@@ -241,7 +253,11 @@ def test_from_json_reloads_a_file_written_before_the_plan(synthetic, written, tm
 def test_notebook_display_is_html_tables_and_figures(synthetic):
     page = synthetic._repr_html_()
     assert page.startswith("<div class='mxopt-study'>") and "<!DOCTYPE" not in page
-    assert page.count("<table>") == 4  # two problems x (tuned, one-shot)
+    assert (
+        page.count("<table>") == 6
+    )  # two problems x (tuned, one-shot), and the overall ranking of each mode
+    assert "<h2>Overall ranking</h2>" in page and "mean rank" in page and "P(best)" in page
+    assert "the performance profile, ms/step and the selection divergences read the selection runs" in page
     assert page.count("data:image/png;base64,") == 3
     for name in ("adam", "optax.adam", "ftml", "0.0791&gt;", "sgd"):
         assert name in page
@@ -276,7 +292,7 @@ def test_report_html_opens_in_a_browser(written, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout.split('data-probe="', 1)[1].split('"', 1)[0].replace("&quot;", '"'))
-    assert found == {"tables": 4, "rows": 16, "images": 3, "decoded": 3}
+    assert found == {"tables": 6, "rows": 24, "images": 3, "decoded": 3}
 
 
 # --------------------------------------------------------------------------- plots
@@ -370,3 +386,26 @@ def test_summary_rows_are_the_summary_csv(synthetic, written):
     with (written / "summary.csv").open(newline="") as f:
         assert rows == list(csv.DictReader(f))
     assert math.isfinite(float(rows[0]["test_mean"]))
+
+
+# --------------------------------------------------------------------------- independent studies
+def test_independent_studies_are_reported_across_and_reload(tmp_path):
+    """``studies=2``: each study its own seeds; the report opens with the tables across the studies (the claims
+    that hold whatever the tuning's luck, the chosen rate and the test value per study), and the files keep
+    every study (runs.csv's ``study`` column, study.json reloads them)."""
+    two = synthetic_study(studies=2)
+    assert [s.seeds for s in two.studies()] == [[0, 1, 2, 3, 4], [100, 101, 102, 103, 104]]
+    assert two.repeats[0].tuned["digits"]["adam"].report_seeds.tolist() == list(range(2000, 2006))
+    text = two.report()
+    assert text.startswith("== Across 2 independent studies")
+    for name in ("digits", "logreg"):
+        for mode in ("tuned", "one-shot"):
+            assert f"== {name} [{mode}] across 2 independent studies" in text
+    assert text.index("across 2 independent studies") < text.index("== Overall") < text.index("Protocol")
+    two.write(tmp_path, plots=False)
+    runs = export.read_csv(tmp_path / "runs.csv")
+    assert sorted(runs["study"].unique()) == [0, 1] and set(runs[runs.study == 1].seed) >= {100, 2000}
+    back = Study.from_json(tmp_path / "study.json")
+    assert back.plan.studies == 2 and len(back.repeats) == 1 and back.report() == text
+    assert "Across 2 independent studies" in (tmp_path / "report.html").read_text()
+    assert "across" not in synthetic_study().report().split("== Overall")[0]  # one study: no such section

@@ -17,7 +17,7 @@ from mxopt_jax.compare.plan import SETTINGS, Plan, PlanError
 def test_made_from_counts_and_names_with_the_presets_defaults():
     p = Plan.make()
     assert p.preset == PRESETS["quick"] and p.seeds == (0, 1, 2, 3, 4)
-    assert p.confirm_seeds == tuple(range(1000, 1010)) and p.trials is None and p.schedule == "constant"
+    assert p.confirm_seeds == tuple(range(1000, 1016)) and p.trials is None and p.schedule == "constant"
     assert (p.studies, p.extend, p.check_batching, p.group_by) == (1, 2, "best", "family")
     full = Plan.make("full", seeds=3, confirm_seeds=[7, 9], search="random", schedule="cosine")
     assert full.seeds == (0, 1, 2) and full.confirm_seeds == (7, 9) and full.trials == 20
@@ -71,7 +71,7 @@ def test_unknown_settings_are_named():
 def test_independent_studies_get_their_own_seeds_and_draws():
     p = Plan.make(studies=3)
     s1, s2 = p.for_study(1), p.for_study(2)
-    assert s1.seeds == (100, 101, 102, 103, 104) and s1.confirm_seeds == tuple(range(2000, 2010))
+    assert s1.seeds == (100, 101, 102, 103, 104) and s1.confirm_seeds == tuple(range(2000, 2016))
     assert s2.seeds[0] == 200 and s2.confirm_seeds[0] == 3000 and (s1.search_seed, s2.search_seed) == (1, 2)
     assert p.for_study(0).seeds == p.seeds and s1.studies == 1
     seen = [s for k in range(3) for s in (*p.seeds_of(k), *p.confirm_seeds_of(k))]

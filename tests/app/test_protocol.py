@@ -73,6 +73,9 @@ def sel(test, name: str = "x", fastest: float = math.inf, seeds=None) -> P.Selec
 def test_presets():
     quick, full = P.PRESETS["quick"], P.PRESETS["full"]
     assert (quick.grid_points, quick.seeds, full.grid_points, full.seeds) == (7, 5, 11, 10)
+    # enough confirmation seeds that the exact test can separate every pair of all 26 contenders
+    assert (quick.confirm_seeds, full.confirm_seeds) == (16, 20)
+    assert min(quick.confirm_seeds, full.confirm_seeds) >= stats.min_seeds(26 * 25 // 2)
     assert quick.steps(PROBLEM) == 40 and full.steps(PROBLEM) == 100
     assert P.Preset("q", 3, 2, quick=True).steps(SimpleNamespace(steps=50, quick_steps=None)) == 50
     g = full.grid(1e-3)
@@ -164,7 +167,11 @@ def test_every_rate_diverged_somewhere():
     s = P.select(records(val), PROBLEM)
     assert s.index == 1 and s.diverged_chosen == 1
     assert s.test_mean == math.inf and s.test_ci == math.inf
-    assert P.rank([s, sel([8.0, 10.0])]) == [2, 1]
+    # what the other seed did is still reported: its value, and the quartiles with the diverged seed the worst
+    assert s.finite == 1 and s.finite_mean == 1.5 and math.isnan(s.finite_ci)
+    assert s.test_quartiles == (math.inf, math.inf, math.inf)  # 2 seeds: every quartile touches the worst
+    # 2 seeds: the exact test's smallest p-value is 0.5, nothing can be shown
+    assert P.rank([s, sel([8.0, 10.0])]) == [1, 1]
 
 
 def test_nan_anywhere_in_a_run_is_diverged():
@@ -201,8 +208,14 @@ def test_steps_to_target_at_chosen_rate():
     assert s.index == 1 and s.reached == 2 and s.time_to_target == math.inf  # 2 of 5: fewer than half
     s = P.select(records([[1.0] * 5, [2.0] * 5], stt=stt), PROBLEM)
     assert s.reached == 4 and s.time_to_target == 30
-    assert P.time_to_target([10, 20, np.inf, np.inf]) == 20  # half of an even count: the lower median
-    assert P.time_to_target([10, np.inf, np.inf, np.inf]) == math.inf
+    # a majority of the seeds (AlgoPerf): half of an even count is not one
+    assert P.time_to_target([10, 20, np.inf, np.inf]) == math.inf
+    assert P.time_to_target([10, 20, 30, np.inf]) == 30  # 3 of 4: the upper median
+    assert P.time_to_target([40, 10, 20, 30, 50]) == 30  # odd: the median
+    assert P.time_to_target([10, 20, np.inf, np.inf, np.inf]) == math.inf  # 2 of 5
+    assert P.time_to_target([10] * 5 + [np.inf] * 5) == math.inf  # 5 of 10 gave a time before
+    assert P.time_to_target([10] * 6 + [np.inf] * 4) == 10
+    assert P.time_to_target([np.inf]) == math.inf and P.time_to_target([]) == math.inf
 
 
 def test_selection_dict_round_trip():
@@ -218,7 +231,7 @@ def test_selection_dict_round_trip():
 
 # --------------------------------------------------------------------------- ranks
 def test_rank_follows_paired_tests():
-    seeds = 6
+    seeds = 10
     rng = np.random.default_rng(1)
     base = rng.normal(10.0, 2.0, seeds)  # the seeds' difficulty: shared by every contender
     a = sel(base, "a")
@@ -226,18 +239,24 @@ def test_rank_follows_paired_tests():
     c = sel(base + 0.5 + rng.normal(0, 0.01, seeds), "c")
     # the intervals overlap widely (spread 2 across seeds), but the pairing shows the difference
     assert P.rank([a, b, c]) == [1, 2, 2]
+    table = P.compare_table([a, b, c])
+    assert [table.rank_set(n) for n in "abc"] == ["1", "2-3", "2-3"]
+    assert [table.letters(n) for n in "abc"] == ["a", "b", "b"]
+    assert sorted(x[:2] for x in table.claims()) == [("a", "b"), ("a", "c")] and table.pairs == 3
     assert P.rank([c, a, b]) == [2, 1, 2]  # permuting the contenders permutes the ranks
     # the old rule (no overlap of the intervals) would have tied all three
     assert abs(a.test_mean - b.test_mean) < a.test_ci
 
 
 def test_rank_pairs_by_seed_whatever_the_order():
-    a = sel([1.0, 2.0, 3.0, 4.0], "a", seeds=[10, 11, 12, 13])
-    b = sel([4.5, 3.5, 2.5, 1.5], "b", seeds=[13, 12, 11, 10])  # the same runs listed in reverse seed order
+    a = sel([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], "a", seeds=range(10, 18))
+    b = sel(
+        [8.5, 7.5, 6.5, 5.5, 4.5, 3.5, 2.5, 1.5], "b", seeds=range(17, 9, -1)
+    )  # listed in reverse seed order
     values, seeds = P.paired_values([a, b])
-    np.testing.assert_array_equal(seeds, [10, 11, 12, 13])
+    np.testing.assert_array_equal(seeds, range(10, 18))
     np.testing.assert_allclose(values[1] - values[0], 0.5)
-    assert P.rank([a, b]) == [1, 2]  # consistently 0.5 worse on every seed (0.39 seed standard deviations)
+    assert P.rank([a, b]) == [1, 2]  # consistently 0.5 worse on every seed (0.2 seed standard deviations)
 
 
 def test_rank_refuses_unpaired_tables():
@@ -257,16 +276,24 @@ def test_rank_refuses_unpaired_tables():
     assert P.rank([]) == []
 
 
-def test_rank_diverged_last_tied():
-    ranks = P.rank(
-        [
-            sel([1.0, math.inf, 1.0], "a"),
-            sel([1.0, 1.1, 0.9], "b"),
-            sel([math.nan] * 3, "c"),
-            sel([5, 6, 7], "d"),
-        ]
+def test_a_diverged_seed_is_the_worst_value_on_its_seed():
+    """Item 4: ``a`` diverged on one seed of 8 and is better than ``b`` on the 7 others: not ranked last (its
+    other seeds count), not shown better either; ``c`` diverged on every seed: worse than each finite one."""
+    base = np.array([3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0, 6.0])
+    a = base - 1.0 + 0.01 * np.arange(8)
+    a[1] = math.inf
+    tab = P.compare_table(
+        [sel(a, "a"), sel(base, "b"), sel([math.nan] * 8, "c"), sel(base + 5.0 + 0.01 * np.arange(8), "d")]
     )
-    assert ranks == [3, 1, 3, 2]  # a and c diverged: after every finite one, tied
+    # shown: b < c, d < c, b < d (8 seeds the same way, p = 2/256), a < c (7 seeds, the 8th a tie: 2/128);
+    # a vs b and a vs d: the diverged seed has the largest rank, W+ = 8, p = 0.195
+    assert sorted(x[:2] for x in tab.claims()) == [("a", "c"), ("b", "c"), ("b", "d"), ("d", "c")]
+    assert [tab.rank_set(n) for n in "abcd"] == ["1-3", "1-2", "4", "2-3"]
+    assert [tab.rank(n) for n in "abcd"] == [1, 1, 4, 2]
+    s = sel(a, "a")
+    assert s.finite == 7 and s.finite_mean == pytest.approx(np.mean(np.delete(a, 1)))
+    q1, med, q3 = s.test_quartiles
+    assert med == pytest.approx(np.median(np.where(np.isinf(a), 1e9, a))) and q3 < math.inf
 
 
 def test_identical_contenders_folded_before_ranking():
@@ -288,8 +315,8 @@ def test_rank_uncertainty_is_reproducible_and_folds():
     rng = np.random.default_rng(4)
     by_problem = {}
     for p in ("p1", "p2"):
-        base = rng.normal(5.0, 1.0, 6)
-        sels = [sel(base + d + rng.normal(0, 0.05, 6), n) for n, d in (("a", 0.0), ("b", 0.4), ("c", 0.8))]
+        base = rng.normal(5.0, 1.0, 10)
+        sels = [sel(base + d + rng.normal(0, 0.05, 10), n) for n, d in (("a", 0.0), ("b", 0.4), ("c", 0.8))]
         sels.append(dataclasses.replace(sels[0], contender="a2"))  # identical to a
         by_problem[p] = [dataclasses.replace(s, problem=p) for s in sels]
     ident = {"p1": {"a": ["a2"]}, "p2": {"a": ["a2"]}}
@@ -302,6 +329,14 @@ def test_rank_uncertainty_is_reproducible_and_folds():
     assert np.all(b1.low <= b1.high) and b1.p_first[1] == b1.p_first[2] == 0.0
     assert b1.p_first[0] == pytest.approx(0.5)  # a and a2 tie for first in every replicate
     assert P.rank_uncertainty(by_problem, ident, n_boot=200, seed=1).replicates.shape == (200, 4)
+    # the problems are resampled, each problem's tests kept: a contender ranked 1 on p1 and 3 on p2
+    mixed = {"p1": by_problem["p1"], "p2": [dataclasses.replace(s, contender=n) for s, n in
+             zip(by_problem["p2"], ["c", "b", "a", "a2"], strict=True)]}  # fmt: skip
+    b3 = P.rank_uncertainty(
+        mixed, {"p1": {"a": ["a2"]}, "p2": {"c": ["a2"]}}, names=["a", "b", "c"], n_boot=400
+    )
+    np.testing.assert_array_equal(b3.mean_rank, [2.0, 2.0, 2.0])
+    assert set(np.unique(b3.replicates[:, 0])) == {1.0, 2.0, 3.0} and b3.low[0] == 1.0 and b3.high[0] == 3.0
 
 
 # --------------------------------------------------------------------------- performance profiles
@@ -348,23 +383,33 @@ def test_describe_states_the_rules():
         "initialization, the order of the mini-batches",
         "three independent streams",
         "data split",
-        "lowest mean over the selection seeds of the final validation metric",
-        "10 seeds (1000-1009), disjoint from the selection seeds",
-        "counts as +inf",
+        "best mean over the selection seeds of the final validation metric",
+        "the highest where the problem's metric is better higher",
+        "16 seeds (1000-1015), disjoint from the selection seeds",
+        "counts as the worst value",
         "never read to choose",
         "95 % Student-t confidence interval of that mean",
         "can reach past the metric's range",
+        "median and quartiles over every report seed, a diverged seed counting as the worst value",
         "paired by seed",
-        "Student's paired t-test (two-sided)",
-        "Holm's step-down method (over all pairs in the table)",
-        "at most 5 %",
-        "largest raw among the finite entries whose mean is at most its own",
+        "Wilcoxon's signed-rank test (exact, two-sided)",
+        "a diverged seed is the worst value on its seed",
+        "0.0001 relative on every seed are rounding twins",
+        "practical margin",
+        "Holm's step-down method at 5 %",
+        "The family is every pair of the table's entries",
+        "compact letter display, Piepho 2004",
+        "the rank set [1 + entries shown better, E - entries shown worse]",
+        "smallest p-value on R seeds is 2/2^R",
         "folded into one entry",
-        "significantly better",
-        "1000 bootstrap resamples of the report seeds",
-        "seed 0 + the problem's index",
+        "1000 bootstrap resamples of the problems",
+        "seed 0",
         "P(best)",
-        "not a calibrated confidence interval",
+        "claims no difference a table did not show",
+        "come from these confirmation runs only",
+        "the fastest trial and the performance profile, ms/step and the selection divergences come from the "
+        "selection runs",
+        "a majority of the seeds",
         "fastest trial that reaches the target",
         "tau linear from 1 to 4",
         "Edge flag",
@@ -373,7 +418,200 @@ def test_describe_states_the_rules():
         "Steps to target",
         "which other rates share the program",
         "target <= 5",
+        "(lower is better)",
+        "practical margin 0 (none)",
         "40 steps",
     ):
         assert phrase in flat, phrase
     assert "adam" in text and f"{grids['adam'][0]:.3g}" in text
+
+
+# --------------------------------------------------------------------------- the metric's direction
+HIGHER = SimpleNamespace(**{**vars(PROBLEM), "metric_name": "accuracy %", "target": 90.0, "better": "higher"})
+
+
+def test_orient_is_the_one_place_direction_becomes_arithmetic():
+    np.testing.assert_array_equal(P.orient([1.0, -2.0]), [1.0, -2.0])
+    np.testing.assert_array_equal(P.orient([1.0, -2.0], "higher"), [-1.0, 2.0])
+    np.testing.assert_array_equal(P.orient(P.orient([3.0, math.inf], "higher"), "higher"), [3.0, math.inf])
+    with pytest.raises(ValueError, match="better must be 'lower' or 'higher'"):
+        P.orient([1.0], "up")
+
+
+def test_selection_honours_higher_is_better():
+    """Item 9: an accuracy is chosen, reported and ranked as higher-is-better; the records and the tables keep
+    the raw values."""
+    val = [[90.0, 91.0, 92.0], [95.0, 96.0, 94.0], [80.0, 99.0, np.nan]]
+    s = P.select(records(val, test_final=np.asarray(val) - 1.0), HIGHER)
+    assert s.index == 1 and s.better == "higher" and s.sign == -1.0  # 95 beats 91; a diverged seed is worst
+    np.testing.assert_allclose(s.scores, [91.0, 95.0, -math.inf])
+    np.testing.assert_array_equal(s.test, [94.0, 95.0, 93.0])  # raw values
+    # the best validation value over the run is the highest: the earlier points (2x the final one here)
+    np.testing.assert_array_equal(s.best_val, [190.0, 192.0, 188.0])
+    # the same records read as lower-is-better choose the other way
+    assert P.select(records(val), PROBLEM).index == 0
+    # a diverged report seed is the worst value: -inf where higher is better
+    one = P.select(records([[90.0, np.nan, 92.0]], lrs=[1e-2]), HIGHER)
+    assert one.test[1] == -math.inf and one.test_mean == -math.inf and one.finite_mean == pytest.approx(91.5)
+    assert one.test_quartiles[0] == -math.inf and one.test_quartiles[1:] == (90.5, 91.5)
+
+
+def test_ranks_and_quartiles_honour_higher_is_better():
+    rng = np.random.default_rng(8)
+    base = rng.normal(90.0, 2.0, 10)
+    hi = dataclasses.replace(sel(base + 1.0, "hi"), better="higher")
+    lo = dataclasses.replace(sel(base, "lo"), better="higher")
+    assert P.rank([hi, lo]) == [1, 2]  # higher accuracy: better
+    assert P.rank([dataclasses.replace(hi, better="lower"), dataclasses.replace(lo, better="lower")]) == [
+        2,
+        1,
+    ]
+    q1, med, q3 = hi.test_quartiles
+    assert q1 <= med <= q3 and med == pytest.approx(np.median(base + 1.0))
+    assert P.quartiles([1.0, 2.0, np.nan, 4.0]) == (1.75, 3.0, math.inf)
+    assert P.quartiles([1.0, 2.0, np.nan, 4.0], "higher") == (-math.inf, 1.5, 2.5)
+    assert all(math.isnan(x) for x in P.quartiles([]))
+    with pytest.raises(ValueError, match="must share the problem's better"):
+        P.rank([hi, dataclasses.replace(lo, better="lower")])
+    values, _ = P.paired_values([dataclasses.replace(hi, test=np.where(np.arange(10) == 2, np.nan, hi.test))])
+    assert values[0, 2] == -math.inf  # the worst accuracy
+
+
+def test_margin_is_read_from_the_problem_and_printed():
+    rng = np.random.default_rng(9)
+    base = rng.normal(5.0, 1.0, 10)
+    a, b = sel(base, "a"), sel(base + 0.2 + 0.01 * rng.normal(size=10), "b")
+    assert P.rank([a, b]) == [1, 2]
+    wide = [dataclasses.replace(x, margin=0.5) for x in (a, b)]
+    assert P.rank(wide) == [1, 1] and P.compare_table(wide).margin == 0.5
+    with pytest.raises(ValueError, match="margin"):
+        P.rank([wide[0], b])
+
+
+def test_steps_to_target_honour_higher_is_better():
+    from mxopt_jax.compare import engine
+
+    val = np.array([[50.0, 80.0, 95.0, 97.0], [np.nan, 99.0, 90.0, 91.0]])
+    steps = np.array([10, 20, 30, 40])
+    np.testing.assert_array_equal(engine.steps_to_target(val, steps, 90.0, sign=-1.0), [30, 20])  # >= 90
+    np.testing.assert_array_equal(engine.steps_to_target(val, steps, 60.0), [10, np.inf])  # <= 60
+
+
+def test_selection_from_an_older_dict_reads_lower_is_better():
+    s = P.select(records([[1.0, 2.0]]), PROBLEM)
+    d = s.to_dict()
+    assert d["better"] == "lower" and d["margin"] == 0.0
+    del d["better"], d["margin"]
+    back = P.Selection.from_dict(d)
+    assert back.better == "lower" and back.margin == 0.0
+
+
+def test_check_direction_refuses_an_untrained_model_that_meets_its_target():
+    """Item 9, "check it": an untrained classifier's accuracy is near chance; said to be better lower, any
+    target above chance is already met, and the study refuses it before anything runs."""
+    import jax.numpy as jnp
+
+    from mxopt_jax.compare.preflight import check_direction
+    from mxopt_jax.compare.problems.base import Problem, Splits
+
+    x = np.random.default_rng(0).normal(size=(40, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.float32)
+
+    def accuracy(p, batch):
+        return 100.0 * jnp.mean(((batch[0] @ p["w"]) > 0) == (batch[1] > 0.5))
+
+    common = dict(
+        name="acc", title="t", description="d", data=lambda: Splits((x, y), (x, y), (x, y)),
+        init=lambda key: {"w": jnp.zeros(3)}, loss=lambda p, b: jnp.mean((b[0] @ p["w"] - b[1]) ** 2),
+        metric=accuracy, metric_name="accuracy %", steps=10, batch_size=8, eval_every=5,
+    )  # fmt: skip
+    chance = float(accuracy({"w": jnp.zeros(3)}, (x, y)))
+    good = Problem(**common, target=90.0, better="higher")
+    assert check_direction(good) == pytest.approx(chance)
+    backwards = Problem(**common, target=90.0, better="lower")  # an accuracy ranked as an error
+    with pytest.raises(ValueError, match=r"problem 'acc'.*accuracy %.*already meets the target \(<= 90") as e:
+        check_direction(backwards)
+    assert f"{chance:.6g}" in str(e.value) and "better='lower'" in str(e.value)
+    with pytest.raises(ValueError, match="already meets the target"):
+        check_direction(good, target=10.0)  # a target below chance: reached by the untrained model
+    nan = Problem(**{**common, "metric": lambda p, b: jnp.nan}, target=90.0, better="higher")
+    with pytest.raises(ValueError, match="not a finite number"):
+        check_direction(nan)
+
+
+def test_problem_margin_is_checked():
+    from mxopt_jax.compare.problems.base import Problem
+
+    base = dict(
+        name="m", title="t", description="d", data=lambda: None, init=lambda k: None, loss=lambda p, b: 0.0,
+        metric=lambda p, b: 0.0, metric_name="x", target=1.0, steps=10, batch_size=8, eval_every=5,
+    )  # fmt: skip
+    assert Problem(**base).margin == 0.0 and Problem(**base, margin=0.5).margin == 0.5
+    for bad in (-0.1, math.inf, math.nan, True, "0.1"):
+        with pytest.raises(ValueError, match="`margin` must be a finite number >= 0"):
+            Problem(**base, margin=bad)
+
+
+# --------------------------------------------------------------------------- across studies
+def _studies(offsets, luck=0.0, n_studies=2, seeds=10, seed=0):
+    """``n_studies`` studies of one table: contender ``k``'s test values ``base + offsets[k]`` plus, per study,
+    a tuning-luck shift ``luck * N(0, 1)`` (the chosen configuration's own quality) and seed noise."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in range(n_studies):
+        base = rng.normal(5.0, 1.0, seeds)
+        sels = []
+        for k, off in enumerate(offsets):
+            v = base + off + luck * rng.normal() + 0.05 * rng.normal(size=seeds)
+            x = sel(v, f"c{k}", seeds=1000 + 100 * s + np.arange(seeds))
+            sels.append(dataclasses.replace(x, lr=0.01 * 10.0 ** rng.integers(-1, 2)))
+        out.append(sels)
+    return out
+
+
+def test_across_studies_spread_and_claims():
+    studies = _studies([0.0, 0.5, 0.5, 2.0], n_studies=3)
+    a = P.across_studies(studies)
+    assert a.names == ("c0", "c1", "c2", "c3") and a.studies == 3 and a.lr.shape == (3, 4)
+    np.testing.assert_allclose(a.test_mean[0], [s.test_mean for s in studies[0]])
+    np.testing.assert_allclose(a.study_mean, a.test_mean.mean(axis=0))
+    assert np.all(a.study_ci > 0) and np.all(a.lr_decades >= 0)
+    # c0 < c1, c2 < c3 and c0 < c3 in every study; c1 vs c2 never
+    assert a.replicated[0, 1] and a.replicated[0, 3] and a.replicated[1, 3] and not a.replicated[1, 2]
+    assert a.replicated_letters() == ["a", "b", "b", "c"]
+    # the across-studies test (t over the 3 studies' median differences): the same claims here (no tuning luck)
+    assert list(a.shown_rank_low) == [1, 2, 2, 4] and list(a.shown_rank_high) == [1, 3, 3, 4]
+    assert a.shown_letters() == ["a", "b", "b", "c"] and np.isnan(a.p_adjusted[0, 0])
+    assert a.agreement() == {
+        "pairs": 6, "claimed": 5, "replicated": 5, "contradicted": 0, "unreplicated": 0, "shown": 5
+    }  # fmt: skip
+    # a study where c0 is worse than c1 and c2 (study 0: better than both): contradictions
+    swapped = _studies([0.0, 0.5, 0.0, 2.0], n_studies=1, seed=5)[0]
+    b = P.across_studies([studies[0], [dataclasses.replace(s, contender=n) for s, n in
+                                        zip(swapped, ["c1", "c0", "c2", "c3"], strict=True)]])  # fmt: skip
+    agree = b.agreement()
+    assert agree["contradicted"] >= 1 and agree["claimed"] >= agree["replicated"] + agree["contradicted"]
+    text = tables_format_across(b)
+    assert "across 2 independent studies" in text and "agreement over 6 pair(s)" in text
+
+
+def tables_format_across(a):
+    from mxopt_jax.compare.report.tables import format_across
+
+    return format_across(a, "error %")
+
+
+def test_across_studies_bad_input():
+    studies = _studies([0.0, 1.0])
+    with pytest.raises(ValueError, match="at least one study"):
+        P.across_studies([])
+    with pytest.raises(ValueError, match="has no selection"):
+        P.across_studies([studies[0], []])
+    with pytest.raises(ValueError, match="one table"):
+        P.across_studies([studies[0], [dataclasses.replace(s, problem="q") for s in studies[1]]])
+    with pytest.raises(ValueError, match="one map per study"):
+        P.across_studies(studies, identical=[None])
+    with pytest.raises(ValueError, match="no contender ran in every study"):
+        P.across_studies([studies[0][:1], studies[1][1:]])
+    one = P.across_studies(studies[:1])
+    assert one.studies == 1 and math.isnan(one.study_ci[0])

@@ -177,8 +177,9 @@ def test_problem_table_marks_edges_and_ranks_in_order(study):
     text = tables.format_problem([low, high, inner], p)
     assert f"{low.lr:.3g}<" in text and f"{high.lr:.3g}>" in text
     assert "smallest / largest of its grid" in text
-    ranks = [int(r.split()[0]) for r in _rows(text)]
-    assert ranks == sorted(ranks)
+    sets = [r.split()[0].split("-") for r in _rows(text)]
+    ranks = [(int(x[0]), int(x[-1])) for x in sets]  # rank sets "2" or "1-3": rows in their order
+    assert ranks == sorted(ranks) and all(lo <= hi for lo, hi in ranks)
     no_edge = tables.format_problem([inner], p)
     assert "smallest / largest" not in no_edge
 
@@ -227,7 +228,10 @@ def test_summary_csv(study, tmp_path):
     with path.open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == len(study.tuned) + len(study.one_shot)
-    assert all(int(r["rank"]) >= 1 for r in rows)
+    assert all(1 <= int(r["rank"]) <= int(r["rank_high"]) for r in rows)
+    assert all(r["group"] and r["group"].isalpha() for r in rows)
+    assert all(float(r["test_q1"]) <= float(r["test_median"]) <= float(r["test_q3"]) for r in rows)
+    assert all(int(r["diverged_report"]) >= 0 for r in rows)
     assert {r["on_edge"] for r in rows} <= {"", "low", "high"}
 
 

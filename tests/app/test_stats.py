@@ -1,4 +1,4 @@
-"""The study's statistics (mxopt_jax/compare/stats.py): Student t, paired tests, Holm, ranks, bootstrap, profiles.
+"""The study's statistics (mxopt_jax/compare/stats.py): Student t, paired tests, Holm, claims, bootstrap, profiles.
 
 SciPy is the reference here; the module itself never imports it.
 """
@@ -9,7 +9,6 @@ import ast
 import itertools
 import math
 import pathlib
-import time
 
 import numpy as np
 import pytest
@@ -29,6 +28,7 @@ def test_module_needs_no_scipy_nor_jax():
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert {m.split(".")[0] for m in imported} <= {
         "__future__",
+        "functools",
         "math",
         "statistics",
         "collections",
@@ -180,134 +180,296 @@ def test_holm_properties(p):
     np.testing.assert_array_equal(S.holm(p[perm]), adj[perm])
 
 
-# --------------------------------------------------------------------------- significance
-def _better_reference(values, level=0.05):
-    """significantly_better from scipy.stats.ttest_rel and the naive Holm."""
-    values = np.asarray(values, float)
-    C = len(values)
-    finite = np.isfinite(values).all(axis=1)
-    pairs = [(i, j) for i, j in itertools.combinations(range(C), 2) if finite[i] and finite[j]]
+# --------------------------------------------------------------------------- the signed-rank test
+def _signed_rank_brute(d):
+    """Two-sided exact signed-rank p-value by enumerating all 2^n sign patterns (midranks, Pratt's zeros)."""
+    d = np.asarray(d, float)
+    a = np.abs(d)
+    r = (a[None, :] < a[:, None]).sum(-1) + ((a[None, :] == a[:, None]).sum(-1) + 1) / 2
+    r = np.where(a > 0, r, 0.0)
+    obs = r[d > 0].sum()
+    signs = np.array(list(itertools.product([0, 1], repeat=len(d))), float)
+    tot = signs @ r
+    return min(1.0, 2 * min(np.mean(tot <= obs + 1e-9), np.mean(tot >= obs - 1e-9))), obs
+
+
+def test_wilcoxon_matches_scipy_without_ties():
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 5, 9, 10, 17, 20, 25):
+        a = rng.normal(0.4, 1.0, n)
+        b = rng.normal(0.0, 1.0, n)
+        res = S.wilcoxon(a, b)
+        ref = scipy.stats.wilcoxon(a, b, method="exact")
+        assert isinstance(res, S.SignedRankTest) and res.n == n and res.zeros == 0
+        assert res.p == pytest.approx(ref.pvalue, rel=1e-12, abs=1e-15)
+        assert res.w_plus == pytest.approx(np.sum(scipy.stats.rankdata(np.abs(a - b))[a - b > 0]))
+        assert res.expected == pytest.approx(n * (n + 1) / 4)
+
+
+@settings(derandomize=True, max_examples=120, deadline=None)
+@given(
+    st.lists(st.sampled_from([-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 3.0, INF, -INF]), min_size=2, max_size=11)
+)
+def test_wilcoxon_is_exact_with_ties_zeros_and_diverged_seeds(d):
+    # a = d where finite; an infinite d is a diverged seed on one side (the largest difference)
+    d = np.array(d)
+    a = np.where(d == INF, INF, np.where(d == -INF, 0.0, d))
+    b = np.where(d == -INF, INF, 0.0)
+    res = S.wilcoxon(a, b)
+    p, obs = _signed_rank_brute(np.where(np.isinf(d), np.sign(d) * 1e9, d))
+    assert res.p == pytest.approx(p, abs=1e-12) and res.w_plus == pytest.approx(obs)
+    assert res.zeros == int((d == 0).sum())
+
+
+def test_wilcoxon_regression_one_far_seed_does_not_hide_a_difference():
+    """The issue's case: worse on every seed by 20 standard deviations, one seed in five far off. Student's
+    paired t gives p = 0.29 (the far seed inflates the variance); the signed-rank test reads ranks only."""
+    rng = np.random.default_rng(1)
+    for n, hidden in ((5, 0.2), (10, 0.05)):
+        b = rng.normal(0.0, 1.0, n)
+        a = b + 20.0 + rng.normal(0.0, 1.0, n)
+        a[::5] += 2000.0  # one seed in five far off
+        assert S.paired_t(a, b).p > hidden
+        assert S.wilcoxon(a, b).p == pytest.approx(2 / 2**n)  # every seed the same way: the smallest p
+    assert S.compare(np.stack([b, a])).letters == ("a", "b")  # 10 seeds, one pair: shown to differ
+    assert S.compare(np.stack([b, a]), test="t").letters == ("a", "a")  # the t-test misses it
+
+
+def test_wilcoxon_diverged_both_sides_and_margin():
+    # both diverged on a seed: a zero difference; one side: the largest difference
+    res = S.wilcoxon([1.0, 2.0, INF, 4.0], [0.0, 0.0, INF, 0.0])
+    assert res.zeros == 1 and res.w_plus == 9.0  # ranks 2, 3, 4 (the zero takes rank 1)
+    assert S.wilcoxon([1.0, INF], [0.0, 0.0]).w_plus == 3.0
+    assert S.wilcoxon([1.0, -INF], [0.0, 0.0]).w_plus == 3.0  # any non-finite value is the worst
+    # a margin: 1 better on every seed, by 0.5 + noise: shown at margin 0.1, not at margin 1
+    rng = np.random.default_rng(2)
+    b = rng.normal(size=10)
+    a = b - 0.5 + 0.01 * rng.normal(size=10)
+    assert S.wilcoxon(a, b).p == S.wilcoxon(a, b, margin=0.1).p == pytest.approx(2 / 2**10)
+    assert S.wilcoxon(a, b, margin=1.0).p == 1.0
+    assert S.compare([a, b], margin=1.0).letters == ("a", "a")
+
+
+@pytest.mark.parametrize(
+    "a, b, margin, match",
+    [
+        ([1.0], [2.0], 0.0, "^a must be a 1-D"),
+        ([1.0, 2.0], [1.0, 2.0, 3.0], 0.0, "^a and b must have the same length"),
+        ([1.0, NAN], [1.0, 2.0], 0.0, "^a must not hold NaN"),
+        ([1.0, 2.0], [1.0, 2.0], -1.0, "^margin must be a finite number >= 0"),
+        ([1.0, 2.0], [1.0, 2.0], INF, "^margin must be a finite number >= 0"),
+    ],
+)
+def test_wilcoxon_bad_input(a, b, margin, match):
+    with pytest.raises(ValueError, match=match):
+        S.wilcoxon(a, b, margin)
+
+
+def test_min_seeds():
+    for pairs in (1, 3, 10, 21, 253, 325, 10**4):
+        n = S.min_seeds(pairs)
+        assert 2 / 2**n <= 0.05 / pairs < 2 / 2 ** (n - 1) or n == 2
+    assert [S.min_seeds(p) for p in (1, 10, 21, 253, 325)] == [6, 9, 10, 14, 14]
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="^pairs must be"):
+            S.min_seeds(bad)
+
+
+# --------------------------------------------------------------------------- what a table may claim
+def _better_reference(values, level=0.05, test="wilcoxon", rtol=S.ROUNDING_RTOL):
+    """significantly_better by the definition: brute-force signed-rank p-values (or SciPy's paired t), rounding
+    twins at p = 1, the naive Holm over every pair, the direction of the smaller one-sided tail."""
+    v = np.where(np.isfinite(values), values, INF)
+    C = len(v)
+    pairs = list(itertools.combinations(range(C), 2))
     out = np.zeros((C, C), bool)
     if not pairs:
         return out
-    ps = []
+    ps, dirs = [], []
     for i, j in pairs:
-        d = values[i] - values[j]
-        if np.all(d == d[0]):
-            ps.append(0.0 if d[0] != 0 else 1.0)
+        both = np.isinf(v[i]) & np.isinf(v[j])
+        d = np.where(
+            both, 0.0, np.where(np.isinf(v[i]) | np.isinf(v[j]), np.sign(v[i] - v[j]) * 1e12, v[i] - v[j])
+        )
+        scale = np.where(np.isinf(v[i]) | np.isinf(v[j]), 0.0, np.maximum(abs(v[i]), abs(v[j])))
+        if np.all(np.abs(d) <= rtol * scale):
+            ps.append(1.0)
+            dirs.append(0)
+            continue
+        if test == "t" and np.isfinite(values[[i, j]]).all():
+            if np.all(d == d[0]):
+                ps.append(0.0 if d[0] else 1.0)
+            else:
+                ps.append(scipy.stats.ttest_rel(v[i], v[j]).pvalue)
+            dirs.append(int(np.sign(np.mean(d))))
         else:
-            ps.append(scipy.stats.ttest_rel(values[i], values[j]).pvalue)
+            p, obs = _signed_rank_brute(d)
+            a = np.abs(d)
+            r = (a[None, :] < a[:, None]).sum(-1) + ((a[None, :] == a[:, None]).sum(-1) + 1) / 2
+            ps.append(p)
+            dirs.append(int(np.sign(obs - r[a > 0].sum() / 2)))
     adj = _holm_naive(ps)
-    for (i, j), q in zip(pairs, adj, strict=True):
-        if q <= level:
-            d = np.mean(values[i] - values[j])
-            out[i, j], out[j, i] = d < 0, d > 0
+    for (i, j), q, s in zip(pairs, adj, dirs, strict=True):
+        if q <= level and s:
+            out[i, j], out[j, i] = s < 0, s > 0
     return out
 
 
 def test_significantly_better_matches_reference():
     rng = np.random.default_rng(3)
-    for C, n in ((2, 3), (4, 5), (6, 10), (9, 4)):
-        offsets = rng.choice([0.0, 0.1, 0.5, 2.0], size=(C, 1))
-        v = offsets + rng.normal(0, 0.3, size=(C, n))
-        np.testing.assert_array_equal(S.significantly_better(v), _better_reference(v))
-        np.testing.assert_array_equal(S.significantly_better(v, 0.2), _better_reference(v, 0.2))
-    v = np.array([[1.0, 1.1, 0.9], [2.0, 2.1, 1.9], [NAN, 0.0, 0.0], [0.0, INF, 0.0]])
-    out = S.significantly_better(v)
-    assert out[0, 1] and not out[1, 0]  # 0 is lower by 1 on every seed: p = 0
-    assert not out[2:].any() and not out[:, 2:].any()  # diverged rows take part in no test
+    for C, n in ((2, 3), (4, 6), (5, 8), (3, 10)):
+        for scale in (0.3, 0.05):
+            offsets = rng.choice([0.0, 0.1, 0.5, 2.0], size=(C, 1))
+            v = offsets + rng.normal(0, scale, size=(C, n))
+            for level in (0.05, 0.2):
+                np.testing.assert_array_equal(S.significantly_better(v, level), _better_reference(v, level))
+                np.testing.assert_array_equal(
+                    S.significantly_better(v, level, test="t"), _better_reference(v, level, "t")
+                )
+    v = np.array([[1.0, 1.1, 0.9, 1.0, 1.2, 1.1], [2.0, 2.1, 1.9, 2.2, 2.0, 2.1], [NAN, 0.0, 0, 0, 0, 0]])
+    np.testing.assert_array_equal(S.significantly_better(v), _better_reference(v))
     assert not S.significantly_better([[1.0, 2.0]]).any()  # one contender: no pair
 
 
 def test_holm_family_is_every_pair():
-    # a vs b alone: p = 0.019, significant; with c (a vs c: the same p; b vs c: p = 1) the family of 3 pairs
-    # adjusts both to 3 * 0.019 > 0.05, and no pair is significant any more
-    a = [0.0, 0.0, 0.0, 0.0, 0.0]
-    b = [0.2, 1.0, 0.6, 0.9, 0.3]
-    c = [0.9, 0.3, 0.6, 0.2, 1.0]
-    p = S.paired_t(a, b).p
-    assert 0.0167 < p < 0.05 and S.paired_t(a, c).p == pytest.approx(p) and S.paired_t(b, c).p == 1.0
+    # a vs b alone: every one of 6 seeds the same way, p = 2/64 = 0.031, shown; with c (a vs c: the same p;
+    # b vs c: p = 1) the family of 3 pairs adjusts both to 0.094 > 0.05, and no pair is shown any more
+    a = [0.0] * 6
+    b = [0.2, 1.0, 0.6, 0.9, 0.3, 0.5]
+    c = [0.9, 0.3, 0.6, 0.2, 1.0, 0.5]
+    p = S.wilcoxon(a, b).p
+    assert p == pytest.approx(2 / 64) and S.wilcoxon(a, c).p == pytest.approx(p) and S.wilcoxon(b, c).p == 1.0
     assert S.significantly_better([a, b])[0, 1] and S.ranks([a, b]) == [1, 2]
     assert not S.significantly_better([a, b, c]).any() and S.ranks([a, b, c]) == [1, 1, 1]
     np.testing.assert_allclose(S.holm([p, p, 1.0]), [3 * p, 3 * p, 1.0])
 
 
 @pytest.mark.parametrize(
-    "values, level, match",
+    "values, kwargs, match",
     [
-        (np.zeros((3, 1)), 0.05, "^values must be a .contenders, seeds. array"),
-        (np.zeros(5), 0.05, "^values must be"),
-        (np.zeros((0, 4)), 0.05, "^values must be"),
-        (np.zeros((2, 3, 4)), 0.05, "^values must be"),
-        (np.zeros((2, 3)), 0.0, "^level must be in"),
-        (np.zeros((2, 3)), 1.0, "^level must be in"),
-        (np.zeros((2, 3)), NAN, "^level must be in"),
-        (np.zeros((2, 3)), "0.05x", "^level must be in"),
+        (np.zeros((3, 1)), {}, "^values must be a .contenders, seeds. array"),
+        (np.zeros(5), {}, "^values must be"),
+        (np.zeros((0, 4)), {}, "^values must be"),
+        (np.zeros((2, 3, 4)), {}, "^values must be"),
+        (np.zeros((2, 3)), {"level": 0.0}, "^level must be in"),
+        (np.zeros((2, 3)), {"level": 1.0}, "^level must be in"),
+        (np.zeros((2, 3)), {"level": NAN}, "^level must be in"),
+        (np.zeros((2, 3)), {"level": "0.05x"}, "^level must be in"),
+        (np.zeros((2, 3)), {"test": "ttest"}, r"^test must be one of \['wilcoxon', 't'\]"),
+        (np.zeros((2, 3)), {"margin": -0.1}, "^margin must be a finite number >= 0"),
+        (np.zeros((2, 3)), {"rtol": 1.0}, r"^rtol must be a number in \[0, 1\)"),
     ],
 )
-def test_significance_and_ranks_bad_input(values, level, match):
-    with pytest.raises(ValueError, match=match):
-        S.significantly_better(values, level)
-    with pytest.raises(ValueError, match=match):
-        S.ranks(values, level)
+def test_significance_and_ranks_bad_input(values, kwargs, match):
+    for fn in (S.significantly_better, S.ranks, S.compare):
+        with pytest.raises(ValueError, match=match):
+            fn(values, **kwargs)
 
 
-# --------------------------------------------------------------------------- ranks: plain cases
-def _old_rank(values):
-    """The audited rule: 1 + the number of contenders whose 95 % interval lies entirely below one's own."""
-    m = [float(np.mean(v)) for v in values]
-    h = [S.ci_halfwidth(v) for v in values]
-    return [1 + sum(1 for j in range(len(m)) if m[j] + h[j] < m[i] - h[i]) for i in range(len(m))]
+def test_rounding_twins_are_never_separated_real_differences_are():
+    """Item 1 of the issue: the margin must tell rounding twins from real differences, on the metric's scale.
+    MIN_EFFECT (a tenth of the pooled raw seed spread, which holds the seed effect every contender shares) tied a
+    contender better on every one of 20 seeds by 25 times the spread of its differences, and separated two
+    values one float32 ulp apart where the seeds do not spread the values."""
+    rng = np.random.default_rng(0)
+    # float32 twins (adam and optax.adam on logreg: 2e-6 to 4e-6 apart relative, always the same way)
+    base = 0.0819 + 0.0013 * rng.normal(size=10)
+    twins = np.stack([base, base * (1 + 3e-6)])
+    assert S.paired_t(twins[0], twins[1]).p < 1e-10 and S.wilcoxon(twins[0], twins[1]).p == 2 / 2**10
+    assert S.compare(twins).letters == ("a", "a") and S.ranks(twins) == [1, 1]
+    assert S.compare(twins, rtol=0.0).letters == ("a", "b")  # without the tolerance the tests split them
+    assert S.compare(twins).equal[0, 1] and S.compare(twins).p_adjusted[0, 1] == 1.0
+    # one float32 ulp apart where the seeds do not spread the values
+    x = np.full(10, np.float32(0.5), np.float64)
+    ulp = np.full(10, np.nextafter(np.float32(0.5), np.float32(1)), np.float64)
+    assert S.ranks([x, ulp]) == [1, 1]
+    # better on every one of 20 seeds by 25 times the spread of its paired differences: shown better, though
+    # the seeds spread the raw values 100 times more than that
+    seed_effect = rng.normal(0.0, 1.0, 20)
+    d = 0.01 * rng.normal(size=20)
+    d = 0.25 + 0.01 * (d - d.mean()) / d.std(ddof=1)
+    worse, better = 5.0 + seed_effect, 5.0 + seed_effect - d
+    assert np.mean(d) / np.std(d, ddof=1) == pytest.approx(25)
+    assert S.ranks([worse, better]) == [2, 1] and S.compare([worse, better]).letters == ("b", "a")
 
 
-W = [3.28, 3.30, 3.31, 3.29, 3.32]  # 3.30 +- 0.02
-V = [3.50, 3.58, 3.61, 3.66, 3.70]  # 3.61 +- 0.09
-U = [3.0, 3.0, 3.0, 3.0, 30.0]  # 8.4 +- 15
+def test_a_rank_gap_needs_a_test_the_noisy_third():
+    """Item 2: 1.0 and 2.0 tight, 2.6 +- 3 noisy. The running maximum ranked the noisy one behind the first
+    although their paired test does not separate them; its rank set and letters now say so."""
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=10)
+    a = 1.0 + 0.05 * rng.normal(size=10)
+    b = 2.0 + 0.05 * rng.normal(size=10)
+    c = 2.6 + 3.0 * (z - z.mean()) / z.std(ddof=1)
+    assert S.paired_t(a, c).p > 0.05 and S.wilcoxon(a, c).p > 0.05  # a and c: not shown to differ
+    cmp = S.compare([a, b, c])
+    assert cmp.better[0, 1] and not cmp.better[0, 2] and not cmp.better[2, 0]
+    assert cmp.letters == ("a", "b", "ab")
+    assert list(cmp.rank_low) == [1, 2, 1] and list(cmp.rank_high) == [2, 3, 3]
+    assert S.ranks([a, b, c]) == [1, 2, 1]  # the old rule gave [1, 2, 2]: c behind a, untested
+    assert cmp.order == (0, 2, 1)  # rank sets [1, 2], [1, 3], [2, 3]
 
 
-def test_regression_unstable_contender_no_longer_ranks_first():
-    assert np.mean(V) == pytest.approx(3.61) and S.ci_halfwidth(V) == pytest.approx(0.095, abs=0.005)
-    assert np.mean(U) == pytest.approx(8.4)
-    assert _old_rank([W, V, U]) == [1, 2, 1]  # the old rule: the unstable contender ahead of the stable one
-    assert S.ranks([W, V, U]) == [1, 2, 2]  # the new one: it cannot outrank V (lower mean)
-    assert S.ranks([V, U]) == [1, 1]  # alone with V: not significantly worse, so they share rank 1
-    assert _old_rank([V, U]) == [1, 1]
+def test_a_rank_gap_needs_a_test_a_b_c():
+    """Item 2: A ~ B, B ~ C, A < C. Nothing is shown better than B, so B's set starts at 1; the letters show
+    which pair differs."""
+    rng = np.random.default_rng(5)
+    A = 0.01 * rng.normal(size=10)
+    B = A + 0.5 + rng.normal(0, 1.0, 10)
+    C = A + 1.0 + 0.02 * rng.normal(size=10)
+    cmp = S.compare([A, B, C])
+    assert cmp.better[0, 2] and not (
+        cmp.better[0, 1] | cmp.better[1, 0] | cmp.better[1, 2] | cmp.better[2, 1]
+    )
+    assert cmp.letters == ("a", "ab", "b")
+    assert list(cmp.rank_low) == [1, 1, 2] and list(cmp.rank_high) == [2, 3, 3]
 
 
-def test_ranks_clear_differences_are_consecutive():
-    rng = np.random.default_rng(7)
-    C, n = 6, 10
-    v = np.arange(C)[:, None] * 1.0 + rng.normal(0, 0.05, size=(C, n))
-    assert S.ranks(v) == [1, 2, 3, 4, 5, 6]
-    perm = rng.permutation(C)
-    assert S.ranks(v[perm]) == [int(k) + 1 for k in perm]
+def test_one_diverged_seed_is_a_lost_seed_not_the_bottom():
+    """Item 4: a contender that diverged on one report seed of ten is the worst on that seed and compared on all
+    ten: better than a rival on the nine others, it is not shown worse (it was ranked last before)."""
+    rng = np.random.default_rng(6)
+    rival = 1.0 + 0.1 * rng.normal(size=10)
+    good = rival - 0.5 + 0.01 * rng.normal(size=10)
+    good[3] = INF
+    cmp = S.compare([good, rival])
+    assert cmp.letters == ("a", "a") and S.ranks([good, rival]) == [1, 1]
+    # W+ = 10 (the diverged seed's rank, the largest): P(W+ <= 10) = 43 / 1024 on 10 seeds
+    assert S.wilcoxon(good, rival).p == pytest.approx(2 * 43 / 1024)
+    twenty = np.concatenate([rival, rival + 0.01]), np.concatenate([good, good - 0.01])
+    assert S.ranks([twenty[1], twenty[0]]) == [1, 2]  # on 20 seeds two lost seeds do not hide the rest
+    both = np.full(10, INF)
+    assert S.ranks([both, both.copy(), rival]) == [2, 2, 1]  # diverged everywhere: worse on every seed
 
 
-def test_ranks_ties_and_non_finite():
-    a = [1.0, 2.0, 3.0, 4.0]
-    assert S.ranks([a, a, a]) == [1, 1, 1]
-    assert S.ranks([[1.0, 1.0], [2.0, 2.0], [1.0, 1.0]]) == [1, 3, 1]  # a shift on every seed: p = 0
-    worse = [x + 10 for x in a]
-    nan_row, inf_row, minus_inf = [1.0, NAN, 0.0, 0.0], [INF, 0.0, 0.0, 0.0], [-INF, -5.0, -5.0, -5.0]
-    assert S.ranks([nan_row, a, inf_row, worse, minus_inf]) == [3, 1, 3, 2, 3]  # 1 + F, F = 2
-    assert S.ranks([nan_row, inf_row]) == [1, 1]  # no finite contender
-    # 1, 1, 3: the third is worse than both; 1, 2, 2: both worse than the first, not told apart
-    b = [x + 0.001 * s for x, s in zip(a, (1, -1, 1, -1), strict=True)]
-    assert S.ranks([a, b, worse]) == [1, 1, 3]
-    c = [x + 10 + 0.5 * s for x, s in zip(a, (1, -1, 1, -1), strict=True)]
-    assert S.ranks([a, worse, c]) == [1, 2, 2]
+def test_letters_by_hand_and_errors():
+    assert S.letters(np.zeros((0, 0), bool)) == []
+    assert S.letters([[False]]) == ["a"]
+    diff = np.array([[0, 1, 1], [1, 0, 0], [1, 0, 0]], bool)
+    assert S.letters(diff) == ["a", "b", "b"]
+    assert S.letters(diff, order=[2, 1, 0]) == ["b", "a", "a"]
+    with pytest.raises(ValueError, match="symmetric"):
+        S.letters([[False, True], [False, False]])
+    with pytest.raises(ValueError, match="square"):
+        S.letters([[False, True]])
+    with pytest.raises(ValueError, match="permutation"):
+        S.letters(diff, order=[0, 0, 1])
 
 
-def test_ranks_running_maximum_among_equal_means():
-    # x and y have the same mean; z is significantly better than y only; equal means share the larger raw
-    z = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-    y = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
-    x = [1.0, -4.0, 6.0, -4.0, 6.0, 1.0]
-    assert S.significantly_better([z, y, x])[0, 1] and not S.significantly_better([z, y, x])[0, 2]
-    assert S.ranks([z, y, x]) == [1, 2, 2] and S.ranks([x, y, z]) == [2, 2, 1]
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.integers(1, 9), st.data())
+def test_letters_share_exactly_when_not_shown_to_differ(C, data):
+    bits = data.draw(st.lists(st.booleans(), min_size=C * C, max_size=C * C))
+    m = np.triu(np.array(bits, bool).reshape(C, C), 1)
+    m = m | m.T
+    order = data.draw(st.permutations(range(C)))
+    out = S.letters(m, order)
+    assert all(out) and "a" in out[order[0]]
+    for i, j in itertools.combinations(range(C), 2):
+        assert bool(set(out[i]) & set(out[j])) == (not m[i, j]), (m, out)
 
 
-# --------------------------------------------------------------------------- ranks: properties
+# --------------------------------------------------------------------------- what a table may claim: properties
 LEVELS = [-1.0, -0.5, 0.0, 0.5, 1.0]
 OFFSETS = [0.0, 0.0, 0.25, 0.5, 1.0, 3.0]
 BAD = [NAN, INF, -INF]
@@ -319,7 +481,7 @@ def studies(draw, max_c=6, bad=True):
     large), outlying seeds, zero-variance differences, equal means, duplicated rows and (``bad``) diverged
     seeds."""
     C = draw(st.integers(1, max_c))
-    n = draw(st.integers(2, 7))
+    n = draw(st.integers(2, 9))
     scales = np.array(draw(st.lists(st.sampled_from([0.0, 0.01, 0.1, 1.0]), min_size=C, max_size=C)))
     offsets = np.array(draw(st.lists(st.sampled_from(OFFSETS), min_size=C, max_size=C)))
     noise = draw(
@@ -341,172 +503,112 @@ def studies(draw, max_c=6, bad=True):
     return values
 
 
-def _finite_means(values):
-    finite = np.isfinite(values).all(axis=1)
-    return finite, np.where(finite, np.where(finite[:, None], values, 0.0).mean(axis=1), INF)
-
-
 @settings(derandomize=True, max_examples=150, deadline=None)
-@given(studies())
-def test_ranks_properties(values):
-    r = np.array(S.ranks(values))
-    better = S.significantly_better(values)
-    finite, means = _finite_means(values)
-    F = int(finite.sum())
-    raw = 1 + better.sum(axis=0)
-    # (a) non-decreasing in the mean; equal means share the rank
-    for i, j in itertools.product(np.flatnonzero(finite), repeat=2):
-        if means[i] < means[j]:
-            assert r[i] <= r[j]
-        elif means[i] == means[j]:
-            assert r[i] == r[j]
-    # the rule: rank = max raw over finite contenders with mean <= own; diverged: 1 + F
-    for i in range(len(r)):
-        if finite[i]:
-            assert r[i] == max(raw[j] for j in np.flatnonzero(finite) if means[j] <= means[i])
-            assert 1 <= raw[i] <= r[i] <= F
-        else:
-            assert r[i] == 1 + F  # (d) after every finite one, tied with the others like it
-    # significance: antisymmetric, only towards the lower mean, only among finite contenders
-    assert not (better & better.T).any() and not better.diagonal().any()
-    i, j = np.nonzero(better)
-    assert np.all(means[i] < means[j]) and finite[i].all() and finite[j].all()
-    # (c) identical vectors tie
-    for i, j in itertools.combinations(range(len(r)), 2):
-        if np.array_equal(values[i], values[j], equal_nan=True):
-            assert r[i] == r[j]
-    # (f) permuting the contenders permutes the ranks
-    perm = np.random.default_rng(len(r)).permutation(len(r))
-    assert S.ranks(values[perm]) == r[perm].tolist()
-    np.testing.assert_array_equal(S.significantly_better(values[perm]), better[np.ix_(perm, perm)])
+@given(studies(), st.sampled_from(["wilcoxon", "t"]))
+def test_every_claim_is_a_rejected_test(values, test):
+    cmp = S.compare(values, test=test)
+    C = len(values)
+    b = cmp.better
+    # claims: antisymmetric, only where Holm's adjusted p-value is at most the level, never between twins
+    assert not (b & b.T).any() and not b.diagonal().any()
+    i, j = np.nonzero(b)
+    assert np.all(cmp.p_adjusted[i, j] <= 0.05) and not cmp.equal[i, j].any()
+    # the rank set counts rejected tests only
+    np.testing.assert_array_equal(cmp.rank_low, 1 + b.sum(axis=0))
+    np.testing.assert_array_equal(cmp.rank_high, C - b.sum(axis=1))
+    assert np.all(cmp.rank_low <= cmp.rank_high) and S.ranks(values, test=test) == cmp.rank_low.tolist()
+    # letters: shared exactly when not shown to differ
+    for x, y in itertools.combinations(range(C), 2):
+        assert bool(set(cmp.letters[x]) & set(cmp.letters[y])) == (not (b[x, y] or b[y, x]))
+    # identical rows are never separated
+    v = np.where(np.isfinite(values), values, INF)
+    for x, y in itertools.combinations(range(C), 2):
+        if np.array_equal(v[x], v[y]):
+            assert not b[x, y] and not b[y, x] and cmp.equal[x, y]
+    # permuting the contenders permutes everything
+    perm = np.random.default_rng(C).permutation(C)
+    other = S.compare(values[perm], test=test)
+    np.testing.assert_array_equal(other.better, b[np.ix_(perm, perm)])
+    np.testing.assert_array_equal(other.rank_low, cmp.rank_low[perm])
+    # a stricter level claims no more
+    assert not (S.significantly_better(values, 0.01, test) & ~b).any()
+    assert cmp.pairs == C * (C - 1) // 2
 
 
-@settings(derandomize=True, max_examples=30, deadline=None)
-@given(studies(max_c=5, bad=False))
-def test_ranks_level_one_sided_monotone(values):
-    # a stricter level finds fewer differences: no pair significant at 0.01 that is not at 0.05
-    strict, loose = S.significantly_better(values, 0.01), S.significantly_better(values, 0.05)
-    assert not (strict & ~loose).any()
-
-
-@st.composite
-def rivals(draw):
-    """Other contenders on the 5 seeds of U and V: anything from far better to far worse, diverged too."""
-    k = draw(st.integers(0, 4))
-    rows = []
-    for _ in range(k):
-        base = draw(st.sampled_from([0.0, 3.0, 3.3, 3.6, 5.0, 8.4, 30.0]))
-        noise = draw(st.lists(st.floats(-2, 2, allow_subnormal=False), min_size=5, max_size=5))
-        spread = draw(st.sampled_from([0.0, 0.01, 0.1, 1.0, 10.0]))
-        row = [base + spread * e for e in noise]
-        if draw(st.booleans()) and draw(st.booleans()):
-            row[draw(st.integers(0, 4))] = draw(st.sampled_from(BAD))
-        rows.append(row)
-    return rows
-
-
-@settings(derandomize=True, max_examples=150, deadline=None)
-@given(rivals(), st.integers(0, 6))
-def test_unstable_contender_never_outranks_stable_one(others, where):
-    # (b) whatever the other contenders: [3, 3, 3, 3, 30] (mean 8.4) never ranks before 3.61 +- 0.09
-    rows = list(others)
-    rows.insert(min(where, len(rows)), U)
-    rows.insert(min(where // 2, len(rows)), V)
-    r = S.ranks(rows)
-    assert r[rows.index(U)] >= r[rows.index(V)]
-
-
-# --------------------------------------------------------------------------- bootstrap of the mean rank
+# --------------------------------------------------------------------------- the overall ranking
 NAMES = ["a", "b", "c", "d"]
 
 
-def _study(seed=0, C=4, P=3, n=6, offsets=None):
+def _study(seed=0, C=4, P=3, n=10, offsets=None):
     rng = np.random.default_rng(seed)
     off = np.zeros((C, 1)) if offsets is None else np.asarray(offsets, float)[:, None]
     return {f"p{k}": off + rng.normal(0, 1, size=(C, n)) for k in range(P)}
 
 
-def test_bootstrap_is_the_mean_of_ranks_on_resampled_seeds():
+def test_bootstrap_resamples_problems_and_keeps_the_tests():
     per = _study(1, offsets=[0, 0.5, 1.0, 3.0])
-    per["p1"][2] = NAN  # c did not run p1: left out of its ranking
-    per["p2"][3, 0] = INF  # d diverged on a seed of p2: ranked last there
+    per["p1"][2] = NAN  # c did not run p1: left out of its tests
+    per["p2"][3, 0] = INF  # d diverged on a seed of p2: the worst value there
     res = S.bootstrap_mean_ranks(per, NAMES, n_boot=25, seed=11)
-    # the original ranks
-    r = {p: S.ranks(v) for p, v in per.items()}
-    r["p1"] = S.ranks(per["p1"][[0, 1, 3]])
-    r["p1"].insert(2, None)
-    for k in range(len(NAMES)):
-        own = [r[p][k] for p in per if r[p][k] is not None]
-        assert res.mean_rank[k] == pytest.approx(np.mean(own))
+    # the original ranks: the middle of each problem's rank sets (p1 without c)
+    mids = np.full((3, 4), NAN)
+    for k, v in enumerate(per.values()):
+        keep = [i for i in range(4) if not np.isnan(v[i]).all()]
+        cmp = S.compare(v[keep])
+        mids[k, keep] = 0.5 * (cmp.rank_low + cmp.rank_high)
+    np.testing.assert_allclose(res.mean_rank, np.nanmean(mids, axis=0))
     np.testing.assert_array_equal(res.problems, [3, 3, 2, 3])
-    # the replicates: the draws of numpy.random.default_rng(seed), problem after problem
-    rng = np.random.default_rng(11)
-    idx = {p: rng.integers(0, v.shape[1], size=(25, v.shape[1])) for p, v in per.items()}
+    # the replicates: the problems drawn by numpy.random.default_rng(seed), the ranks kept
+    idx = np.random.default_rng(11).integers(0, 3, size=(25, 3))
     for b in range(25):
-        total, count = np.zeros(4), np.zeros(4)
-        for p, v in per.items():
-            present = ~np.isnan(v).all(axis=1)
-            total[present] += S.ranks(v[present][:, idx[p][b]])
-            count[present] += 1
-        np.testing.assert_allclose(res.replicates[b], total / count, rtol=0, atol=1e-12)
-    lo, hi = np.quantile(res.replicates, [0.025, 0.975], axis=0)
+        drawn = mids[idx[b]]
+        ran = ~np.isnan(drawn)
+        want = [drawn[ran[:, c], c].mean() if ran[:, c].any() else NAN for c in range(4)]
+        np.testing.assert_allclose(res.replicates[b], want, rtol=0, atol=1e-12)
+    lo, hi = np.nanquantile(res.replicates, [0.025, 0.975], axis=0)
     np.testing.assert_allclose(res.low, lo) and np.testing.assert_allclose(res.high, hi)
     assert res.p_first.sum() == pytest.approx(1.0) and res.level == 0.95 and res.names == tuple(NAMES)
     assert res.replicates.shape == (25, 4)
+    # the same from the ranks directly
+    direct = S.bootstrap_problems(mids, NAMES, n_boot=25, seed=11)
+    np.testing.assert_array_equal(direct.replicates, res.replicates)
 
 
-def test_bootstrap_chunks_do_not_change_the_result(monkeypatch):
-    per = _study(2, C=5, offsets=[0, 0.3, 0.6, 0.9, 1.2])
-    names = list("vwxyz")
-    whole = S.bootstrap_mean_ranks(per, names, n_boot=40, seed=3)
-    monkeypatch.setattr(S, "_CHUNK", 7 * 10 * 6)  # 7 replicates of 10 pairs x 6 seeds at a time
-    chunked = S.bootstrap_mean_ranks(per, names, n_boot=40, seed=3)
-    np.testing.assert_array_equal(whole.replicates, chunked.replicates)
-
-
-def test_bootstrap_deterministic_given_seed():
-    per = _study(4)
+def test_bootstrap_deterministic_given_seed_and_one_problem_is_a_point():
+    per = _study(4, P=4)
     one = S.bootstrap_mean_ranks(per, NAMES, n_boot=200, seed=5)
     two = S.bootstrap_mean_ranks(per, NAMES, n_boot=200, seed=5)
     other = S.bootstrap_mean_ranks(per, NAMES, n_boot=200, seed=6)
     for x, y in zip(one, two, strict=True):
         np.testing.assert_array_equal(x, y)
-    assert not np.array_equal(one.replicates, other.replicates)
     np.testing.assert_array_equal(one.mean_rank, other.mean_rank)  # the original data: no randomness
+    single = S.bootstrap_mean_ranks({"p": per["p0"]}, NAMES, n_boot=50)
+    np.testing.assert_array_equal(single.low, single.mean_rank)
+    np.testing.assert_array_equal(single.high, single.mean_rank)
 
 
 def test_bootstrap_far_better_contender():
     per = _study(5, C=6, P=5, n=10, offsets=[-10, 0, 0, 0, 0, 0])
     res = S.bootstrap_mean_ranks(per, list("abcdef"), n_boot=300)
     assert res.mean_rank[0] == 1.0 and (res.low[0], res.high[0]) == (1.0, 1.0) and res.p_first[0] == 1.0
-    assert np.all(res.p_first[1:] == 0) and np.all(res.low[1:] >= 2)
+    assert np.all(res.p_first[1:] == 0) and np.all(res.low[1:] > 1)
 
 
-def test_bootstrap_exchangeable_contenders_overlap():
+def test_bootstrap_exchangeable_contenders_tie():
     per = _study(6, C=5, P=5, n=10)
     res = S.bootstrap_mean_ranks(per, list("abcde"), n_boot=500, seed=1)
     assert res.low.max() <= res.high.min()  # every interval overlaps every other
-    assert np.all(res.low <= res.high)
-    assert res.p_first.max() < 0.9 and res.p_first.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(res.p_first, 0.2)  # nothing shown: every replicate a five-way tie
 
 
 def test_bootstrap_ties_split_and_missing_everywhere():
     same = np.tile([1.0, 2.0, 3.0], (3, 1))
     same[2] = NAN  # the third never ran
     res = S.bootstrap_mean_ranks({"p": same}, ["x", "y", "z"], n_boot=50, level=0.5)
-    np.testing.assert_array_equal(res.mean_rank[:2], [1.0, 1.0])
+    np.testing.assert_array_equal(res.mean_rank[:2], [1.5, 1.5])
     np.testing.assert_array_equal(res.p_first, [0.5, 0.5, 0.0])
     assert math.isnan(res.mean_rank[2]) and math.isnan(res.low[2]) and res.problems[2] == 0
     assert res.level == 0.5
-
-
-def test_bootstrap_time():
-    # the study's largest overall table: 26 contenders, 5 problems, 10 seeds, 1000 replicates (docstring: 0.4-0.9 s)
-    per = _study(8, C=26, P=5, n=10, offsets=np.linspace(0, 3, 26))
-    start = time.perf_counter()
-    res = S.bootstrap_mean_ranks(per, [f"c{k}" for k in range(26)], n_boot=1000)
-    assert time.perf_counter() - start < 5.0
-    assert res.replicates.shape == (1000, 26)
 
 
 @pytest.mark.parametrize(
@@ -525,12 +627,16 @@ def test_bootstrap_time():
         ({"level": 1.0}, "^level must be in"),
         ({"level": 0}, "^level must be in"),
         ({"test_level": 1.5}, "^test_level must be in"),
+        ({"test": "z"}, "^test must be one of"),
+        ({"margin": {"p": -1.0}}, "^margin must be"),
     ],
 )
 def test_bootstrap_bad_input(kwargs, match):
     args = {"per_problem": {"p": np.zeros((4, 3))}, "names": NAMES, "n_boot": 5} | kwargs
     with pytest.raises(ValueError, match=match):
         S.bootstrap_mean_ranks(**args)
+    with pytest.raises(ValueError, match="^ranks must be a .problems, 2. array"):
+        S.bootstrap_problems(np.zeros((3, 4)), ["a", "b"])
 
 
 # --------------------------------------------------------------------------- performance profiles
@@ -605,12 +711,20 @@ def test_profile_bad_input(call, match):
 def test_public_names():
     assert sorted(S.__all__) == sorted(
         [
-            "MIN_EFFECT",
+            "ROUNDING_RTOL",
+            "TEST",
+            "TESTS",
             "BootstrapRanks",
+            "Comparison",
             "PairedTest",
+            "SignedRankTest",
             "bootstrap_mean_ranks",
+            "bootstrap_problems",
             "ci_halfwidth",
+            "compare",
             "holm",
+            "letters",
+            "min_seeds",
             "paired_t",
             "performance_profile",
             "performance_ratios",
@@ -619,6 +733,7 @@ def test_public_names():
             "significantly_better",
             "t_quantile",
             "t_sf_two_sided",
+            "wilcoxon",
         ]
     )
-    assert all(getattr(S, n).__doc__ for n in S.__all__)
+    assert all(getattr(S, n).__doc__ for n in S.__all__ if not isinstance(getattr(S, n), float | str | tuple))

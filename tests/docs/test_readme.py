@@ -53,7 +53,6 @@ def _standins(i: int) -> dict:
 # Blocks run by other tests (or by the tests below, which need more than a namespace), and where.
 ELSEWHERE = {
     "load_trainer(": "tests/facade/test_coming_from_mxnet.py runs the resume lines on real MXNet checkpoints",
-    "sparse.value_and_grad(loss_fn": "tests/drivers/test_lazy.py runs the skip-gram model",
     "compare.study(": "below: its calls checked in the default run, the block run on a tiny problem under slow",
 }
 
@@ -63,7 +62,6 @@ USES = {
     "Flax": ("TrainState.create",),
     "the MXNet-style facade": ("mxopt_jax.create(", "get_updater("),
     "resuming an MXNet checkpoint": ("mxnet_format.load_trainer(",),
-    "row-sparse embeddings": ("sparse.value_and_grad(loss_fn", "lazy_update=True"),
     "a study from Python": ("compare.study(", "compare.contender("),
 }
 

@@ -22,6 +22,7 @@ Conventions every problem follows:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -68,6 +69,9 @@ class Problem:
         budget; a preset not named here uses ``target`` (:meth:`target_for`).
       better: ``"lower"`` (default) or ``"higher"``: which way the metric improves. Selection, ranks, targets
         and tables all read it (:attr:`sign`).
+      margin: the practical margin, in the metric's own units (``>= 0``, default 0: none): two contenders are
+        shown to differ only by more than this (the tables' tests shift by it, and the report prints it). Use it
+        for a difference too small to matter to a reader (e.g. 0.1 for an error rate in %).
     """
 
     name: str
@@ -86,6 +90,7 @@ class Problem:
     tables: tuple[str, ...] = ()
     targets: Mapping[str, float] = dataclasses.field(default_factory=dict)
     better: str = "lower"
+    margin: float = 0.0
 
     @property
     def sign(self) -> float:
@@ -136,6 +141,17 @@ class Problem:
             raise ValueError(
                 f"Problem {self.name!r}: `better` must be 'lower' or 'higher' (which way the metric improves), "
                 f"got {self.better!r}"
+            )
+        margin = self.margin
+        if (
+            isinstance(margin, bool)
+            or not isinstance(margin, int | float)
+            or not math.isfinite(margin)
+            or margin < 0
+        ):
+            raise ValueError(
+                f"Problem {self.name!r}: `margin` must be a finite number >= 0 (the practical margin, in the "
+                f"metric's units), got {margin!r}"
             )
         if not isinstance(self.tables, tuple) or not all(isinstance(t, str) for t in self.tables):
             raise TypeError(f"Problem {self.name!r}: `tables` must be a tuple of str, got {self.tables!r}")

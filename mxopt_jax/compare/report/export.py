@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..protocol import Selection, rank
+from ..protocol import Selection, compare_table
 from ..records import Records
 from ..serialize import csv_number, pandas, read_csv
 from .tables import group_by_problem
@@ -55,10 +55,15 @@ SUMMARY_COLUMNS = (
     "contender",
     "mode",
     "rank",
+    "rank_high",
+    "group",
     "lr",
     "on_edge",
     "test_mean",
     "test_ci",
+    "test_median",
+    "test_q1",
+    "test_q3",
     "val_final_mean",
     "best_val_mean",
     "time_to_target",
@@ -69,6 +74,7 @@ SUMMARY_COLUMNS = (
     "ms_per_step",
     "diverged",
     "runs",
+    "diverged_report",
     "report_seeds",
 )
 
@@ -127,22 +133,28 @@ def write_summary_csv(
     """One row per selection (contender, problem, mode): the reported numbers, the rank, the seeds they come
     from, and the chosen value of every tuned hyperparameter (one column each after the fixed ones).
 
-    The rank is the table's (:func:`~mxopt_jax.compare.protocol.rank`, among the selections of the same
-    problem and mode, paired by seed): the contenders ``identical_by_problem[problem][mode]`` lists as identical
-    (``{representative: [others]}``) are folded before ranking and share their representative's rank.
-    ``time_to_target`` (steps, at the chosen rate on the report seeds) is ``inf`` when fewer than half of the
-    seeds reached the target; ``fastest_time`` is the performance profile's time (the fastest trial: per
-    selection seed the fewest steps any configuration tried needed, median over seeds).
+    ``rank``, ``rank_high`` and ``group`` are the table's (:func:`~mxopt_jax.compare.protocol.compare_table`,
+    among the selections of the same problem and mode, paired by seed): the simultaneous rank set ``[rank,
+    rank_high]`` (``rank``: 1 + the entries shown better) and the compact letter display (two contenders share
+    a letter exactly when not shown to differ); the contenders ``identical_by_problem[problem][mode]`` lists as
+    identical (``{representative: [others]}``) are folded before testing and share their representative's.
+    ``test_median``, ``test_q1``, ``test_q3``: over every report seed, a diverged seed the worst value;
+    ``diverged_report``: report seeds that diverged (``diverged``: selection runs, of ``runs``).
+    ``time_to_target`` (steps, at the chosen rate on the report seeds) is ``inf`` unless a majority of the
+    seeds reached the target; ``fastest_time`` is the performance profile's time (the fastest trial, from the
+    selection runs: per selection seed the fewest steps any configuration tried needed, then a majority).
     """
     path = Path(path)
     sels = list(selections)
     extra = _extra(k for s in sels for k in s.config)
-    ranks: dict[int, int] = {}
+    ranks: dict[int, tuple[int, int, str]] = {}
     by = identical_by_problem or {}
     for mode in dict.fromkeys(s.mode for s in sels):
         for prob, group in group_by_problem(s for s in sels if s.mode == mode).items():
-            for s, k in zip(group, rank(group, by.get(prob, {}).get(mode)), strict=True):
-                ranks[id(s)] = k
+            table = compare_table(group, by.get(prob, {}).get(mode))
+            for s in group:
+                n = s.contender
+                ranks[id(s)] = (table.rank(n), table.rank_high(n), table.letters(n))
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow([*SUMMARY_COLUMNS, *extra])
@@ -152,11 +164,12 @@ def write_summary_csv(
                     s.problem,
                     s.contender,
                     s.mode,
-                    ranks[id(s)],
+                    *ranks[id(s)],
                     csv_number(s.lr),
                     s.on_edge or "",
                     csv_number(s.test_mean),
                     csv_number(s.test_ci),
+                    *(csv_number(q) for q in (s.test_quartiles[1], s.test_quartiles[0], s.test_quartiles[2])),
                     csv_number(s.val_mean),
                     csv_number(s.best_val_mean),
                     csv_number(s.time_to_target),
@@ -167,6 +180,7 @@ def write_summary_csv(
                     csv_number(s.ms_per_step),
                     s.diverged,
                     len(s.lrs) * len(s.val_final),
+                    s.seeds - s.finite,
                     " ".join(str(int(x)) for x in np.asarray(s.report_seeds).ravel()),
                     *(csv_number(s.config[k]) if k in s.config else "" for k in extra),
                 ]
@@ -253,7 +267,7 @@ def _numeric(path: Path) -> list[str]:
     """The columns of a summary CSV other than the text ones."""
     with path.open(newline="") as f:
         head = next(csv.reader(f), [])
-    return [c for c in head if c not in ("problem", "contender", "mode", "on_edge", "report_seeds")]
+    return [c for c in head if c not in ("problem", "contender", "mode", "group", "on_edge", "report_seeds")]
 
 
 def summary_rows(

@@ -4,22 +4,22 @@
 base64: the file needs nothing beside it), the batching check, the timings, the protocol as it ran and the
 whole text report. A :class:`~mxopt_jax.compare.study.Study` shows it in a notebook (``_repr_html_``).
 
-The ranks are the ``rank`` column of ``summary.csv`` (:func:`~mxopt_jax.compare.report.export.summary_rows`):
-the page, the CSV and the DataFrames show one rank.
+The tables are the text report's (:func:`~mxopt_jax.compare.report.tables.problem_table`,
+:func:`~mxopt_jax.compare.report.tables.overall_table`) rendered as HTML tables, with the same notes: the
+page, the text and ``summary.csv`` show the same rank sets and groups (all from
+:func:`~mxopt_jax.compare.protocol.compare_table`).
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..protocol import Selection
 from ..result import StudyResult as Study
-from .export import summary_rows
-from .tables import _fmt_ms, _fmt_num, _fmt_target, fmt_lr, fmt_mean_ci, label
+from .tables import Table, overall_table, problem_table
 
 __all__ = ["FIGURE_CAPTIONS", "html_report"]
 
@@ -32,8 +32,9 @@ FIGURE_CAPTIONS = {
     "curves.png": "The reported runs (the chosen configuration on the confirmation seeds): validation metric and "
     "training loss along training, mean and 95 % interval over seeds; each row's legend gives the rates chosen "
     "on that problem.",
-    "profile.png": "Performance profiles: the fraction of problems a contender reaches the validation target "
-    "within tau times the fastest contender's steps.",
+    "profile.png": "Performance profiles, from the selection runs: the fraction of problems on which a "
+    "contender's fastest trial (per selection seed the fewest steps any rate tried needed, then a majority of "
+    "the seeds) reaches the validation target within tau times the fastest contender's steps.",
 }
 
 _CSS = """
@@ -60,79 +61,57 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _problem_table(study: Study, problem: Any, mode: str, ranks: Mapping[str, str]) -> str:
+def _table_html(t: Table, name_col: int, best_col: int | None = None) -> str:
+    """``t`` as an HTML table (header, rows) and its notes as paragraphs; rows whose ``best_col`` cell is
+    ``"1"`` (the rank set {1}: shown better than every other entry) in bold."""
+    if not t.rows:
+        return ""
+    ths = "".join(
+        f'<th class="name">{_e(h)}</th>' if c == name_col else f"<th>{_e(h)}</th>"
+        for c, h in enumerate(t.head)
+    )
+    rows = []
+    for r in t.rows:
+        tds = "".join(
+            f'<td class="name">{_e(x)}</td>' if c == name_col else f"<td>{_e(x)}</td>"
+            for c, x in enumerate(r)
+        )
+        best = ' class="best"' if best_col is not None and r[best_col] == "1" else ""
+        rows.append(f"<tr{best}>{tds}</tr>")
+    extra = f"<pre>{_e(chr(10).join(t.extra))}</pre>" if t.extra else ""
+    return f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>{extra}" + "".join(
+        f"<p class='note'>{_e(n)}</p>" for n in t.notes
+    )
+
+
+def _problem_table(study: Study, problem: Any, mode: str) -> str:
+    """One problem's table of ``mode`` (:func:`~mxopt_jax.compare.report.tables.problem_table`, identical
+    contenders folded as in the text)."""
     table = study.tuned if mode == "tuned" else study.one_shot
     sels: dict[str, Selection] = table.get(problem.name, {})
-    shown = [n for n in study.reported(problem.name, mode) if n in sels]
-    if not shown:
+    order = [c.name for c in study.contenders if c.name in sels]
+    if not order:
         return ""
-    same = study.identical_map(problem.name, mode)
-
-    def key(n: str) -> tuple[float, float, str]:
-        r = ranks.get(n, "")
-        return (float(r) if r else math.inf, sels[n].test_mean, n)
-
-    metric = _e(problem.metric_name or "metric")
-    s0 = sels[shown[0]]
-    pct = f"{100 * s0.level:g} %"
-    head = [
-        ("rank", ""),
-        ("contender", "name"),
-        (f"test {metric} (± {pct} CI)", ""),
-        ("lr", ""),
-        (f"best val {metric}", ""),
-        ("steps to target", ""),
-        ("ms/step", ""),
-        ("diverged", ""),
-    ]
-    rows = []
-    for n in sorted(shown, key=key):
-        s = sels[n]
-        runs = len(s.lrs) * s.seeds
-        cells = [
-            ranks.get(n, ""),
-            label(n, same),
-            fmt_mean_ci(s.test_mean, s.test_ci),
-            fmt_lr(s),
-            _fmt_num(s.best_val_mean),
-            _fmt_target(s),
-            _fmt_ms(s.ms_per_step),
-            f"{s.diverged}/{runs}" if s.diverged else "",
-        ]
-        best = ' class="best"' if ranks.get(n) == "1" else ""
-        tds = "".join(
-            f'<td class="name">{_e(c)}</td>' if i == 1 else f"<td>{_e(c)}</td>" for i, c in enumerate(cells)
-        )
-        rows.append(f"<tr{best}>{tds}</tr>")
-    ths = "".join(f'<th class="{cls}">{h}</th>' if cls else f"<th>{h}</th>" for h, cls in head)
+    t = problem_table([sels[n] for n in order], problem, study.identical_map(problem.name, mode))
+    s0 = sels[order[0]]
     title = "tuned" if mode == "tuned" else "one-shot (default rate)"
-    seeds = f"{s0.seeds} seeds, {s0.steps} steps"
-    notes = []
-    if any(sels[n].on_edge for n in shown):
-        notes.append(
-            "&lt; / &gt;: the chosen rate is the smallest / largest of its grid; the best may lie beyond."
-        )
-    notes.append(
-        f"rank: summary.csv's (the protocol below says how ranks are decided); test: mean over the reported "
-        f"seeds ± the {pct} interval; steps to target: median over seeds (k/S: seeds that reached it); diverged: "
-        "(rate, seed) runs."
-    )
-    return (
-        f"<h3>{_e(title)} <span class='note'>({_e(seeds)})</span></h3>"
-        f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        + "".join(f"<p class='note'>{n}</p>" for n in notes)
-    )
+    seeds = f"{s0.seeds} report seeds, {s0.steps} steps"
+    return f"<h3>{_e(title)} <span class='note'>({_e(seeds)})</span></h3>" + _table_html(t, 2, 0)
 
 
-def _ranks(study: Study) -> dict[tuple[str, str], dict[str, str]]:
-    """``{(problem, mode): {contender: rank}}`` from ``summary.csv``'s rows."""
-    out: dict[tuple[str, str], dict[str, str]] = {}
-    folds = {
-        p.name: {m: study.identical_map(p.name, m) for m in ("tuned", "one-shot")} for p in study.problems
-    }
-    for row in summary_rows(study.selections("tuned") + study.selections("one-shot"), folds):
-        out.setdefault((row["problem"], row["mode"]), {})[row["contender"]] = row.get("rank", "")
-    return out
+def _overall(study: Study, mode: str) -> str:
+    """The overall ranking of ``mode`` as an HTML table (:func:`~mxopt_jax.compare.report.tables.overall_table`,
+    the text report's)."""
+    sels = study.selections(mode)
+    if not sels:
+        return ""
+    t = overall_table(
+        sels,
+        study.identical_everywhere(mode),
+        identical_by_problem={p.name: study.identical_map(p.name, mode) for p in study.problems},
+    )
+    title = "tuned" if mode == "tuned" else "one-shot (default rate)"
+    return f"<h3>{_e(title)}</h3>" + _table_html(t, 0)
 
 
 def render_images(study: Study) -> dict[str, bytes]:
@@ -168,13 +147,14 @@ def html_report(
     notes: Sequence[str] = (),
     standalone: bool = True,
     images: Mapping[str, bytes] | None = None,
+    across: str = "",
 ) -> str:
-    """The study as HTML: a whole page (``standalone``, what ``report.html`` holds) or a fragment for a
-    notebook. ``text``: the text report (shown whole, folded); ``protocol``: the protocol as it ran; ``notes``: paragraphs under "Checks and
-    timings"; ``images``: the figures as PNG bytes by file name (default: drawn now, when matplotlib is
-    installed; ``{}``: none). :func:`mxopt_jax.compare.report.render.study_html` fills these in."""
+    """The study as HTML, results first: a whole page (``standalone``, what ``report.html`` holds) or a
+    fragment for a notebook. ``text``: the text report (shown whole, folded); ``protocol``: the protocol as it
+    ran; ``notes``: paragraphs under "Checks and timings"; ``images``: the figures as PNG bytes by file name
+    (default: drawn now, when matplotlib is installed; ``{}``: none); ``across``: the tables across independent
+    studies (text; none for one study). :func:`mxopt_jax.compare.report.render.study_html` fills these in."""
     images = render_images(study) if images is None else images
-    ranks = _ranks(study)
     names = [
         c.name for c in study.contenders if any(c.name in study.tuned.get(p.name, {}) for p in study.problems)
     ]
@@ -183,20 +163,38 @@ def html_report(
         "<p class='note'>"
         + _e(
             f"Preset '{study.preset.name}': {study.preset.grid_points} rates per grid, selection seeds "
-            f"{_seeds(study.seeds)}, confirmation seeds {_seeds(study.confirm_seeds)} (the reported runs). "
-            "Selection on validation, reported on test. Files beside this page: report.txt, runs.csv, "
-            "summary.csv, study.json."
+            f"{_seeds(study.seeds)}, confirmation seeds {_seeds(study.confirm_seeds)}. Selection on validation, "
+            "reported on test. The tables' test values, medians, groups, rank sets, best validation values, steps "
+            "to target and report divergences read the confirmation runs; the fastest trial, the performance "
+            "profile, ms/step and the selection divergences read the selection runs. Files beside this page: "
+            "report.txt, runs.csv, summary.csv, study.json."
         )
         + "</p>"
     )
+    if len(study.problems) > 0:
+        parts.append("<h2>Overall ranking</h2>")
+        for mode in ("tuned", "one-shot"):
+            parts.append(_overall(study, mode))
+    if across:
+        parts.append(f"<h2>Across {1 + len(study.repeats)} independent studies</h2>")
+        parts.append(
+            "<p class='note'>The claims to cite: each study repeats the whole tuning on its own seeds and draws; "
+            "the tables below test with the study as the unit. The per-problem tables after them are the first "
+            "study's.</p>"
+        )
+        parts.append(f"<pre>{_e(across)}</pre>")
     for p in study.problems:
         parts.append(f"<h2>{_e(p.name)}: {_e(p.title)}</h2>")
+        better = getattr(p, "better", "lower")
+        relation = "&gt;=" if better == "higher" else "&lt;="
+        margin = float(getattr(p, "margin", 0.0))
         parts.append(
-            f"<p class='note'>{_e(p.metric_name)} (lower is better), target &lt;= {_e(f'{p.target:g}')}; "
+            f"<p class='note'>{_e(p.metric_name)} ({_e(better)} is better), target {relation} "
+            f"{_e(f'{p.target:g}')}; practical margin {_e(f'{margin:g}' if margin else '0 (none)')}; "
             f"{_e(study.preset.steps(p))} steps, batch {_e(p.batch_size)}. {_e(p.description)}</p>"
         )
         for mode in ("tuned", "one-shot"):
-            parts.append(_problem_table(study, p, mode, ranks.get((p.name, mode), {})))
+            parts.append(_problem_table(study, p, mode))
     if images:
         parts.append("<h2>Figures</h2>")
         for name, data in images.items():

@@ -9,9 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import protocol
 from ..distributed import is_writer
+from ..protocol import AcrossStudies
 from ..result import StudyResult
 from ..serialize import contender_info, problem_info, write_document
+from . import tables
 from .export import write_csv, write_summary_csv
 from .html import html_report
 from .plots import save_all
@@ -19,7 +22,9 @@ from .tables import format_report
 from .text import describe
 
 __all__ = [
+    "across_studies",
     "batching_note",
+    "format_across",
     "describe_study",
     "format_study",
     "study_document",
@@ -108,9 +113,43 @@ def describe_study(study: Study) -> str:
     )
 
 
+def across_studies(study: Study) -> list[AcrossStudies]:
+    """Each problem's tables (tuned, then one-shot) read over the plan's independent studies
+    (:func:`mxopt_jax.compare.protocol.across_studies`); empty for a study of one."""
+    if not study.repeats:
+        return []
+    out = []
+    for p in study.problems:
+        for mode in ("tuned", "one-shot"):
+            tables = [s.tuned if mode == "tuned" else s.one_shot for s in study.studies()]
+            if all(p.name in t and t[p.name] for t in tables):
+                out.append(
+                    protocol.across_studies(
+                        [list(t[p.name].values()) for t in tables],
+                        [s.identical_map(p.name, mode) for s in study.studies()],
+                    )
+                )
+    return out
+
+
+def format_across(study: Study) -> str:
+    """The tables across the plan's independent studies (the claims that hold whatever the tuning's luck, and
+    the spread it makes), one per problem and mode; empty for a study of one."""
+    metrics = {p.name: p.metric_name for p in study.problems}
+    parts = [tables.format_across(a, metrics.get(a.problem, "metric")) for a in across_studies(study)]
+    if not parts:
+        return ""
+    head = (
+        f"== Across {1 + len(study.repeats)} independent studies (each repeats the whole tuning on its own "
+        "seeds and search draws: the claims to cite; the tables after these are the first study's)"
+    )
+    return "\n\n".join([head, *parts])
+
+
 def format_study(study: Study) -> str:
-    """The text report: the results first (the overall ranking, then each problem's tables), then the batching
-    check and the timings, then the protocol as it ran."""
+    """The text report: the results first (with independent studies, the tables across them; the overall
+    ranking, then each problem's tables), then the batching check and the timings, then the protocol as it
+    ran."""
     text = format_report(
         study.problems,
         study.selections("tuned"),
@@ -119,7 +158,16 @@ def format_study(study: Study) -> str:
         identical={m: study.identical_everywhere(m) for m in ("tuned", "one-shot")},
         identical_by_problem=study.identical_by_problem(),
     )
-    return "\n\n".join([text.rstrip("\n"), batching_note(study), timing_note(study), describe_study(study)])
+    across = format_across(study)
+    return "\n\n".join(
+        [
+            *([across] if across else []),
+            text.rstrip("\n"),
+            batching_note(study),
+            timing_note(study),
+            describe_study(study),
+        ]
+    )
 
 
 def study_document(study: Study) -> dict[str, Any]:
@@ -154,6 +202,7 @@ def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes
         format_study(study),
         describe_study(study),
         [batching_note(study), timing_note(study)],
+        across=format_across(study),
         standalone=standalone,
         images=images,
     )

@@ -1,38 +1,50 @@
-"""Plain-text tables of a study: one per problem, an overall table, and one-shot against tuned.
+"""Plain-text tables of a study: one per problem, an overall table, one-shot against tuned, across studies.
 
 Every table is fixed-width text meant to be read at a glance in a terminal; :func:`format_report` puts them
-together under the printed protocol (:func:`mxopt_jax.compare.report.text.describe`).
+together under the printed protocol (:func:`mxopt_jax.compare.report.text.describe`). The cells come from
+:func:`problem_table` and :func:`overall_table` (:class:`Table`: a title, a header, rows of text, notes), which
+the HTML page renders too (:mod:`mxopt_jax.compare.report.html`): the page and the text say the same.
+
+What the tables claim: a table prints, for its contenders, the compact letter display and the simultaneous rank
+sets of :func:`~mxopt_jax.compare.protocol.compare_table`, so every "better" a reader can read in it is a test
+that Holm's correction kept (:func:`mxopt_jax.compare.stats.compare`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from .. import stats
 from ..protocol import (
     BOOTSTRAP_REPLICATES,
     BOOTSTRAP_SEED,
     TAU_MAX,
+    TEST,
     TEST_LEVEL,
+    AcrossStudies,
     Selection,
+    TableComparison,
+    compare_table,
     fold,
     profile_scores,
-    rank,
     rank_uncertainty,
 )
-from ..stats import MIN_EFFECT
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
 
 __all__ = [
     "EDGE_MARKS",
+    "Table",
+    "claims_note",
     "collapse",
     "fmt_lr",
     "fmt_mean_ci",
+    "format_across",
     "format_configs",
     "format_modes",
     "format_overall",
@@ -40,6 +52,9 @@ __all__ = [
     "format_report",
     "group_by_problem",
     "label",
+    "overall_table",
+    "problem_table",
+    "test_words",
 ]
 
 #: Marks appended to a chosen rate on the grid's edge.
@@ -137,14 +152,6 @@ def _fmt_ms(v: float) -> str:
     return f"{v:.{max(0, 2 - math.floor(math.log10(abs(v))))}f}"
 
 
-def _order(selections: Sequence[Selection], ranks: Sequence[int]) -> list[int]:
-    """Display order: rank, then mean test metric, then name."""
-    return sorted(
-        range(len(selections)),
-        key=lambda i: (ranks[i], selections[i].test_mean, selections[i].contender),
-    )
-
-
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
     """Fixed-width lines: ``align`` has one ``<`` or ``>`` per column."""
     widths = [max(len(h), *(len(r[c]) for r in rows)) if rows else len(h) for c, h in enumerate(head)]
@@ -158,19 +165,185 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> li
     return out
 
 
+class Table(NamedTuple):
+    """A table's contents, for text (:func:`format_problem`, :func:`format_overall`) and HTML alike.
+
+    Attributes:
+      title: the heading line.
+      head: the column names.
+      rows: the cells, one list of text per row, in display order.
+      align: one ``<`` or ``>`` per column.
+      notes: what each column reads and claims, one sentence group per line.
+      extra: lines printed between the rows and the notes (the chosen configurations of a random search).
+    """
+
+    title: str
+    head: list[str]
+    rows: list[list[str]]
+    align: str
+    notes: list[str]
+    extra: tuple[str, ...] = ()
+
+
+def _render(t: Table) -> str:
+    return "\n".join([t.title, *_table(t.head, t.rows, t.align), *t.extra, *t.notes])
+
+
 # --------------------------------------------------------------------------- tables
-def _rank_note(sels: Sequence[Selection], pct: str) -> list[str]:
-    """What the interval and the ranks of a table are."""
-    n = len(sels)
-    pairs = n * (n - 1) // 2
-    return [
-        f"test: mean over the {sels[0].seeds} report seeds ± the half-width of the {pct} Student-t interval of "
-        "the mean (symmetric, so it can reach past the metric's range, e.g. below 0); ranks do not read it.",
-        f"rank: contenders paired by seed, Student's paired t-test (two-sided) of every pair, Holm's correction "
-        f"over the table's {pairs} pair(s), level {100 * TEST_LEVEL:g} %, differences below {MIN_EFFECT:g} seed "
-        "standard deviation ignored; ranks never decrease with the mean; a shared rank means not shown to "
-        "differ; diverged: after every finite one.",
+def test_words(test: str = TEST) -> str:
+    """The paired test's name as the report prints it."""
+    return {
+        "wilcoxon": "Wilcoxon's signed-rank test (exact, two-sided)",
+        "t": "Student's paired t-test (two-sided; a pair with a diverged seed: the signed-rank test)",
+    }[test]
+
+
+def claims_note(table: TableComparison, metric: str = "metric") -> list[str]:
+    """What a table's letters and rank sets claim, and how they were decided; a warning when the table cannot
+    separate anything (the exact test's smallest p-value above Holm's first threshold)."""
+    c = table.comparison
+    E = len(table.entries)
+    margin = (
+        f"differences of at most {table.margin:g} {metric} (the problem's practical margin) are not claimed; "
+        if table.margin
+        else "no practical margin (the problem sets none); "
+    )
+    out = [
+        f"group: two entries that share a letter were not shown to differ; two with no letter in common were: "
+        f"{test_words(c.test)}, paired by seed, Holm's correction over the table's {c.pairs} pair(s), level "
+        f"{100 * c.level:g} %; {margin}rounding twins (within {c.rtol:g} relative on every seed) are never "
+        "separated; a diverged seed is the worst value on its seed. rank: the simultaneous rank set [1 + entries "
+        f"shown better, {E} - entries shown worse] (each bound counts rejected tests only; 1-{E}: not shown to "
+        "differ from any)."
     ]
+    if c.test == "wilcoxon" and c.pairs and stats.min_seeds(c.pairs, c.level) > table.seeds:
+        need = stats.min_seeds(c.pairs, c.level)
+        out.append(
+            f"power: on {table.seeds} seeds the signed-rank test's smallest p-value is 2/2^{table.seeds} = "
+            f"{2.0 ** (1 - table.seeds):.2g}, above Holm's first threshold {100 * c.level:g} %/{c.pairs} = "
+            f"{c.level / c.pairs:.2g}: no pair of this table can be shown to differ. {c.pairs} pairs need at "
+            f"least {need} report seeds (--confirm-seeds {need}), or fewer contenders."
+        )
+    return out
+
+
+def _fmt_test(s: Selection) -> str:
+    """Mean ± interval over the report seeds; with diverged seeds, over the finite ones, saying how many."""
+    if s.finite == len(np.asarray(s.test)):
+        return fmt_mean_ci(s.test_mean, s.test_ci)
+    if s.finite == 0:
+        return "diverged"
+    return f"{fmt_mean_ci(s.finite_mean, s.finite_ci)} ({s.finite}/{s.seeds} finite)"
+
+
+def _fmt_quartiles(s: Selection) -> str:
+    """``"2.75 [2.50, 3.06]"``: median and quartiles over every report seed (a diverged seed the worst value),
+    with the interval's decimals (4 significant digits without one)."""
+    q1, med, q3 = s.test_quartiles
+    ci = s.test_ci if math.isfinite(s.test_ci) else s.finite_ci
+    d = _decimals(ci)
+
+    def one(v: float) -> str:
+        if not math.isfinite(v):
+            return "diverged"
+        return f"{v:.{d}f}" if d >= 0 else f"{v:.4g}"
+
+    return f"{one(med)} [{one(q1)}, {one(q3)}]"
+
+
+def problem_table(
+    selections: Sequence[Selection],
+    problem: Problem | None = None,
+    identical: Mapping[str, Sequence[str]] | None = None,
+    title: str | None = None,
+    test: str = TEST,
+) -> Table:
+    """The cells of one problem's table (:func:`format_problem` prints them; the HTML page renders them).
+
+    Columns: the rank set and the letters (:func:`~mxopt_jax.compare.protocol.compare_table`: every "better"
+    they imply is a rejected test), the contender, the test metric's mean ± interval (over the finite seeds,
+    saying how many, when some diverged), its median and quartiles over every report seed (a diverged seed the
+    worst value), the chosen rate, the best validation value, steps and seconds to target at the chosen rate,
+    the fastest trial's steps to target (the profile's time, from the selection runs), ms/step and the diverged
+    runs (report seeds, then selection runs). Rows in the rank sets' order (then the median). Contenders
+    identical to a present one are folded into its row (``"sgd (= ccsgd, test)"``) before testing.
+
+    Raises
+    ------
+    ValueError
+        as :func:`~mxopt_jax.compare.protocol.compare_table`.
+    """
+    sels = collapse(selections, identical)
+    if not sels:
+        return Table(title or "", [], [], "", [])
+    table = compare_table(sels, None, TEST_LEVEL, test)
+    by = {s.contender: s for s in sels}
+    s0 = sels[0]
+    metric = (problem.metric_name if problem is not None else s0.metric_name) or "metric"
+    target = problem.target if problem is not None else s0.target
+    relation = ">=" if s0.better == "higher" else "<="
+    pct = f"{100 * s0.level:g}%"
+    mode = {"tuned": "tuned", "one-shot": "one-shot (default rate)"}.get(s0.mode, s0.mode)
+    if title is None:
+        name = f"{problem.name}: {problem.title}" if problem is not None else s0.problem
+        higher = "; higher is better" if s0.better == "higher" else ""
+        title = f"== {name} [{mode}; {s0.seeds} seeds, {s0.steps} steps; target {metric} {relation} {target:g}{higher}]"
+    head = [
+        "rank",
+        "group",
+        "contender",
+        f"test {metric} (mean ± {pct} t)",
+        "median [quartiles]",
+        "lr",
+        f"best val {metric}",
+        "steps to target",
+        "time to target",
+        "fastest trial",
+        "ms/step",
+        "diverged (report)",
+        "diverged (selection)",
+    ]
+    rows = []
+    for n in table.order:
+        s = by[n]
+        runs = len(s.lrs) * len(s.val_final)
+        bad = s.seeds - s.finite
+        rows.append(
+            [
+                table.rank_set(n),
+                table.letters(n),
+                label(n, identical),
+                _fmt_test(s),
+                _fmt_quartiles(s),
+                fmt_lr(s),
+                _fmt_num(s.best_val_mean),
+                _fmt_target(s),
+                _fmt_seconds(s.time_to_target, s.ms_per_step),
+                _fmt_steps(s.fastest_time),
+                _fmt_ms(s.ms_per_step),
+                f"{bad}/{s.seeds}" if bad else "",
+                f"{s.diverged}/{runs}" if s.diverged else "",
+            ]
+        )
+    extra = tuple(format_configs([by[n] for n in table.order], identical)) if s0.mode == "tuned" else ()
+    notes = [
+        f"test: mean over the {s0.seeds} report seeds ± the half-width of the {pct} Student-t interval of the "
+        "mean (symmetric, so it can reach past the metric's range, e.g. below 0; with diverged report seeds: over "
+        "the finite ones, k/R finite); median [quartiles]: over every report seed, a diverged seed counting as the "
+        "worst value; the claims do not read the interval.",
+        *claims_note(table, metric),
+    ]
+    if any(s.on_edge or s.edges for s in sels):
+        notes.append(_EDGE_NOTE)
+    notes.append(
+        "Report seeds (the confirmation runs of the chosen rate): test, median, rank, group, best val, steps to "
+        "target (the steps by which a majority of the report seeds reached the target; k/R: seeds that reached "
+        "it), time to target (those steps x ms/step), diverged (report). Selection runs (every rate tried on the "
+        "selection seeds): fastest trial (the profile's time: per seed the fewest steps any rate tried needed, "
+        "then the steps by which a majority of seeds got there), ms/step (one run's time per step, amortized over "
+        "the runs batched together), diverged (selection: rate x seed runs)."
+    )
+    return Table(title, head, rows, ">><" + ">" * 10, notes, extra)
 
 
 def format_problem(
@@ -178,68 +351,12 @@ def format_problem(
     problem: Problem | None = None,
     identical: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
+    test: str = TEST,
 ) -> str:
-    """One problem's table: rank, contender, test metric (mean ± CI), chosen lr, best val, steps and seconds to
-    target at the chosen rate, the fastest trial's steps to target (the profile's time), ms/step, diverged runs.
-
-    Contenders identical to a present one are folded into its row (``"sgd (= ccsgd, test)"``) before ranking
-    (:func:`~mxopt_jax.compare.protocol.rank`: paired t-tests by seed, Holm, ranks monotone in the mean).
-    """
-    sels = collapse(selections, identical)
-    if not sels:
-        return title or ""
-    ranks = rank(sels)
-    s0 = sels[0]
-    metric = (problem.metric_name if problem is not None else s0.metric_name) or "metric"
-    target = problem.target if problem is not None else s0.target
-    pct = f"{100 * s0.level:g}%"
-    mode = {"tuned": "tuned", "one-shot": "one-shot (default rate)"}.get(s0.mode, s0.mode)
-    if title is None:
-        name = f"{problem.name}: {problem.title}" if problem is not None else s0.problem
-        title = f"== {name} [{mode}; {s0.seeds} seeds, {s0.steps} steps; target {metric} <= {target:g}]"
-    head = [
-        "rank",
-        "contender",
-        f"test {metric} (mean ± {pct} t)",
-        "lr",
-        f"best val {metric}",
-        "steps to target",
-        "time to target",
-        "fastest trial",
-        "ms/step",
-        "diverged",
-    ]
-    rows = []
-    for i in _order(sels, ranks):
-        s = sels[i]
-        runs = len(s.lrs) * len(s.val_final)
-        rows.append(
-            [
-                str(ranks[i]),
-                label(s.contender, identical),
-                fmt_mean_ci(s.test_mean, s.test_ci),
-                fmt_lr(s),
-                _fmt_num(s.best_val_mean),
-                _fmt_target(s),
-                _fmt_seconds(s.time_to_target, s.ms_per_step),
-                _fmt_steps(s.fastest_time),
-                _fmt_ms(s.ms_per_step),
-                f"{s.diverged}/{runs}" if s.diverged else "",
-            ]
-        )
-    lines = [title, *_table(head, rows, "><><>>>>>>")]
-    if s0.mode == "tuned":
-        lines += format_configs([sels[i] for i in _order(sels, ranks)], identical)
-    notes = _rank_note(sels, pct)
-    if any(s.on_edge or s.edges for s in sels):
-        notes.append(_EDGE_NOTE)
-    notes.append(
-        "steps to target: median over the report seeds at the chosen rate (k/S: seeds that reached it); time to "
-        "target: those steps x ms/step (ms/step: one run's time per step, amortized over the runs batched "
-        "together); fastest trial: the profile's time (per seed the fewest steps any rate tried needed, median "
-        "over seeds); diverged: (rate, seed) runs."
-    )
-    return "\n".join(lines + notes)
+    """One problem's table as text (:func:`problem_table`: the columns and what they claim are described
+    there)."""
+    t = problem_table(selections, problem, identical, title, test)
+    return _render(t) if t.rows else t.title
 
 
 def format_configs(
@@ -260,23 +377,23 @@ def format_configs(
     return out
 
 
-def _ranks_by_problem(
+def _tables_by_problem(
     by_problem: Mapping[str, Sequence[Selection]],
     identical: Mapping[str, Mapping[str, Sequence[str]]] | None,
-) -> dict[str, dict[str, int]]:
-    """``{problem: {contender: rank}}``, each problem's identical contenders (``identical[problem]``) folded
-    before ranking and sharing their representative's rank."""
-    out: dict[str, dict[str, int]] = {}
-    for prob, sels in by_problem.items():
-        if sels:
-            out[prob] = dict(
-                zip((s.contender for s in sels), rank(sels, (identical or {}).get(prob)), strict=True)
-            )
-    return out
+    test: str = TEST,
+) -> dict[str, TableComparison]:
+    """``{problem: its table's tests}``, each problem's identical contenders (``identical[problem]``) folded
+    before testing and sharing their representative's results."""
+    return {
+        prob: compare_table(sels, (identical or {}).get(prob), TEST_LEVEL, test)
+        for prob, sels in by_problem.items()
+        if sels
+    }
 
 
-def _mean_rank(ranks: Mapping[str, Mapping[str, int]], name: str) -> float:
-    vals = [r[name] for r in ranks.values() if name in r]
+def _mean_rank(tables: Mapping[str, TableComparison], name: str) -> float:
+    """Mean over the problems ``name`` ran of the middle of its rank set (``inf``: it ran none)."""
+    vals = [t.midpoint(name) for t in tables.values() if name in t.entry]
     return float(np.mean(vals)) if vals else math.inf
 
 
@@ -289,7 +406,7 @@ def _per_problem(
     return {p: (identical_by_problem or {}).get(p, identical or {}) for p in problems}
 
 
-def format_overall(
+def overall_table(
     selections: Sequence[Selection] | Mapping[str, Sequence[Selection]],
     identical: Mapping[str, Sequence[str]] | None = None,
     tau_max: float = TAU_MAX,
@@ -297,24 +414,27 @@ def format_overall(
     identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
     n_boot: int = BOOTSTRAP_REPLICATES,
     seed: int = BOOTSTRAP_SEED,
-) -> str:
-    """Across problems: mean rank with its bootstrap interval and P(best), the rank on each problem, problems
-    whose target was reached, and the performance-profile score; best mean rank first.
+    test: str = TEST,
+) -> Table:
+    """The cells of the overall table (:func:`format_overall` prints them; the HTML page renders them): per
+    contender its mean rank (the mean over problems of the middle of its rank set on each), the bootstrap
+    interval of that mean over resamples of the *problems* and P(best)
+    (:func:`~mxopt_jax.compare.protocol.rank_uncertainty`: the tables' tests run once, nothing re-tested), its
+    rank set on each problem, the problems whose target its fastest trial reached, and AlgoPerf's profile score;
+    best mean rank first.
 
-    Rows are the contenders left after folding those ``identical`` on every problem; each problem's ranks fold
+    Rows are the contenders left after folding those ``identical`` on every problem; each problem's tests fold
     that problem's identical contenders (``identical_by_problem[problem]``, default ``identical``) as its own
-    table does. The interval and P(best) come from
-    :func:`~mxopt_jax.compare.protocol.rank_uncertainty` (``n_boot`` resamples of the report seeds, numpy
-    seed ``seed + k`` for the ``k``-th problem).
+    table does.
     """
     by_problem = dict(selections) if isinstance(selections, Mapping) else group_by_problem(selections)
     by_problem = {p: list(s) for p, s in by_problem.items() if len(s)}
     idents = _per_problem(by_problem, identical, identical_by_problem)
-    ranks = _ranks_by_problem(by_problem, idents)
+    tables = _tables_by_problem(by_problem, idents, test)
     names = list(
         dict.fromkeys(s.contender for sels in by_problem.values() for s in collapse(sels, identical))
     )
-    boot = rank_uncertainty(by_problem, idents, names, n_boot=n_boot, seed=seed)
+    boot = rank_uncertainty(by_problem, idents, names, n_boot=n_boot, seed=seed, test=test)
     scores = profile_scores(by_problem, tau_max)
     reached = {
         n: sum(
@@ -327,12 +447,12 @@ def format_overall(
     }
     problems = list(by_problem)
     row = {n: i for i, n in enumerate(names)}
-    order = sorted(names, key=lambda n: (_mean_rank(ranks, n), -scores.get(n, 0.0), n))
+    order = sorted(names, key=lambda n: (_mean_rank(tables, n), -scores.get(n, 0.0), n))
     pct = f"{100 * boot.level:g}%"
     head = [
         "contender",
         "mean rank",
-        f"{pct} bootstrap",
+        f"{pct} bootstrap (problems)",
         "P(best)",
         *problems,
         "targets",
@@ -341,11 +461,11 @@ def format_overall(
     rows = []
     for n in order:
         i = row[n]
-        cells = [str(ranks[p][n]) if n in ranks[p] else "-" for p in problems]
+        cells = [tables[p].rank_set(n) if n in tables[p].entry else "-" for p in problems]
         rows.append(
             [
                 label(n, identical),
-                f"{_mean_rank(ranks, n):.2f}",
+                f"{_mean_rank(tables, n):.2f}",
                 f"[{boot.low[i]:.2f}, {boot.high[i]:.2f}]" if math.isfinite(boot.low[i]) else "-",
                 f"{boot.p_first[i]:.2f}",
                 *cells,
@@ -354,18 +474,37 @@ def format_overall(
             ]
         )
     title = title or f"== Overall: {len(problems)} problem(s)"
-    lines = [title, *_table(head, rows, "<>>>" + ">" * len(problems) + ">>")]
-    lines += [
-        f"mean rank: mean of the table ranks over the problems; {pct} bootstrap: the {(1 - boot.level) / 2:.1%} "
-        f"and {(1 + boot.level) / 2:.1%} percentiles of the mean rank over {boot.replicates.shape[0]} resamples "
-        f"of the report seeds (the same seeds for every contender of a problem; numpy seed {seed} + the "
-        "problem's index), how much the ranking moves when the seeds are resampled, not a calibrated "
-        "confidence interval; P(best): share of the resamples in which it has the lowest mean rank (ties split).",
-        "targets: problems where at least half of the selection seeds had a rate reaching the validation "
-        f"target; profile score: AlgoPerf's, the normalized area under the performance profile (linear tau from "
-        f"1 to {tau_max:g}) of the fastest trial's steps to target (1: fastest everywhere).",
+    notes = [
+        "mean rank: the mean over the problems of the middle of the contender's rank set on each (its table's "
+        "'rank' column, (low + high) / 2: 1 when shown better than every other entry, the middle when shown "
+        f"neither better nor worse than any); {pct} bootstrap (problems): the {(1 - boot.level) / 2:.1%} and "
+        f"{(1 + boot.level) / 2:.1%} percentiles of the mean rank over {boot.replicates.shape[0]} resamples of the "
+        f"problems (numpy seed {seed}), each problem's tests kept as they are (nothing re-tested): how much the "
+        "ranking depends on which workloads were run (one problem: no interval); P(best): share of the resamples "
+        "in which it has the lowest mean rank (ties split). Neither claims a difference that no table's test "
+        "showed; per problem: the table's rank set.",
+        "targets: problems where a majority of the selection seeds had a rate reaching the validation target; "
+        "profile score: AlgoPerf's, the normalized area under the performance profile (linear tau from 1 to "
+        f"{tau_max:g}) of the fastest trial's steps to target, both read from the selection runs (1: fastest "
+        "everywhere).",
     ]
-    return "\n".join(lines)
+    return Table(title, head, rows, "<>>>" + ">" * len(problems) + ">>", notes)
+
+
+def format_overall(
+    selections: Sequence[Selection] | Mapping[str, Sequence[Selection]],
+    identical: Mapping[str, Sequence[str]] | None = None,
+    tau_max: float = TAU_MAX,
+    title: str | None = None,
+    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    n_boot: int = BOOTSTRAP_REPLICATES,
+    seed: int = BOOTSTRAP_SEED,
+    test: str = TEST,
+) -> str:
+    """The overall table as text (:func:`overall_table`: columns and what they read are described there)."""
+    return _render(
+        overall_table(selections, identical, tau_max, title, identical_by_problem, n_boot, seed, test)
+    )
 
 
 def format_modes(
@@ -374,27 +513,31 @@ def format_modes(
     identical: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
     identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
+    test: str = TEST,
 ) -> str:
-    """One-shot against tuned: per problem ``one-shot rank -> tuned rank``, the mean rank in each mode and
-    its change (negative: tuning helped it more than the others), largest improvement first.
+    """One-shot against tuned: per problem ``one-shot rank set -> tuned rank set``, the mean rank in each mode
+    (the mean of the rank sets' middles, as the overall table) and its change (negative: tuning helped it more
+    than the others), largest improvement first.
 
-    Ranks are the tables' (``identical_by_problem[problem][mode]`` folded, default ``identical``); rows fold
+    Rank sets are the tables' (``identical_by_problem[problem][mode]`` folded, default ``identical``); rows fold
     ``identical``."""
     t = tuned if isinstance(tuned, Mapping) else group_by_problem(tuned)
     o = one_shot if isinstance(one_shot, Mapping) else group_by_problem(one_shot)
     by = identical_by_problem or {}
-    rt = _ranks_by_problem(t, {p: by.get(p, {}).get("tuned", identical or {}) for p in t})
-    ro = _ranks_by_problem(o, {p: by.get(p, {}).get("one-shot", identical or {}) for p in o})
+    rt = _tables_by_problem(t, {p: by.get(p, {}).get("tuned", identical or {}) for p in t}, test)
+    ro = _tables_by_problem(o, {p: by.get(p, {}).get("one-shot", identical or {}) for p in o}, test)
     problems = list(dict.fromkeys([*t, *o]))
     hidden = {m for rep, others in (identical or {}).items() for m in others if m != rep}
     names = [
-        n for n in dict.fromkeys([n for r in (*rt.values(), *ro.values()) for n in r]) if n not in hidden
+        n
+        for n in dict.fromkeys([n for r in (*rt.values(), *ro.values()) for n in r.entry])
+        if n not in hidden
     ]
 
     def cell(p: str, n: str) -> str:
-        a = ro.get(p, {}).get(n)
-        b = rt.get(p, {}).get(n)
-        return f"{'-' if a is None else a}->{'-' if b is None else b}"
+        a = ro[p].rank_set(n) if p in ro and n in ro[p].entry else "-"
+        b = rt[p].rank_set(n) if p in rt and n in rt[p].entry else "-"
+        return f"{a}->{b}"
 
     def change(n: str) -> float:
         return _mean_rank(rt, n) - _mean_rank(ro, n)
@@ -417,15 +560,76 @@ def format_modes(
             ]
         )
     title = title or (
-        "== One-shot (default rate) -> tuned: rank per problem and mean rank (largest gain from tuning first)"
+        "== One-shot (default rate) -> tuned: rank set per problem and mean rank (largest gain from tuning first)"
     )
     lines = [title, *_table(head, rows, "<" + ">" * (len(problems) + 3))]
-    lines.append("change: tuned mean rank minus one-shot mean rank (negative: moved up with tuning).")
+    lines.append(
+        "rank sets: each table's (one-shot -> tuned); mean: of the sets' middles, as the overall table; change: "
+        "tuned mean rank minus one-shot mean rank (negative: moved up with tuning). A change compares two tables' "
+        "rank sets; it is not itself a test."
+    )
     return "\n".join(lines)
 
 
 def _fmt_rank(v: float) -> str:
     return f"{v:.2f}" if math.isfinite(v) else "-"
+
+
+def _fmt_value(v: float) -> str:
+    return f"{v:.4g}" if math.isfinite(v) else "diverged"
+
+
+def format_across(across: AcrossStudies, metric: str = "metric", title: str | None = None) -> str:
+    """One table over ``N`` independent studies (:func:`~mxopt_jax.compare.protocol.across_studies`): per
+    contender the rank set and letters of the across-studies test (the claims that hold whatever the tuning's
+    luck), the letters of the claims made in every study, the chosen rate in each study and how many decades
+    apart they lie, the median test value in each study and the mean over studies with its Student-t interval
+    over the studies (the tuning's luck and the seeds together); then how far the studies agree."""
+    a = across
+    N = a.studies
+    lo, hi = a.shown_rank_low, a.shown_rank_high
+    groups, every = a.shown_letters(), a.replicated_letters()
+    order = sorted(range(len(a.names)), key=lambda k: (lo[k], hi[k], a.study_mean[k], a.names[k]))
+    head = [
+        "rank",
+        "group",
+        "in every study",
+        "contender",
+        "lr per study",
+        "lr spread (decades)",
+        f"test {metric} per study (median)",
+        "mean over studies ± 95% t",
+    ]
+    rows = []
+    for k in order:
+        rows.append(
+            [
+                str(lo[k]) if lo[k] == hi[k] else f"{lo[k]}-{hi[k]}",
+                groups[k],
+                every[k],
+                a.names[k],
+                ", ".join(f"{x:.3g}" for x in a.lr[:, k]),
+                f"{a.lr_decades[k]:.2f}",
+                ", ".join(_fmt_value(x) for x in a.test_median[:, k]),
+                fmt_mean_ci(a.study_mean[k], a.study_ci[k]) if N > 1 else _fmt_value(a.study_mean[k]),
+            ]
+        )
+    agree = a.agreement()
+    title = title or f"== {a.problem} [{a.mode}] across {N} independent studies"
+    notes = [
+        f"rank, group: the across-studies test, the study as the unit: per pair and study the median paired "
+        f"difference over the seeds, Student's t over the {N} studies ({N - 1} degrees of freedom), Holm over the "
+        f"table's {agree['pairs']} pair(s), level {100 * a.level:g} %: its claims hold whatever the tuning's luck "
+        "(it needs about 5 studies to show a 2-standard-deviation difference). in every study: the letters of the "
+        f"claims each study made on its own ({test_words(a.test)}, Holm over its table), kept where all {N} agree; "
+        "agreement is not a test (with tuning luck, identical contenders are still claimed different in every "
+        "study). lr spread: log10(largest / smallest chosen rate) over the studies (0: the same rate every time).",
+        f"agreement over {agree['pairs']} pair(s): {agree['claimed']} shown to differ in at least one study, "
+        f"{agree['replicated']} in every study the same way, {agree['contradicted']} one way in a study and the "
+        f"other way in another, {agree['unreplicated']} in some studies only; {agree['shown']} shown by the "
+        "across-studies test.",
+    ]
+    return "\n".join([title, *_table(head, rows, ">>><<>>>"), *notes])
 
 
 def format_report(

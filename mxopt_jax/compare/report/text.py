@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import schedules as _schedules
-from ..protocol import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, LEVEL, TAU_MAX, TEST_LEVEL, Preset
+from .. import stats
+from ..protocol import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, LEVEL, TAU_MAX, TEST, TEST_LEVEL, Preset
 from ..space import Hyperparameter
-from ..stats import MIN_EFFECT
+from .tables import test_words
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -86,6 +87,7 @@ def describe(
     search_seed: int = 0,
     spaces: Mapping[str, Sequence[Hyperparameter]] | None = None,
     schedule: str = "constant",
+    test: str = TEST,
 ) -> str:
     """The protocol in words, as it ran: printed with the results and stored with them.
 
@@ -105,6 +107,7 @@ def describe(
       search, trials, search_seed: ``"grid"`` or ``"random"`` (:mod:`mxopt_jax.compare.search`), the trials per
         contender and the seed of a random search; ``spaces``: ``{contender: hyperparameters}`` it drew from.
       schedule: the learning-rate schedule's name (:mod:`mxopt_jax.compare.schedules`).
+      test: the tables' paired test (:data:`mxopt_jax.compare.stats.TESTS`).
     """
     pct = f"{100 * level:g} %"
     if preset is not None:
@@ -180,52 +183,61 @@ def describe(
     )
     what, tie = ("configuration", "the earlier trial") if search == "random" else ("rate", "the smaller rate")
     paras.append(
-        f"Selection (validation only): the chosen {what} is the one with the lowest mean over the selection "
-        "seeds of the final validation metric; a run that diverged (its training loss or a parameter became "
-        f"NaN/inf, whatever the metric then says) counts as +inf, so a {what} where any seed diverged is never "
-        f"chosen over one where none did; equal means: {tie}. The test split is never read to choose."
+        f"Selection (validation only): the chosen {what} is the one with the best mean over the selection "
+        "seeds of the final validation metric (the lowest, or the highest where the problem's metric is better "
+        "higher); a run that diverged (its training loss or a parameter became NaN/inf, whatever the metric then "
+        f"says) counts as the worst value, so a {what} where any seed diverged is never chosen over one where none "
+        f"did; equal means: {tie}. The test split is never read to choose."
     )
     if confirm_seeds:
         paras.append(
             f"Confirmation (fresh seeds): the chosen rate is run again with {_seed_text(confirm_seeds)}, disjoint "
-            "from the selection seeds; the tuned results are these runs only (reporting the runs that chose "
-            "would be optimistic). Figures: the training curves show these runs; the sensitivity plot shows the "
+            "from the selection seeds (reporting the runs that chose would be optimistic). What each number "
+            "reads: the test values, their median and quartiles, the groups and rank sets, the best validation "
+            "value, steps and time to target and the report seeds' divergences come from these confirmation runs "
+            "only; the fastest trial and the performance profile, ms/step and the selection divergences come "
+            "from the selection runs (every rate tried on the selection seeds). Figures: the training curves show these runs; the sensitivity plot shows the "
             "selection runs (every configuration tried, on the selection seeds: the runs that chose)."
         )
     paras.append(
         f"Reporting (test): the final test metric's mean over the reported seeds and the half-width of the {pct} "
         "Student-t confidence interval of that mean (R-1 degrees of freedom; symmetric, so it can reach past "
-        "the metric's range, e.g. below 0 %; the ranks do not read it); also the best validation value over the "
-        "run (mean over seeds), steps to target and ms per step (the selection runs' time over every step of "
-        "every run, measured while nothing else ran in the process, compilation excluded)."
+        "the metric's range, e.g. below 0 %; the tests do not read it); where report seeds diverged, the mean and "
+        "interval over the finite ones with their count, and how many diverged. Beside it the median and "
+        "quartiles over every report seed, a diverged seed counting as the worst value (as DeepOBS and the "
+        "Crowded Valley report). Also the best validation value over the run (mean over seeds), steps to target "
+        "and ms per step (the selection runs' time over every step of every run, measured while nothing else ran "
+        "in the process, compilation excluded)."
     )
     test_pct = f"{100 * TEST_LEVEL:g} %"
     paras.append(
-        "Ranks (per table, on the reported test values): contenders identical in the table are first folded "
+        "Claims (per table, on the reported test values): contenders identical in the table are first folded "
         "into one entry (a duplicate would count twice), which all of them share. Every contender of a table "
-        "ran the same report seeds, so the entries are compared paired by seed: Student's paired t-test "
-        f"(two-sided) of every pair of entries whose runs all stayed finite; the table's p-values are corrected "
-        f"together by Holm's step-down method (over all pairs in the table), and a pair whose adjusted p-value "
-        f"is at most {test_pct} and whose mean difference is at least {MIN_EFFECT:g} times the pair's pooled "
-        "seed standard deviation (a smaller difference is negligible, however consistent: two implementations "
-        "of one update that round differently differ by 1e-7 on every seed) differs significantly, the one with "
-        "the lower mean being significantly better. "
-        "Let raw = 1 + the number of entries significantly better than this one. An entry's rank is the "
-        "largest raw among the finite entries whose mean is at most its own: ranks never decrease as the mean "
-        "increases, so an unstable contender never outranks one with a lower mean. An entry with a diverged "
-        "run ranks after every finite one, tied with the others like it. A shared rank means not shown to "
-        "differ, not equal; few seeds give few significant differences."
+        f"ran the same report seeds, so the entries are compared paired by seed: {test_words(test)} of every "
+        "pair of entries; a diverged seed is the worst value on its seed (the entry loses that seed, its other "
+        "seeds still count). Two entries whose values differ by at most "
+        f"{stats.ROUNDING_RTOL:g} relative on every seed are rounding twins (two implementations of one update "
+        "that round differently drift 1e-6 apart): never separated. Where a problem states a practical margin "
+        "(listed below), a pair is shown to differ only by more than it. The family is every pair of the "
+        f"table's entries, corrected together by Holm's step-down method at {test_pct}: a pair whose adjusted "
+        "p-value is at most that was shown to differ. A table prints only what these tests showed: the group "
+        "letters (a compact letter display, Piepho 2004: two entries share a letter exactly when they were not "
+        "shown to differ) and the rank set [1 + entries shown better, E - entries shown worse] (E entries; "
+        f"Holm's correction makes every claim right with probability at least {100 * (1 - TEST_LEVEL):g} %, and "
+        "then every entry's true rank lies in its set). A rank set 1-E "
+        "means not shown to differ from any, not equal. Power: the exact signed-rank test's smallest p-value on R "
+        "seeds is 2/2^R (0.002 at 10, 1.9e-6 at 20), and Holm's first step needs 5 %/pairs: 10 seeds separate "
+        "at most 7 entries (21 pairs), 14 seeds 26 (325 pairs); a table too large for its seeds says so."
     )
     boot_pct = f"{100 * level:g} %"
     paras.append(
-        f"Overall ranking: each contender's mean rank over the problems, with the {boot_pct} percentile "
-        f"interval of that mean rank over {BOOTSTRAP_REPLICATES} bootstrap resamples of the report seeds (the "
-        "same resampled seeds for every contender of a problem, so the pairing is kept; each resample is "
-        "ranked again by the rule above; numpy's default_rng, seed "
-        f"{BOOTSTRAP_SEED} + the problem's index) and P(best), the share of resamples in which it has the "
-        "lowest mean rank. The interval shows how much the ranking moves when the seeds are resampled; it is "
-        "not a calibrated confidence interval (ranks jump at significance thresholds) and need not contain "
-        "the mean rank."
+        f"Overall ranking: each contender's mean rank over the problems (the middle of its rank set on each, "
+        f"(low + high) / 2), with the {boot_pct} percentile interval of that mean over {BOOTSTRAP_REPLICATES} "
+        "bootstrap resamples of the problems (numpy's default_rng, seed "
+        f"{BOOTSTRAP_SEED}) and P(best), the share of resamples in which it has the lowest mean rank. Each "
+        "problem's tests run once, on its data, and are kept as they are (re-testing resampled seeds would count "
+        "a duplicated seed as independent evidence): the interval shows how much the ranking depends on which "
+        "workloads were run, and claims no difference a table did not show."
     )
     if search == "random":
         paras.append(
@@ -254,12 +266,13 @@ def describe(
     paras.append(
         "Target: each problem's validation target (below). Steps to target: the first evaluation step whose "
         "validation metric reaches the target, per seed; tables show, at the chosen rate on the report seeds, "
-        "the median over seeds (the lower median for an even count), how many seeds reached it, and the "
-        "seconds it stands for (steps x ms per step). Time to target, for the performance profile (AlgoPerf's "
-        "external tuning: per study the fastest trial that reaches the target, median over the studies): a "
-        "selection seed is a study and the rates tried on it its trials, so per seed the fewest steps any rate "
-        "tried needed, then the median over the seeds, infinite when fewer than half of them reached the "
-        "target; counted in steps (every contender of a problem does the same model work per step). Profile: "
+        "the steps by which a majority of the seeds reached it (the median for an odd count, the upper median "
+        "for an even one; none unless more than half did), how many seeds reached it, and the seconds it stands "
+        "for (steps x ms per step). Time to target, for the performance profile (AlgoPerf's external tuning: per "
+        "study the fastest trial that reaches the target, then the median over the studies, a majority needed): "
+        "a selection seed is a study and the rates tried on it its trials, so per seed the fewest steps any rate "
+        "tried needed, then the steps by which a majority of the seeds got there, infinite unless more than half "
+        "did; counted in steps (every contender of a problem does the same model work per step). Profile: "
         "rho(tau) = fraction of problems on which a contender's time to target is at most tau times the "
         f"fastest contender's, tau linear from 1 to {tau_max:g}; score = the area under rho over tau from 1 to "
         f"{tau_max:g}, divided by {tau_max - 1:g} (1: fastest everywhere, 0: never within {tau_max:g} times the "
@@ -268,7 +281,7 @@ def describe(
     paras.append(
         "Noise: runs at different rates share one batched program; at unstable rates batched arithmetic can "
         "make a run's last bits depend on which other rates share the program, and those bits grow "
-        "chaotically. The spread over seeds is the study's measure of noise; the ranks compare contenders seed "
+        "chaotically. The spread over seeds is the study's measure of noise; the tests compare contenders seed "
         "by seed, so a difference smaller than that spread counts only where it is consistent over the seeds."
     )
     text = "\n".join(
@@ -277,9 +290,12 @@ def describe(
     lines = [text, "", "Problems:"]
     for p in problems:
         steps = preset.steps(p) if preset is not None else p.steps
+        better = getattr(p, "better", "lower")
+        margin = float(getattr(p, "margin", 0.0))
         lines.append(
             f"  {p.name}: {p.title}; {steps} steps, batch {p.batch_size}; metric {p.metric_name} "
-            f"(lower is better), target <= {p.target:g}"
+            f"({better} is better), target {'>=' if better == 'higher' else '<='} {p.target:g}; practical "
+            f"margin {f'{margin:g} {p.metric_name}' if margin else '0 (none)'}"
         )
     names = list(contenders)
     w = max((len(n) for n in names), default=0)
