@@ -42,7 +42,12 @@ DEPRECATED = {"--optimizers": "--contenders", "--batching-check": "--check-batch
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors: ``mxopt-jax compare: error: argument --seeds: ...`` and where to
-    read more, not the usage block."""
+    read more, not the usage block; and one spelling per flag (an abbreviation, ``--problem`` for
+    ``--problems``, is refused, not guessed)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

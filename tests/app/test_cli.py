@@ -48,6 +48,7 @@ def _code(argv):
         (["compare", "--studies", "0"], "argument --studies: must be an integer from 1 to 20, got '0'"),
         (["compare", "--extend", "-1"], "argument --extend: must be >= 0, got -1"),
         (["compare", "--trials", "4"], "argument --trials: needs --search random"),
+        (["compare", "--problem", "logreg"], "unrecognized arguments: --problem logreg"),
         (["report"], "the following arguments are required: DIR"),
         (["agree", "a"], "the following arguments are required: DIR_B"),
     ],

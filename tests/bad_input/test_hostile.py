@@ -334,7 +334,7 @@ def test_check_state_leaves_and_type():
 @pytest.mark.parametrize("bad", [NAN, INF], ids=["nan", "inf"])
 @pytest.mark.parametrize("name", default_run(NAMES, {"signum", *share(2)}))  # all of them under slow
 def test_non_finite_gradients_propagate_like_mxnet(name, bad):
-    """README: "Non-finite gradients propagate into the weights, as in MXNet" (for every optimizer, NaN and
+    """docs/interop.md: "Non-finite gradients are not errors. As in MXNet they propagate" (for every optimizer, NaN and
     inf); the other parameters are untouched by it. Skipping such steps is optax.apply_if_finite's job.
     Signum's update is ``lr * sign(mom)``: an infinite gradient gives finite steps but an infinite momentum
     that stays infinite (documented in docs/interop.md)."""

@@ -1,4 +1,4 @@
-"""Dtypes of states and updates, as the README promises ("Multi-precision" bullets, Differences #10), for
+"""Dtypes of states and updates, as docs/interop.md ("Dtypes") and docs/differences.md (#10) promise, for
 every optimizer: float32, bfloat16 and float16 with and without ``multi_precision``, and float64 (and
 float32/bfloat16 next to it) under ``jax_enable_x64``, enabled only inside ``enable_x64()`` blocks.
 
