@@ -30,10 +30,11 @@ LAYERS = [
     ["_src.registry"],
     ["_src.schedulers", "_src.embedding", "_src.sparse_transforms"],
     ["_src.facade.*"],
-    # the MXNet checkpoint reader, bottom up: budgets, array files, the pickle opcode interpreter, the allow-list,
+    # the MXNet checkpoint reader, bottom up: budgets, regular files, array files, the pickle opcode interpreter, the allow-list,
     # the attribute checks and state layouts, load_updater, TrainerCheckpoint, load_trainer, then the package
     # that re-exports them
     ["_src.mxnet_format.limits"],
+    ["_src.mxnet_format.files"],
     ["_src.mxnet_format.arrays"],
     ["_src.mxnet_format.opcodes"],
     ["_src.mxnet_format.allowlist"],

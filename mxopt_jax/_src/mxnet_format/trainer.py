@@ -11,9 +11,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .arrays import _read_params, _source
+from .arrays import _read_params
 from .attributes import file_errors
 from .checkpoint import TrainerCheckpoint
+from .files import source
 from .limits import Budget, check_max_bytes
 from .states import _fits, _stored_shapes
 from .unpickler import _read_states
@@ -116,11 +117,11 @@ def load_trainer(
 
     _check_loss(loss, batch_size)
     cap = check_max_bytes(max_bytes)
-    pdata, pwhere = _source(params, "params")
+    pdata, pwhere = source(params, "params", cap)
     pbudget = Budget(pwhere, len(pdata), cap)
     arrays = _read_params(pdata, pwhere, pbudget)
     pbudget.charge(len(arrays) * PARAM_COST, f"converting {len(arrays)} parameters to JAX arrays")
-    sdata, swhere = _source(states, "states")
+    sdata, swhere = source(states, "states", cap)
     raw_states, mxo = _read_states(sdata, swhere, cap)
     if mxnet_version is None:
         version = "1" if (mxo is not None and not hasattr(mxo, "use_fused_step")) else "2"

@@ -14,8 +14,8 @@ import numpy as np
 from .. import facade
 from ..validation import warn
 from .allowlist import MXNetObject, is_unknown
-from .arrays import _source
 from .attributes import check_optimizer, file_errors, file_scheduler, summary
+from .files import source
 from .limits import Budget, check_max_bytes
 from .states import (
     _ALIASES_19,
@@ -178,7 +178,7 @@ def load_updater(
     """
 
     cap = check_max_bytes(max_bytes)
-    data, where = _source(path_or_bytes, "states")
+    data, where = source(path_or_bytes, "states", cap)
     states, mxo = _read_states(data, where, cap)
     return resume(
         states,
