@@ -186,7 +186,9 @@ def test_shared_values_are_counted_at_every_reference():
 def test_state_entries_are_counted():
     states, opt = _adam()
     blob = dumps((states, opt))
-    with pytest.raises(ValueError, match=r"converting 4 states to JAX arrays needs 65536 bytes"):
+    with pytest.raises(
+        ValueError, match=r"converting 4 states \(4 distinct shapes\) to JAX arrays needs 327680 bytes"
+    ):
         load_updater(blob, max_bytes=60_000)
     assert load_updater(blob, max_bytes=10 * MB).optimizer.num_update == 3
     # load_trainer: each parameter becomes a JAX array (17,000 one-element arrays in 600 kB)
@@ -264,11 +266,23 @@ def _sched(name, **attrs):
             r"attribute 'rescale_grad' must be a number or a one-element array, got a list",
         ),
         ({"num_update": "3"}, r"attribute 'num_update' must be an integer"),
-        ({"num_update": 2**70}, r"attribute 'num_update' must be an integer within 2\*\*62"),
+        (
+            {"num_update": 2**70},
+            r"attribute 'num_update' must be an integer update count in \[0, 2147483646\]",
+        ),
+        (
+            {"num_update": 2**31},
+            r"attribute 'num_update' must be an integer update count in \[0, 2147483646\]",
+        ),
+        ({"begin_num_update": -1}, r"attribute 'begin_num_update' must be an integer update count"),
         ({"_all_index_update_counts": [0]}, r"'_all_index_update_counts' must be a dict of dicts"),
-        ({"_index_update_count": {0: None}}, r"'_index_update_count' must be a dict of integer counts"),
-        ({"lr_mult": {0: "x"}}, r"'lr_mult' must be a dict of numbers"),
-        ({"idx2name": [1]}, r"'idx2name' must be a dict or None"),
+        ({"_index_update_count": {0: None}}, r"'_index_update_count' must be a dict of update counts"),
+        ({"_index_update_count": {0: -5}}, r"'_index_update_count' must be a dict of update counts"),
+        ({"lr_mult": {0: "x"}}, r"'lr_mult' must be a dict of finite numbers"),
+        ({"lr_mult": {0: float("nan")}}, r"'lr_mult' must be a dict of finite numbers"),
+        ({"m_schedule": float("inf")}, r"'m_schedule' must be a number in \[0, 1\]"),
+        ({"idx2name": [1]}, r"'idx2name' must be a dict of parameter names or None"),
+        ({"idx2name": {0: [1]}}, r"'idx2name' must be a dict of parameter names or None"),
         ({"lr_scheduler": 3}, r"'lr_scheduler' must be an MXNet learning-rate scheduler"),
         ({"beta1": "x"}, r"cannot rebuild MXNet's Adam"),
         (
@@ -277,6 +291,10 @@ def _sched(name, **attrs):
         ),
         (
             {"lr_scheduler": _sched("MultiFactorScheduler", step="ab", factor=0.5)},
+            r"MultiFactorScheduler's attribute 'step' must be a list of integers, got a str",
+        ),
+        (
+            {"lr_scheduler": _sched("MultiFactorScheduler", step=[3, 2], factor=0.5)},
             r"cannot rebuild MXNet's MultiFactorScheduler",
         ),
         (
@@ -285,7 +303,7 @@ def _sched(name, **attrs):
                     "FactorScheduler", step=2, factor=0.5, stop_factor_lr=0.0, base_lr=0.1, count=[1]
                 )
             },
-            r"FactorScheduler's attribute 'count' must be like 0, got a list",
+            r"FactorScheduler's attribute 'count' must be an integer in \[0, 2\*\*31 - 1\], got a list",
         ),
         ({"lr_scheduler": _sched("LRScheduler")}, r"unsupported learning-rate scheduler"),
     ],
@@ -425,6 +443,146 @@ def test_a_file_longer_than_its_size_is_read_only_within_the_budget(tmp_path, mo
         load_params(path, max_bytes=1000)
 
 
+def _count_compiles():
+    """A list that grows by one name for each XLA program compiled while it is registered."""
+    from jax import monitoring
+
+    seen: list = []
+
+    def listener(event, duration, **kw):
+        if event == "/jax/core/compile/backend_compile_duration":
+            seen.append(event)
+
+    monitoring.register_event_duration_secs_listener(listener)
+    return seen, lambda: monitoring.unregister_event_duration_listener(listener)
+
+
+def _adam_states(shapes, dtype=np.float32):
+    return {i: (np.zeros(s, dtype), np.zeros(s, dtype)) for i, s in enumerate(shapes)}
+
+
+def test_many_distinct_state_shapes_compile_no_program():
+    """400 zero-size states of distinct shapes (a 93 kB file) compiled an XLA program each (1.4 MB kept,
+    5.5 s, 564 MB in all). The states are now checked abstractly and built on the host, one transfer."""
+    _, opt = _adam()
+    blob = dumps((_adam_states([(0, k) for k in range(1, 201)] + [(k % 3, k) for k in range(1, 201)]), opt))
+    load_updater(dumps(_adam()))  # what any load compiles, once
+    seen, stop = _count_compiles()
+    try:
+        upd = load_updater(blob)
+    finally:
+        stop()
+    assert seen == [] and len(upd.states) == 400
+    assert upd.states[399][0].shape == (2, 200) and upd.layout[5] == (None, (0, 6), np.float32)
+
+
+def test_distinct_state_shapes_are_counted_against_the_budget():
+    """4,000 zero-size states of distinct shapes (a 530 kB file) ended in a MemoryError; each distinct shape
+    now counts what checking it takes, so such a small file is refused before any is checked."""
+    _, opt = _adam()
+    blob = dumps((_adam_states([(0, k) for k in range(1, 4001)]), opt))
+    assert len(blob) < 1_000_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"refused: converting 4000 states \(4000 distinct shapes\)"):
+            load_updater(blob)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 64 * MB
+
+
+def _factor(**over):
+    a = dict(base_lr=0.05, warmup_steps=0, warmup_final_lr=0.1, warmup_begin_lr=0, warmup_mode="linear", step=2,
+             factor=0.5, stop_factor_lr=1e-8, count=2)  # fmt: skip
+    return Obj("mxnet.lr_scheduler", "FactorScheduler", {**a, **over})
+
+
+def _multi(**over):
+    a = dict(base_lr=0.05, warmup_steps=0, warmup_final_lr=0.1, warmup_begin_lr=0, warmup_mode="linear",
+             step=[2, 5], cur_step_ind=1, factor=0.5, count=2)  # fmt: skip
+    return Obj("mxnet.lr_scheduler", "MultiFactorScheduler", {**a, **over})
+
+
+def _poly(name="PolyScheduler", **over):
+    a = dict(base_lr=0.08, warmup_steps=0, warmup_final_lr=0.1, warmup_begin_lr=0, warmup_mode="linear",
+             base_lr_orig=0.1, max_update=10, final_lr=0, max_steps=10)  # fmt: skip
+    return Obj("mxnet.lr_scheduler", name, {**a, **({"power": 2} if name == "PolyScheduler" else {}), **over})
+
+
+_INT = r"must be an integer in \[0, 2\*\*31 - 1\], got"
+
+
+@pytest.mark.parametrize(
+    "sched, match",
+    [
+        (_factor(count=float("-inf")), rf"FactorScheduler's attribute 'count' {_INT} -inf"),
+        (_factor(count=-(2**61)), rf"FactorScheduler's attribute 'count' {_INT} -2305843009213693952"),
+        (_factor(count=0.5), rf"FactorScheduler's attribute 'count' {_INT} 0\.5"),
+        (_factor(count=2.0), rf"FactorScheduler's attribute 'count' {_INT} 2\.0"),
+        (_factor(count=3), r"FactorScheduler's attribute 'count' = 3 must be a multiple of step = 2 up to"),
+        (_factor(count=2**30), r"'count' = 1073741824 must be a multiple of step = 2 up to .* num_update = 3"),
+        (_factor(step=0), r"cannot rebuild MXNet's FactorScheduler in mxopt_jax: Schedule step must be"),
+        (_factor(base_lr=float("nan")), r"FactorScheduler's attribute 'base_lr' must be a finite number >= 0"),
+        (_factor(factor=True), r"FactorScheduler's attribute 'factor' must be a finite number >= 0, got True"),
+        (_factor(warmup_mode="cubic"), r"attribute 'warmup_mode' must be 'linear' or 'constant', got a str"),
+        (_factor(warmup_begin_lr=0.5), r"cannot rebuild MXNet's FactorScheduler in mxopt_jax: Base lr"),
+        (_factor(warmup_final_lr=0.01, base_lr_orig=0.1, warmup_begin_lr=0.05), r"'warmup_begin_lr' = 0\.05"),
+        (_multi(cur_step_ind=0.5), rf"MultiFactorScheduler's attribute 'cur_step_ind' {_INT} 0\.5"),
+        (_multi(cur_step_ind=-1), rf"MultiFactorScheduler's attribute 'cur_step_ind' {_INT} -1"),
+        (_multi(cur_step_ind=5), r"'cur_step_ind' = 5 must be an index in \[0, len\(step\) = 2\]"),
+        (_multi(count=3), r"'count' = 3 must be the last step boundary passed, step\[cur_step_ind - 1\] = 2"),
+        (_multi(cur_step_ind=2, count=5), r"'cur_step_ind' = 2 must be the number of boundaries below"),
+        (_multi(step=[2, 2**40]), r"MultiFactorScheduler's attribute 'step' must be a list of integers"),
+        (_poly(max_steps=0), r"PolyScheduler's attribute 'max_steps' = 0 must be max_update - warmup_steps = 10"),
+        (_poly(power=0.5, max_steps=2), r"PolyScheduler's attribute 'max_steps' = 2 must be max_update"),
+        (_poly(power=-1), r"PolyScheduler's attribute 'power' must be a finite number >= 0, got -1"),
+        (_poly(max_update=2.5), rf"PolyScheduler's attribute 'max_update' {_INT} 2\.5"),
+        (_poly(warmup_steps=10, max_steps=0), r"cannot rebuild MXNet's PolyScheduler in mxopt_jax: warmup_steps"),
+        (_poly("CosineScheduler", base_lr_orig=0.2), r"CosineScheduler's attribute 'base_lr_orig' = 0\.2 must be"),
+        (_poly("CosineScheduler", final_lr=float("inf")), r"'final_lr' must be a finite number >= 0, got inf"),
+    ],
+)  # fmt: skip
+def test_scheduler_fields_are_checked_at_load(sched, match):
+    """FactorScheduler count = -inf (a 213-byte file) loaded, then its first learning rate never returned;
+    Poly max_steps = 0 divided by zero, a fractional power of a negative base gave a complex rate, a float
+    count broke to_optax: each field is now checked at load against what MXNet's own scheduler keeps."""
+    blob = dumps(_adam(lr_scheduler=sched))
+    with _no_hang(), pytest.raises(ValueError, match=r"^<states bytes>: .*" + match):
+        load_updater(blob)
+
+
+def test_a_scheduler_far_behind_num_update_is_refused():
+    """count = 0 with num_update = 2**30 and step 1: MXNet's own loop would decay 2**30 times at the next
+    query. MXNet keeps count within a step of num_update past the warmup: more than 2**20 decays is refused."""
+    counts = {i: 2**30 for i in range(4)}
+    blob = dumps(_adam(num_update=2**30, _index_update_count=counts, _all_index_update_counts={0: counts},
+                       lr_scheduler=_factor(step=1, count=0)))  # fmt: skip
+    with _no_hang(), pytest.raises(ValueError, match=r"'count' = 0 must be within 1048576 decays of"):
+        load_updater(blob)
+
+
+@pytest.mark.parametrize("sched", [_factor(), _multi(), _poly(), _poly("CosineScheduler"), _factor(count=0)])
+def test_valid_scheduler_positions_answer_every_later_call(sched):
+    """What MXNet could have written loads, and every later call answers: the next learning rate, a facade
+    step by name, and to_optax's jitted step."""
+    import jax
+    import jax.numpy as jnp
+
+    states, opt = from_states(*read_states(GOLD / "mx20_cnn_adam.states"))
+    opt.attrs["lr_scheduler"] = sched
+    with _no_hang():
+        ckpt = load_trainer(GOLD / "mx20_cnn_adam.params", dumps((states, opt)), loss="mean", lr_mult={})
+        lr = ckpt.optimizer.lr_scheduler(ckpt.optimizer.num_update + 1)
+        grads = {n: jnp.ones_like(ckpt.params[n]) for n in ckpt.trainable}
+        new = ckpt.updater(grads, dict(ckpt.params))
+        tx, st = ckpt.to_optax()
+        updates, _ = jax.jit(tx.update)(grads | {n: jnp.zeros_like(ckpt.params[n]) for n in ckpt.frozen}, st,
+                                        ckpt.params)  # fmt: skip
+    assert 0 <= lr <= 0.1 and all(bool(jnp.isfinite(v).all()) for v in new.values())
+    assert all(bool(jnp.isfinite(u).all()) for u in jax.tree.leaves(updates))
+
+
 def test_empty_arrays_with_overflowing_shapes_are_refused():
     """(0, 2**62) passed the size check (its product is 0) and NumPy's own ValueError named neither the file
     nor the offset, in .params, .npy and .states alike."""
@@ -524,6 +682,46 @@ def test_trainer_indices_follow_the_utf8_names():
     assert float(ckpt.updater.states[ckpt.index("ä.weight")][0][0]) == 1.0
 
 
+def _params_npz(**arrays):
+    return npz({f"{n}.npy": _npy_of(a) for n, a in arrays.items()})
+
+
+def test_state_dtypes_are_checked_against_their_weight():
+    """float16 Adam moments were accepted for float32 weights and stayed float16 after an update (MXNet could
+    not resume such a file). Each state's dtypes are checked against what MXNet's optimizer makes for its
+    weight (its dtype, float32 for AdaGrad & co., a float32 master and state with multi_precision)."""
+    _, opt = _adam()
+    params = _params_npz(a=np.zeros(3, np.float32), b=np.zeros(3, np.float32))
+    half = dumps((_adam_states([(3,), (3,)], np.float16), opt))
+    with pytest.raises(ValueError, match=r"index 0 \(parameter 'a'\) has a state for a float16 weight .* but "
+                                         r"the parameter is float32"):  # fmt: skip
+        load_trainer(params, half, loss="sum", lr_mult={})
+    upd = load_updater(half)  # a float16 weight's Adam state, without multi_precision: MXNet's own
+    assert upd.layout[0][2] == np.float16
+    with pytest.raises(ValueError, match=r"the weight has dtype float32, the file's parameter is float16"):
+        upd(0, np.ones(3, np.float32), np.zeros(3, np.float32))
+    mixed = {0: (np.zeros(3, np.float16), np.zeros(3, np.float32))}
+    with pytest.raises(ValueError, match=r"index 0 .*: state arrays of dtypes float16, float32: MXNet 2\.0 adam "
+                                         r"keeps every state array in its weight's dtype"):  # fmt: skip
+        load_updater(dumps((mixed, opt)))
+    adagrad = from_states(*read_states(CKPT / "mx20_adagrad.states"))
+    adagrad[0][0] = adagrad[0][0].astype(np.float16)
+    with pytest.raises(
+        ValueError, match=r"MXNet 2\.0 adagrad keeps its state in float32 whatever the weight"
+    ):
+        load_updater(dumps(adagrad))
+    fp16 = GOLD / "mx20_cnn_fp16.params"
+    as_f32 = _params_npz(**{n: a.astype(np.float32) for n, a in load_params(fp16).items()})
+    with pytest.raises(
+        ValueError, match=r"has a multi-precision state \(float32 master\) for a float16 weight"
+    ):
+        load_trainer(as_f32, GOLD / "mx20_cnn_fp16.states", loss="sum", lr_mult={})
+    mp = from_states(*read_states(CKPT / "mx20_adam.states"))
+    mp[1].attrs["multi_precision"] = True
+    with pytest.raises(ValueError, match=r"a float16 state with multi_precision on"):
+        load_updater(dumps((_adam_states([(3,)], np.float16), mp[1])))
+
+
 def test_holders_of_classes_are_never_kept_by_the_process():
     """A 22 kB file added 550 classes to a module-global registry of holders for the life of the process.
     Holders are now instances of fixed classes; the (at most two) stand-ins for a user's classes go with the
@@ -570,3 +768,19 @@ def test_a_deflate_bomb_stays_within_the_budget(cap_mb):
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     assert peak <= cap_mb * MB, f"{peak / MB:.2f} MiB allocated for a budget of {cap_mb} MiB"
+
+
+def test_a_scheduler_catching_up_at_the_end_of_its_warmup_is_refused_only_when_it_would_hang():
+    """A long warmup (count 0 until it ends, as MXNet keeps it) loads; a warmup ending at the next update with
+    2**30 decays to catch up would hang the query after next, and is refused."""
+    far = dumps(_adam(lr_scheduler=_factor(step=1, count=0, warmup_steps=10**7)))
+    assert load_updater(far).optimizer.lr_scheduler.warmup_steps == 10**7
+    n = 2**30
+    counts = {i: n for i in range(4)}
+    near = _adam(num_update=n, _index_update_count=counts, _all_index_update_counts={0: counts},
+                 lr_scheduler=_factor(step=1, count=0, warmup_steps=n + 2))  # fmt: skip
+    with (
+        _no_hang(),
+        pytest.raises(ValueError, match=r"'count' = 0 must be within 1048576 decays .* past the warmup"),
+    ):
+        load_updater(dumps(near))
