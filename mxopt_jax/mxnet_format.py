@@ -13,11 +13,12 @@
 A ``.states`` file is a pickle; it is read through a whitelist: mxopt_jax's own interpreter of the pickle opcode
 stream, never ``pickle``, in which only an allow-list makes objects (MXNet NDArray payloads, NumPy arrays of
 plain numeric dtypes from exact-size buffers, NumPy scalars, plain containers and numbers, MXNet's optimizer and
-scheduler classes mapped onto inert data holders) and ``BUILD`` sets state only on those holders. Reading any
-file stays within ``max(64 MiB, 32 x the file's size)`` (``max_bytes=`` raises it), nests at most 64 deep and
-takes only strings, numbers and short flat tuples as dictionary keys. Anything else is refused with a
-``ValueError`` naming the file, the offset or path in it and what was refused, before it could run. No MXNet
-is needed.
+scheduler classes mapped onto inert data holders) and ``BUILD`` sets state only on those holders. Only regular
+files are read. Reading any file, and building the states it holds, stays within ``max(64 MiB, 32 x the file's
+size)`` (``max_bytes=`` raises it), nests at most 64 deep and takes only strings, numbers and short flat tuples
+as dictionary keys; every field the resume takes (scheduler positions, update counts, state dtypes) is checked
+against what MXNet itself writes. Anything else is refused with a ``ValueError`` naming the file, the offset or
+path in it and what was refused, before it could run. No MXNet is needed.
 """
 
 from ._src.mxnet_format import (

@@ -30,15 +30,18 @@ LAYERS = [
     ["_src.registry"],
     ["_src.schedulers", "_src.embedding", "_src.sparse_transforms"],
     ["_src.facade.*"],
-    # the MXNet checkpoint reader, bottom up: budgets, array files, the pickle opcode interpreter, the allow-list,
-    # the attribute checks and state layouts, load_updater, TrainerCheckpoint, load_trainer, then the package
+    # the MXNet checkpoint reader, bottom up: budgets, regular files, array files, the pickle opcode interpreter,
+    # the allow-list, the attribute checks and state layouts, the scheduler's position, load_updater,
+    # TrainerCheckpoint, load_trainer, then the package
     # that re-exports them
     ["_src.mxnet_format.limits"],
+    ["_src.mxnet_format.files"],
     ["_src.mxnet_format.arrays"],
     ["_src.mxnet_format.opcodes"],
     ["_src.mxnet_format.allowlist"],
     ["_src.mxnet_format.unpickler"],
     ["_src.mxnet_format.attributes", "_src.mxnet_format.states"],
+    ["_src.mxnet_format.scheduler_state"],
     ["_src.mxnet_format.updater"],
     ["_src.mxnet_format.checkpoint"],
     ["_src.mxnet_format.trainer"],

@@ -3,9 +3,12 @@
 Run as ``python fuzz_child.py HEADROOM_BYTES``. After importing mxopt_jax and one warm-up load of each kind,
 it limits its address space (``RLIMIT_AS``) to what it uses then plus ``HEADROOM_BYTES`` and answers
 requests on stdin, one at a time: a frame ``<u32 meta length><u32 a length><u32 b length>`` then the JSON
-meta and the bytes ``a`` and ``b``; the answer is one JSON line on stdout: ``{"ok": true}`` for a correct
-load, else ``{"error": <exception type>, "msg": <message>}``. A crash or a hang shows as a dead or silent
-child to the parent.
+meta and the bytes ``a`` and ``b`` (or, for ``{"kind": "path"}``, the path to read in the meta); the answer is
+one JSON line on stdout: ``{"ok": true}`` for a correct load, else ``{"error": <exception type>, "msg":
+<message>}``, with ``"peak"``, the most resident memory the case added (bytes: the peak RSS, reset before the
+case through ``/proc/self/clear_refs``, less the RSS before it; ``null`` where Linux does not tell). After a
+correct load the next learning rate is asked (a file must not make a later call hang or fail). A crash or a
+hang shows as a dead or silent child to the parent.
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ def _check_updater(upd: object) -> None:
     for state in upd.states.values():  # the indices may be of several kinds: not one pytree
         for leaf in jax.tree.leaves(state):
             assert isinstance(leaf, jax.Array), type(leaf)
+    opt = upd.optimizer
+    if opt.lr_scheduler is not None:  # the next query answers, with a learning rate
+        lr = opt.lr_scheduler(opt.num_update + 1)
+        assert isinstance(lr, float) and lr >= 0, lr
 
 
 def _optimizer(meta: dict) -> dict:
@@ -64,6 +71,12 @@ def run(meta: dict, a: bytes, b: bytes) -> None:
             os.abort()
         else:
             time.sleep(float(meta["seconds"]))
+    elif kind == "path":
+        path = meta["path"]
+        if meta["reader"] == "params":
+            _check_arrays(load_params(path))
+        else:
+            _check_updater(load_updater(path))
     elif kind == "params":
         _check_arrays(load_params(a))
     elif kind == "states":
@@ -74,12 +87,26 @@ def run(meta: dict, a: bytes, b: bytes) -> None:
         _check_updater(ckpt.updater)
 
 
-def _vm_bytes() -> int:
+def _status(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmSize:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmSize")
+    raise RuntimeError(f"no {field}")
+
+
+def _vm_bytes() -> int:
+    return _status("VmSize")
+
+
+def _reset_peak() -> int | None:
+    """Reset the peak RSS to the current RSS (Linux: ``/proc/self/clear_refs``); the RSS, or ``None``."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return _status("VmRSS")
+    except (OSError, RuntimeError):
+        return None
 
 
 def main() -> None:
@@ -101,15 +128,19 @@ def main() -> None:
         n_meta, n_a, n_b = struct.unpack("<III", head)
         meta = json.loads(stdin.read(n_meta))
         a, b = stdin.read(n_a), stdin.read(n_b)
+        rss = _reset_peak()
         t0 = time.process_time()
         try:
             run(meta, a, b)
             answer: dict = {"ok": True}
         except Exception as exc:  # noqa: BLE001 - every outcome is reported to the parent
-            answer = {"error": type(exc).__name__, "msg": str(exc)[:500]}
+            # a subclass of ValueError (the budget's OverBudget) is the documented ValueError
+            kind = "ValueError" if isinstance(exc, ValueError) else type(exc).__name__
+            answer = {"error": kind, "type": type(exc).__name__, "msg": str(exc)[:500]}
             if not isinstance(exc, ValueError):
                 answer["trace"] = traceback.format_exc()[-2000:]
         answer["cpu"] = time.process_time() - t0
+        answer["peak"] = None if rss is None else _status("VmHWM") - rss
         out.write(json.dumps(answer) + "\n")
         out.flush()
 

@@ -1,12 +1,17 @@
-"""Fuzzing the MXNet checkpoint readers with mutations of the real MXNet files under tests/golden/.
+"""Fuzzing the MXNet checkpoint readers with mutations of the real MXNet files under tests/golden/, and with
+hostile files of the kinds a file controls beyond its opcodes.
 
-Each case mutates one real file (bit flips, bytes set to pickle opcodes or to extreme integers, inserts,
-deletions, duplicated spans, truncation) and reads it as a user would: ``load_params``, ``load_updater`` or
-``load_trainer``. The reading runs in a child process (tests/_support/fuzz_child.py) under an address-space
-limit (``RLIMIT_AS``: what it uses after a warm-up plus ``HEADROOM``) with a time limit per case. Asserted:
-a ``ValueError`` naming the file or a correct load; never another exception, a crash, a hang, or an
-allocation past the limit. Hypothesis draws the cases, derandomized: a few hundred in the default run, a few
-thousand under ``-m slow``.
+Each mutation case mutates one real file (bit flips, bytes set to pickle opcodes or to extreme integers,
+inserts, deletions, duplicated spans, truncation); each hostile case builds a file around the real ones
+(tests/_support/hostile_strategies.py: scheduler fields, many distinct state shapes, empty arrays of
+overflowing shapes, byte orders, member names, state dtypes), and the paths that are no regular file are read
+too. Each is read as a user would: ``load_params``, ``load_updater`` or ``load_trainer``. The reading runs in a
+child process (tests/_support/fuzz_child.py) under an address-space limit (``RLIMIT_AS``: what it uses after a
+warm-up plus ``HEADROOM``) with a time limit per case, and reports the most resident memory the case added.
+Asserted: a ``ValueError`` naming the file or a correct load (after which the next learning rate answers);
+never another exception, a crash, a hang, an allocation past the limit, or a peak past the reader's stated
+budget, ``max(64 MiB, 32 x the file's size)`` for each file read. Hypothesis draws the cases, derandomized: a
+few hundred in the default run, a few thousand under ``-m slow``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,14 @@ import zipfile
 
 import numpy as np
 import pytest
+from hostile_strategies import (
+    byte_orders,
+    empty_shapes,
+    many_shapes,
+    member_names,
+    scheduler_fields,
+    state_dtypes,
+)
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -223,26 +236,38 @@ def mutate_params(data: bytes, muts: list, member: int | None) -> bytes:
     return buf.getvalue()
 
 
-def _check(answer: dict, what: str) -> None:
-    """A correct load, or a ValueError whose message names the file (the readers name bytes ``<... bytes>``)."""
+def _budget(size: int) -> int:
+    """The reader's stated budget of a file of ``size`` bytes."""
+    return max(64 * 2**20, 32 * size)
+
+
+def _check(answer: dict, what: str, sizes: tuple[int, ...] = (0,), names: tuple[str, ...] = ()) -> None:
+    """A correct load, or a ValueError whose message names the file (the readers name bytes ``<... bytes>``,
+    a path by itself, ``names``); the case's peak resident memory within the budget of the files read."""
     assert "dead" not in answer, f"{what}: the reader {answer['dead']}"
     if "error" in answer:
         assert answer["error"] == "ValueError", (
             f"{what}: {answer['error']}: {answer['msg']}\n{answer.get('trace')}"
         )
         msg = answer["msg"]
-        assert "<states bytes>" in msg or "<params bytes>" in msg, f"{what}: the message names no file: {msg}"
+        named = ("<states bytes>", "<params bytes>", *names)
+        assert any(n in msg for n in named), f"{what}: the message names no file: {msg}"
     else:
         assert answer.get("ok") is True, answer
+    peak, limit = answer.get("peak"), sum(_budget(n) for n in sizes)
+    assert peak is None or peak <= limit, (
+        f"{what}: peak {peak / 2**20:.1f} MiB, past the budget {limit} bytes"
+    )
 
 
 def _states_case(child, path, muts):
-    _check(child.read(_meta_of(path), mutate(path.read_bytes(), muts)), f"{path.name} {muts}")
+    data = mutate(path.read_bytes(), muts)
+    _check(child.read(_meta_of(path), data), f"{path.name} {muts}", (len(data),))
 
 
 def _params_case(child, path, muts, member):
     data = mutate_params(path.read_bytes(), muts, member)
-    _check(child.read({"kind": "params"}, data), f"{path.name} {muts} member {member}")
+    _check(child.read({"kind": "params"}, data), f"{path.name} {muts} member {member}", (len(data),))
 
 
 def _trainer_case(child, stem, which, muts):
@@ -251,7 +276,11 @@ def _trainer_case(child, stem, which, muts):
         params = mutate_params(params, muts, 0)
     else:
         states = mutate(states, muts)
-    _check(child.read(_trainer_meta(stem), params, states), f"{stem.name} {which} {muts}")
+    _check(
+        child.read(_trainer_meta(stem), params, states),
+        f"{stem.name} {which} {muts}",
+        (len(params), len(states)),
+    )
 
 
 @FEW
@@ -309,3 +338,72 @@ def test_the_child_reports_what_the_fuzz_asserts(child):
         child.read({"kind": "selftest", "do": "sleep", "seconds": 60}, b"", timeout=1.0)["dead"]
         == "hung for 1.0 s"
     )
+
+
+# --------------------------------------------------------------------------- what a file controls beyond opcodes
+def _hostile_case(child, case):
+    meta, a, b = case
+    sizes = (len(a), len(b)) if meta["kind"] == "trainer" else (len(a),)
+    _check(child.read(meta, a, b), f"{meta} of {len(a)} + {len(b)} bytes", sizes)
+
+
+HOSTILE = {  # strategy: (default run, -m slow)
+    "scheduler_fields": (scheduler_fields(), 60, 600),
+    "many_shapes": (many_shapes(), 8, 80),
+    "empty_shapes": (empty_shapes(), 40, 400),
+    "byte_orders": (byte_orders(), 10, 100),
+    "member_names": (member_names(), 40, 400),
+    "state_dtypes": (state_dtypes(), 40, 400),
+}
+
+
+def _fuzz_hostile(child, strategy, n):
+    @settings(FEW, max_examples=n)
+    @given(case=strategy)
+    def cases(case):
+        _hostile_case(child, case)
+
+    cases()
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_fuzz_hostile(child, kind):
+    strategy, n, _ = HOSTILE[kind]
+    _fuzz_hostile(child, strategy, n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_fuzz_hostile_many(child, kind):
+    strategy, _, n = HOSTILE[kind]
+    _fuzz_hostile(child, strategy, n)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_paths_that_are_no_regular_file(child, tmp_path):
+    """FIFOs, devices, directories and sockets are refused naming the path, before they are opened; a
+    pseudo-file (size 0, content) and a link to a real file are read."""
+    import socket
+
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dir").mkdir()
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock"))
+    links = {"zero": "/dev/zero", "urandom": "/dev/urandom", "status": "/proc/self/status",
+             "real": str(CKPT / "mx20_adam.states")}  # fmt: skip
+    for name, target in links.items():
+        if os.path.exists(target):
+            os.symlink(target, tmp_path / name)
+    try:
+        for name in sorted(os.listdir(tmp_path)):
+            path = str(tmp_path / name)
+            for reader in ("params", "states"):
+                answer = child.read({"kind": "path", "reader": reader, "path": path}, b"", timeout=60.0)
+                _check(answer, f"{reader} of {name}", (os.stat(path).st_size if name in ("real", "status") else 0,),
+                       (path,))  # fmt: skip
+                if name in ("fifo", "dir", "sock", "zero", "urandom"):
+                    assert "not a regular file" in answer["msg"], answer
+                if name == "real" and reader == "states":
+                    assert answer.get("ok") is True, answer
+    finally:
+        sock.close()

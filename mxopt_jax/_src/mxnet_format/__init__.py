@@ -28,12 +28,13 @@ Examples (run from the repository root; the files are real MXNet 2.0 output):
   >>> weights = [jnp.asarray(params[n]) for n in sorted(params)]
   >>> weights = updater([0, 1, 2, 3], [jnp.zeros_like(w) for w in weights], weights)
 
-Modules, bottom up: :mod:`.limits` (the budgets), :mod:`.arrays` (the NDArray binary format and ``.npy`` /
-``.npz``), :mod:`.opcodes` (the pickle interpreter), :mod:`.allowlist` (what it may make), :mod:`.unpickler`
-(``read_states``), :mod:`.attributes` (what the resume reads of a file, checked), :mod:`.states` (an MXNet
-optimizer state in mxopt_jax's layout), :mod:`.updater` (``load_updater``: the optimizer rebuilt),
-:mod:`.checkpoint` (``TrainerCheckpoint``) and :mod:`.trainer` (``load_trainer``: a Gluon Trainer resumed by
-name).
+Modules, bottom up: :mod:`.limits` (the budgets), :mod:`.files` (regular files only, read within the budget),
+:mod:`.arrays` (the NDArray binary format and ``.npy`` / ``.npz``), :mod:`.opcodes` (the pickle interpreter),
+:mod:`.allowlist` (what it may make), :mod:`.unpickler` (``read_states``), :mod:`.attributes` (what the resume
+reads of a pickled optimizer, checked), :mod:`.scheduler_state` (a pickled scheduler rebuilt at its position,
+checked), :mod:`.states` (an MXNet optimizer state in mxopt_jax's layout, its dtypes checked),
+:mod:`.updater` (``load_updater``: the optimizer rebuilt), :mod:`.checkpoint` (``TrainerCheckpoint``) and
+:mod:`.trainer` (``load_trainer``: a Gluon Trainer resumed by name).
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ called):
   count equals shape x itemsize and comes from the file, ``scalar``;
 * MXNet's optimizer classes (in ``mxnet.optimizer`` and its modules, exact names) and learning-rate schedulers
   (``mxnet.lr_scheduler``): inert :class:`MXNetObject` holders; a class outside the list becomes an inert
-  stand-in that cannot be called, accepted only as the file's optimizer or its ``lr_scheduler`` (at most two
-  such classes per file).
+  stand-in, accepted only as the file's optimizer or its ``lr_scheduler`` (at most two such classes per file).
+  The holders of MXNet's classes are instances of two fixed classes, each carrying the module and name of its
+  pickle's global; a stand-in's class is made for the file (at most two) and goes with its objects: nothing a
+  file names is kept by the process after the objects read from it.
 
 ``BUILD`` sets state only on the holders the reader itself made, once, never on a global; an object's class
 comes from the pickle's global alone (its state cannot name ``mx_module``, ``mx_class``, any ``mx_*`` or
@@ -23,13 +25,13 @@ from __future__ import annotations
 
 import math
 import pickle
-from typing import Any, ClassVar, TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 
 from .. import registry
 from .arrays import _ndarray_from_raw
-from .limits import Budget, OverBudget
+from .limits import Budget, OverBudget, shape_refusal
 from .opcodes import Global, Refused
 
 #: MXNet's optimizer classes a pickle may name: the base class and every class of the optimizer table (their
@@ -59,23 +61,30 @@ class MXNetObject:
     """Inert stand-in for a pickled MXNet optimizer / scheduler: its class name, module and attributes.
 
     ``mx_module`` / ``mx_class`` name the MXNet class: they come from the pickle's globals alone (a file cannot
-    set them); the pickled attributes become instance attributes (readable with ``vars(obj)``). No MXNet code
-    is involved.
+    set them: they are slots, outside ``vars(obj)``); the pickled attributes become instance attributes
+    (readable with ``vars(obj)``). No MXNet code is involved.
     """
 
-    mx_module: ClassVar[str] = ""
-    mx_class: ClassVar[str] = ""
+    __slots__ = ("__dict__", "mx_class", "mx_module")
+
+    def __init__(self, module: str = "", name: str = "") -> None:
+        self.mx_module: str = module
+        self.mx_class: str = name
 
     def __repr__(self) -> str:
         return f"<MXNet {self.mx_module}.{self.mx_class} (data only)>"
 
 
 class _OptimizerObject(MXNetObject):
-    pass
+    """A pickled object of one of MXNet's optimizer classes."""
+
+    __slots__ = ()
 
 
 class _SchedulerObject(MXNetObject):
-    pass
+    """A pickled object of one of MXNet's learning-rate scheduler classes."""
+
+    __slots__ = ()
 
 
 class _Refused(pickle.UnpicklingError):
@@ -86,11 +95,14 @@ class _NotCallable(type):
     """Metaclass of the stand-ins for classes outside the allow-list: calling one is refused."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        raise _Refused(f"{getattr(cls, 'mx_module', '')}.{getattr(cls, 'mx_class', '')}")
+        raise _Refused(f"{getattr(cls, '_qualname', cls.__name__)}: a stand-in that cannot be called")
 
 
 class _UnknownObject(MXNetObject, metaclass=_NotCallable):
-    """Base of the stand-ins for classes outside the allow-list (one class per name, made for each file)."""
+    """Base of the stand-ins for classes outside the allow-list (a user's own optimizer or scheduler): one
+    class per name, made for the file being read (at most two) and gone with its objects."""
+
+    __slots__ = ()
 
 
 def is_unknown(obj: Any) -> TypeGuard[MXNetObject]:
@@ -106,16 +118,6 @@ def is_optimizer(obj: Any) -> bool:
 def is_scheduler(obj: Any) -> bool:
     """Whether ``obj`` holds one of MXNet's own learning-rate scheduler classes (by the pickle's global)."""
     return isinstance(obj, _SchedulerObject)
-
-
-_HOLDERS: dict[tuple[str, str], type] = {}  # a bounded set: the exact modules x the class names above
-
-
-def _holder(module: str, name: str, base: type) -> type:
-    key = (module, name)
-    if key not in _HOLDERS:
-        _HOLDERS[key] = type(name, (base,), {"mx_module": module, "mx_class": name, "__module__": __name__})
-    return _HOLDERS[key]
 
 
 class _NDArrayHolder:
@@ -206,9 +208,9 @@ class _Policy:
         if kind is not None:
             g = Global(module, name, kind)
         elif name in _MX_OPTIMIZERS and module in _OPTIMIZER_MODULES:
-            g = Global(module, name, "holder", _holder(module, name, _OptimizerObject))
+            g = Global(module, name, "holder", _OptimizerObject)
         elif name in _MX_SCHEDULERS and module == "mxnet.lr_scheduler":
-            g = Global(module, name, "holder", _holder(module, name, _SchedulerObject))
+            g = Global(module, name, "holder", _SchedulerObject)
         else:
             self.unknown += 1
             self.first_unknown = self.first_unknown or f"{module}.{name}"
@@ -218,7 +220,7 @@ class _Policy:
             cls = _NotCallable(
                 name if name.isidentifier() else "MXNetObject",
                 (_UnknownObject,),
-                {"mx_module": module, "mx_class": name, "__module__": __name__},
+                {"__slots__": (), "_qualname": f"{module}.{name}", "__module__": __name__},
             )
             g = Global(module, name, "unknown", cls)
         self.globals[key] = g
@@ -259,7 +261,7 @@ class _Policy:
         if kind == "reconstructor":
             ok = n == 3 and isinstance(args[0], Global) and args[0].kind in ("holder", "unknown")
             if ok and isinstance(args[1], Global) and args[1].kind == "object" and args[2] is None:
-                return self._instance(args[0].cls, pos)
+                return self._instance(args[0], pos)
             return None
         if kind == "dtype":
             ok = 1 <= n <= 3 and type(args[0]) is str and args[0] in _DTYPES
@@ -282,7 +284,7 @@ class _Policy:
             return None
         if kind == "frombuffer":
             if n == 4 and type(args[1]) is _DtypeHolder and args[3] in ("C", "F") and type(args[3]) is str:
-                arr = self._array(args[2], args[1], args[3] == "F", args[0], pos, native=False)
+                arr = self._array(args[2], args[1], args[3] == "F", args[0], pos)
                 return None if arr is None else _ArrayHolder(arr)
             return None
         if kind == "mx_ndarray":
@@ -296,15 +298,17 @@ class _Policy:
         except UnicodeEncodeError:
             raise Refused("refused a Latin-1 byte string with characters beyond U+00FF", pos) from None
 
-    def _instance(self, cls: Any, pos: int) -> Any:
+    def _instance(self, g: Global, pos: int) -> MXNetObject:
+        """An inert holder of the class ``g`` names (its module and name, from the global alone)."""
         self.budget.charge(256, "an object", f"at byte {pos}")
-        return cls.__new__(cls)
+        cls: Any = g.cls
+        obj = object.__new__(cls)  # never cls(...): a stand-in's class refuses calls
+        MXNetObject.__init__(obj, g.module, g.name)
+        return obj
 
-    def _array(
-        self, shape: Any, dtype: Any, fortran: Any, raw: Any, pos: int, native: bool = True
-    ) -> np.ndarray | None:
-        """A contiguous array of exactly ``shape`` x itemsize bytes from the file, copied; ``None`` if the
-        arguments are not of that form."""
+    def _array(self, shape: Any, dtype: Any, fortran: Any, raw: Any, pos: int) -> np.ndarray | None:
+        """A contiguous array of exactly ``shape`` x itemsize bytes from the file, copied in the machine's byte
+        order (values unchanged); ``None`` if the arguments are not of that form."""
         if type(shape) is not tuple or len(shape) > 32 or not all(type(d) is int and d >= 0 for d in shape):
             return None
         if (
@@ -314,6 +318,9 @@ class _Policy:
         ):
             return None
         dt = dtype.dtype
+        refusal = shape_refusal(shape, dt.itemsize)
+        if refusal is not None:
+            raise Refused(f"refused a NumPy array of {refusal}", pos)
         nbytes = math.prod(shape) * dt.itemsize
         if nbytes != len(raw):
             raise Refused(
@@ -322,13 +329,12 @@ class _Policy:
             )
         self.budget.charge(nbytes + 112, f"a NumPy array of {nbytes} bytes", f"at byte {pos}")
         arr = np.frombuffer(raw, dtype=dt).reshape(shape, order="F" if fortran else "C")
-        # as NumPy's own array state does: data of the other byte order comes back in the native one
-        return arr.astype(dt.newbyteorder("="), order="K") if native else arr.copy(order="K")
+        return arr.astype(dt.newbyteorder("="), order="K")
 
     def new(self, cls: Any, args: tuple, kwargs: dict, pos: int) -> Any:
         if isinstance(cls, Global) and not args and not kwargs:
             if cls.kind in ("holder", "unknown"):
-                return self._instance(cls.cls, pos)
+                return self._instance(cls, pos)
             if cls.kind == "mx_ndarray":
                 return _NDArrayHolder()
         if isinstance(cls, Global):

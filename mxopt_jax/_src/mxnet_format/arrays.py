@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .limits import Budget, check_max_bytes
+from .files import source
+from .limits import Budget, check_max_bytes, shape_refusal
 
 _LIST_MAGIC = 0x112  # kMXAPINDArrayListMagic
 _V1_MAGIC = 0xF993FAC8
@@ -123,6 +124,9 @@ def _read_ndarray(r: _Reader, label: str, budget: Budget) -> np.ndarray:
     if flag not in _TYPE_FLAGS:
         raise r.fail(f"{label}: unknown dtype flag {flag}")
     dtype = _np_dtype(_TYPE_FLAGS[flag])
+    refusal = shape_refusal(shape, dtype.itemsize)
+    if refusal is not None:
+        raise r.fail(f"corrupted header: {label} declares {refusal}")
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > r.left:  # checked before anything is allocated
         raise r.fail(
@@ -134,15 +138,6 @@ def _read_ndarray(r: _Reader, label: str, budget: Budget) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
-def _source(path_or_bytes: Any, what: str) -> tuple[bytes, str]:
-    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-        return bytes(path_or_bytes), f"<{what} bytes>"
-    if isinstance(path_or_bytes, (str, os.PathLike)):
-        with open(path_or_bytes, "rb") as f:
-            return f.read(), os.fspath(path_or_bytes)
-    raise TypeError(f"expected a file path or bytes, got {type(path_or_bytes).__name__}")
-
-
 def load_params(path: str | os.PathLike | bytes, *, max_bytes: int | None = None) -> dict[str, np.ndarray]:
     """Read an MXNet ``.params`` / ``nd.save`` file into a dict of NumPy arrays.
 
@@ -152,10 +147,12 @@ def load_params(path: str | os.PathLike | bytes, *, max_bytes: int | None = None
     ``mx.npx.save`` (one ``.npy`` array) and ``mx.npx.savez`` / Gluon 2.0 ``save_parameters`` (an ``.npz``
     archive of ``.npy`` members, stored or deflated; bool, (u)int8-64 and float16/32/64 arrays). MXNet
     is not needed, and nothing in the file is executed: every size and offset is checked against the file
-    before anything is allocated.
+    before anything is allocated. Arrays come back in the machine's byte order (a big-endian ``.npy``, which
+    MXNet itself refuses, is converted, values unchanged); ``.npz`` member names are read as MXNet reads them,
+    as UTF-8 with or without the zip UTF-8 flag.
 
     Args:
-      path: the file, or its content as bytes.
+      path: the file (a regular file: a FIFO, a device, a directory is refused), or its content as bytes.
       max_bytes: the most memory reading the file may take (bytes); default ``max(64 MiB, 32 x the file's
         size)``. An ``.npz`` archive whose members decompress past it is refused: raise it for a file you
         trust that compresses very well.
@@ -169,10 +166,11 @@ def load_params(path: str | os.PathLike | bytes, *, max_bytes: int | None = None
       repeated name keeps the last array.
 
     Raises:
-      ValueError: naming the file, the offset or member and the problem: wrong magic (not an MXNet NDArray
-        file), truncated file, declared sizes larger than the file (checked before any allocation),
-        ``row_sparse`` / ``csr`` storage, unknown dtype flags, structured / object / void dtypes, compression
-        other than stored or deflate, more memory than ``max_bytes``, trailing garbage.
+      ValueError: naming the file, the offset or member and the problem: a path that is not a regular file,
+        wrong magic (not an MXNet NDArray file), truncated file, declared sizes larger than the file (checked
+        before any allocation), shapes spanning more than 2**62 bytes (empty ones too), ``row_sparse`` /
+        ``csr`` storage, unknown dtype flags, structured / object / void dtypes, compression other than stored
+        or deflate, member names that are not UTF-8, more memory than ``max_bytes``, trailing garbage.
 
     Examples:
       >>> from mxopt_jax.mxnet_format import load_params
@@ -185,7 +183,7 @@ def load_params(path: str | os.PathLike | bytes, *, max_bytes: int | None = None
       ['arg:fc1_bias', 'arg:fc1_weight', 'aux:bn_moving_mean']
     """
     cap = check_max_bytes(max_bytes)
-    data, where = _source(path, "params")
+    data, where = source(path, "params", cap)
     return _read_params(data, where, Budget(where, len(data), cap))
 
 
@@ -234,7 +232,7 @@ def _read_params(data: bytes, where: str, budget: Budget) -> dict[str, np.ndarra
 _NPY_MAGIC = b"\x93NUMPY"
 _NPY_HEADER_MAX = 10_000  # NumPy's own default bound on a .npy header (numpy.lib.format)
 # The plain numeric dtypes of MXNet's NumPy-format files: no structured, object, void, string or date types.
-_NPY_DESCR = re.compile(r"^(?:[<>=]?(?:[iu][248]|f[248])|[<>=|]?(?:b1|i1|u1))$")
+_NPY_DESCR = re.compile(r"(?:[<>=]?(?:[iu][248]|f[248])|[<>=|]?(?:b1|i1|u1))")  # fullmatch only
 _NPY_ITEM = r"'(descr|fortran_order|shape)':\s*('[^']{0,16}'|True|False|\((?:\s*\d{1,20}L?\s*,)*\s*(?:\d{1,20}L?)?\s*\))"
 _NPY_HEADER = re.compile(rf"\{{\s*(?:{_NPY_ITEM}\s*,\s*){{2}}{_NPY_ITEM}\s*,?\s*\}}\s*")
 
@@ -247,7 +245,7 @@ def _npy_header(r: _Reader, hlen: int, label: str) -> tuple[np.dtype, bool, tupl
     descr, fortran, shape = items.get("descr", ""), items.get("fortran_order"), items.get("shape", "")
     if len(items) != 3 or descr[:1] != "'" or fortran not in ("True", "False") or shape[:1] != "(":
         raise r.fail(f"{label}: malformed .npy header")
-    if not _NPY_DESCR.match(descr[1:-1]):
+    if not _NPY_DESCR.fullmatch(descr[1:-1]):
         raise r.fail(
             f"{label}: refused dtype {descr}: only plain numeric arrays (bool, int, uint, float) are read; "
             "object arrays are refused (they need pickle), and so are complex, structured, void, string and "
@@ -273,6 +271,9 @@ def _read_npy(r: _Reader, label: str, budget: Budget) -> np.ndarray:
     if hlen > _NPY_HEADER_MAX:
         raise r.fail(f"{label}: corrupted .npy header length {hlen}")
     dtype, fortran, shape = _npy_header(r, hlen, label)
+    refusal = shape_refusal(shape, dtype.itemsize)
+    if refusal is not None:
+        raise r.fail(f"corrupted header: {label} declares {refusal}")
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > r.left:
         raise r.fail(
@@ -282,15 +283,35 @@ def _read_npy(r: _Reader, label: str, budget: Budget) -> np.ndarray:
     budget.charge(nbytes + _ARRAY_OVERHEAD, f"{label} ({nbytes} bytes)", f"at byte {r.pos}")
     raw = r.take(nbytes, label)
     arr = np.frombuffer(raw, dtype=dtype).reshape(shape[::-1] if fortran else shape)
-    return (arr.T if fortran else arr).copy()
+    # one copy, in C order and in the machine's byte order (NumPy on a big-endian machine writes '>f4'; MXNet
+    # itself refuses to load it, mxopt_jax converts it, values unchanged)
+    return (arr.T if fortran else arr).astype(dtype.newbyteorder("="), order="C")
 
 
-_CHUNK = 1 << 20
+_CHUNK = 1 << 18
+_ZLIB = 1 << 16  # zlib's window and state (bytes)
+_UTF8_FLAG = 0x800  # zip's general-purpose bit 11: the name is UTF-8
+
+
+def _member_name(info: zipfile.ZipInfo, where: str) -> str:
+    """A member's name as MXNet reads it: its raw bytes as UTF-8, whatever the zip flags say (MXNet 2.0 and
+    NumPy write UTF-8 with the flag; ``zipfile`` alone would decode a name without it as cp437)."""
+    raw = info.orig_filename.encode("utf-8" if info.flag_bits & _UTF8_FLAG else "cp437")
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(
+            f"{where}: refused the member name {raw[:200]!r}: not UTF-8 (MXNet reads member names as UTF-8, "
+            "and NumPy would read this one as cp437: which parameter it names is ambiguous)"
+        ) from None
+    if "\0" in name:
+        raise ValueError(f"{where}: refused the member name {raw[:200]!r}: it holds a NUL byte")
+    return name
 
 
 def _read_npz(data: bytes, where: str, budget: Budget) -> dict[str, np.ndarray]:
     """An ``.npz`` archive (MXNet 2.0's ``npx.savez`` / Gluon 2.0 ``save_parameters``) of ``.npy`` members,
-    each stored or deflated, decompressed as a stream against the budget."""
+    each stored or deflated, decompressed against the budget."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
         infos = zf.infolist()
@@ -301,9 +322,12 @@ def _read_npz(data: bytes, where: str, budget: Budget) -> dict[str, np.ndarray]:
             f"{where}: truncated or corrupted .npz archive ({type(exc).__name__}: {exc})"
         ) from None
     budget.charge(len(infos) * 512, f"the archive's directory ({len(infos)} members)")
+    deflated = [info.file_size for info in infos if info.compress_type == zipfile.ZIP_DEFLATED]
+    if deflated:  # what decompressing takes besides the members' bytes: two chunks and zlib, once
+        budget.charge(2 * min(_CHUNK, max(deflated) + 1) + _ZLIB, "decompressing the archive")
     out = {}
     for info in infos:
-        name = info.filename
+        name = _member_name(info, where)
         label = f"member {name[:200]!r}"
         if not name.endswith(".npy"):
             raise ValueError(f"{where}: unexpected {label} in an MXNet .npz parameter file")
@@ -328,31 +352,46 @@ def _read_npz(data: bytes, where: str, budget: Budget) -> dict[str, np.ndarray]:
     return out
 
 
+def _corrupted(where: str, label: str, exc: BaseException) -> ValueError:
+    return ValueError(f"{where}: truncated or corrupted {label} ({type(exc).__name__}: {exc})")
+
+
 def _member_bytes(
     zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, label: str, budget: Budget
 ) -> bytearray:
-    """A member's bytes, decompressed chunk by chunk; refused as soon as they pass the budget."""
-    buf = bytearray()
+    """A member's bytes: its declared size counted (and refused past the budget) before anything is
+    decompressed, then decompressed chunk by chunk into a buffer of exactly that size, which never grows
+    (``zipfile`` stops at the declared size and checks the CRC)."""
+    size = info.file_size
+    budget.charge(size, f"{label}, decompressed", f"{size} bytes declared")
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
     try:
         f = zf.open(info)
     except MemoryError:
         raise
     except Exception as exc:  # noqa: BLE001 - zipfile's parser: any failure is a corrupted member
-        raise ValueError(f"{where}: truncated or corrupted {label} ({type(exc).__name__}: {exc})") from None
-    with f:
+        raise _corrupted(where, label, exc) from None
+    with f, view:
         while True:
             try:
-                chunk = f.read(_CHUNK)
+                chunk = f.read(min(_CHUNK, size - got + 1))
             except MemoryError:
                 raise
             except Exception as exc:  # noqa: BLE001 - zipfile / zlib: any failure is a corrupted member
-                raise ValueError(
-                    f"{where}: truncated or corrupted {label} ({type(exc).__name__}: {exc})"
-                ) from None
+                raise _corrupted(where, label, exc) from None
             if not chunk:
-                return buf
-            budget.charge(len(chunk), f"{label}, decompressed", f"past byte {len(buf)} of the member")
-            buf += chunk
+                break
+            if len(chunk) > size - got:
+                raise ValueError(
+                    f"{where}: corrupted {label}: it decompresses past its declared {size} bytes"
+                )
+            view[got : got + len(chunk)] = chunk
+            got += len(chunk)
+    if got != size:
+        raise ValueError(f"{where}: truncated {label}: {got} of its declared {size} bytes")
+    return buf
 
 
 def _ndarray_from_raw(raw: bytes, where: str, budget: Budget) -> np.ndarray:

@@ -54,6 +54,26 @@ def key_refusal(k: Any) -> str | None:
     )
 
 
+#: The most bytes a NumPy array may span, counting every non-zero dimension (NumPy refuses more than
+#: ``2**63 - 1`` with its own error, even for an array of no element such as shape ``(0, 2**62)``).
+MAX_SPAN = 2**62
+
+
+def shape_refusal(shape: tuple[int, ...], itemsize: int) -> str | None:
+    """Why an array of ``shape`` (non-negative ints) and ``itemsize`` cannot be made, or ``None``: the product
+    of its non-zero dimensions times the itemsize passes :data:`MAX_SPAN` (an empty array included, whose
+    product is 0 but whose shape NumPy still refuses)."""
+    span = itemsize
+    for d in shape:
+        span *= d or 1
+        if span > MAX_SPAN:
+            return (
+                f"shape {shape}, whose dimensions span more than 2**62 bytes (no array has such a shape, not "
+                "even an empty one)"
+            )
+    return None
+
+
 def check_max_bytes(max_bytes: Any) -> int | None:
     """The ``max_bytes`` argument of the public readers: ``None`` or a positive int."""
     if max_bytes is None:

@@ -12,8 +12,8 @@ out-of-band buffers.
 
 from __future__ import annotations
 
-import codecs
 import pickle  # its opcode constants only: nothing here unpickles
+import re
 import struct
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -23,6 +23,10 @@ from .limits import MAX_DEPTH, MAX_TUPLE_KEYS, Budget, key_refusal
 _MAX_INT_BYTES = 32  # LONG1 / LONG4: integers up to 256 bits (MXNet writes 64-bit counts at most)
 _MAX_LINE_NUMBER = 80  # text opcodes (INT, LONG, FLOAT, PUT, GET): at most this many characters
 _MAX_GLOBAL_NAME = 256
+# the escapes of a Python 2 str literal (protocol 0's STRING): \xhh, \ooo and one character; a backslash
+# followed by anything else, or by nothing, is refused
+_ESCAPE = re.compile(rb"\\(?:x([0-9a-fA-F]{2})|([0-7]{1,3})|(.)|\Z)", re.DOTALL)
+_ESCAPES = {bytes([c]): bytes([v]) for c, v in zip(b"\\'\"abfnrtv", b"\\'\"\a\b\f\n\r\t\v", strict=True)}
 
 
 class Refused(Exception):
@@ -282,11 +286,23 @@ class _Machine:
         line = self.readline()
         if len(line) < 2 or line[:1] not in (b"'", b'"') or line[-1:] != line[:1]:
             raise self.fail("STRING without its quotes")
-        try:
-            raw = codecs.escape_decode(line[1:-1])[0]
-        except ValueError:
-            raise self.fail("STRING with a broken escape") from None
-        self._str(raw, "py2")
+        self._str(self._unescape(line[1:-1]), "py2")
+
+    def _unescape(self, body: bytes) -> bytes:
+        """A Python 2 str literal's body, its escapes decoded by a fixed table (never ``codecs.escape_decode``,
+        which warns, and so writes into the warning registry, on an escape it does not know)."""
+
+        def one(m: re.Match) -> bytes:
+            hexa, octal, char = m.groups()
+            if hexa is not None:
+                return bytes([int(hexa, 16)])
+            if octal is not None and int(octal, 8) < 256:
+                return bytes([int(octal, 8)])
+            if char is not None and char in _ESCAPES:
+                return _ESCAPES[char]
+            raise self.fail(f"STRING with an invalid escape {m.group()!r}")
+
+        return _ESCAPE.sub(one, body)
 
     def op_unicode(self) -> None:
         self._str(self.readline(), "raw-unicode-escape")

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .allowlist import _MX_OPTIMIZERS, MXNetObject
+from .limits import Budget
 
 _REGISTRY_NAME = {n: n.lower() for n in _MX_OPTIMIZERS}
 # 1.9.1 attribute names of our constructor arguments
@@ -24,7 +25,7 @@ _MASTER_LAST_19 = {"sgd", "nag", "lars", "ccsgd"}
 
 
 class _Mismatch(Exception):
-    pass
+    """A state that is not the file's optimizer's (its message, if any, says why)."""
 
 
 def _is_arr(x: Any) -> bool:
@@ -83,65 +84,153 @@ def _inner_fields(name: str, v1: bool, x: Any, idx: Any, opt: MXNetObject) -> tu
     raise _Mismatch
 
 
-def _convert_state(name: str, v1: bool, x: Any, idx: Any, opt: MXNetObject, mp: bool) -> Any:
-    """-> ``fields`` or ``(master, fields)``; raises ``_Mismatch`` when ``x`` is not that optimizer's state."""
+def _convert_state(name: str, v1: bool, x: Any, idx: Any, opt: MXNetObject, mp: bool) -> tuple[Any, bool]:
+    """-> ``(fields, False)`` or ``((master, fields), True)``; raises ``_Mismatch`` when ``x`` is not that
+    optimizer's state."""
     if mp and isinstance(x, tuple) and len(x) == 2:
         master, inner = (x[1], x[0]) if (v1 and name in _MASTER_LAST_19) else x
         if _is_arr(master) and master.dtype == np.float32:
             try:
                 if name == "lbsgd":
                     raise _Mismatch  # 1.9.1 LBSGD's multi-precision layout is not supported
-                return (master, _inner_fields(name, v1, inner, idx, opt))
+                return (master, _inner_fields(name, v1, inner, idx, opt)), True
             except _Mismatch:
                 pass
-    return _inner_fields(name, v1, x, idx, opt)
+    return _inner_fields(name, v1, x, idx, opt), False
+
+
+# MXNet's optimizers whose state is float32 whatever the weight's dtype (``zeros`` without a dtype, or float32
+# explicitly); every other one keeps its state in the weight's dtype. Measured on MXNet 1.9.1 and 2.0.0b1
+# (``create_state_multi_precision`` for float16, float32 and float64 weights, with and without
+# ``multi_precision``); with ``multi_precision``, a float16 weight's state is made from its float32 master.
+_FLOAT32_STATE_19 = {"adadelta", "adagrad", "groupadagrad", "ftrl", "rmsprop", "test"}
+_FLOAT32_STATE_20 = _FLOAT32_STATE_19 | {"lamb", "lans"}
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+
+def _arrays(x: Any) -> list[np.ndarray]:
+    if isinstance(x, np.ndarray):
+        return [x]
+    return [a for v in x for a in _arrays(v)] if isinstance(x, tuple) else []
+
+
+def weight_dtype(name: str, v1: bool, x: Any, is_mp: bool, mp: bool, strict: bool = True) -> np.dtype | None:
+    """The dtype of the weight MXNet made the state ``x`` for (``None`` where its state does not tell: a
+    float32 state of AdaGrad & co., or no state), checked: raises ``_Mismatch`` with the reason when no MXNet
+    optimizer ``name`` creates these dtypes for any weight. ``is_mp``: ``x`` is a ``(master, state)`` pair;
+    ``mp``: the optimizer's ``multi_precision``. Not ``strict`` (a class of the user's own, whose
+    ``create_state`` may differ from MXNet's): only a multi-precision pair says its weight is float16."""
+    dts = {a.dtype for a in _arrays(x)}
+    version = "1.9.1" if v1 else "2.0"
+    if not strict:
+        return _F16 if is_mp else None
+    if is_mp:  # MXNet makes a float32 master, and the state from it, for a float16 weight
+        if dts != {_F32}:
+            raise _Mismatch(
+                f"a multi-precision state of dtypes {_names(dts)}: MXNet keeps the float32 master of a float16 "
+                "weight and makes the state from it, all float32"
+            )
+        return _F16
+    if not dts:
+        return None
+    if name in (_FLOAT32_STATE_19 if v1 else _FLOAT32_STATE_20):
+        if dts != {_F32}:
+            raise _Mismatch(
+                f"state arrays of dtypes {_names(dts)}: MXNet {version} {name} keeps its state in float32 "
+                "whatever the weight's dtype"
+            )
+        return None
+    if len(dts) > 1:
+        raise _Mismatch(
+            f"state arrays of dtypes {_names(dts)}: MXNet {version} {name} keeps every state array in its "
+            "weight's dtype"
+        )
+    d = dts.pop()
+    if mp and d == _F16:
+        raise _Mismatch(
+            "a float16 state with multi_precision on: MXNet keeps a float32 master copy of a float16 weight, "
+            "and its state in float32"
+        )
+    return d
+
+
+def _names(dts: set) -> str:
+    return ", ".join(sorted(np.dtype(d).name for d in dts))
+
+
+#: What each distinct shape and dtype of a file's state arrays is counted at: the state the optimizer would
+#: create for such a weight and for one a column wider, evaluated abstractly (traced, never compiled nor
+#: allocated; about 5 kB kept and 0.6 ms each, measured; bytes).
+SHAPE_COST = 64 * 2**10
+
+
+def distinct_shapes(states: dict) -> int:
+    """How many distinct (shape, dtype) the state arrays of a file hold."""
+    return len({(a.shape, a.dtype.str) for st in states.values() for a in _arrays(st)})
 
 
 class _ShapeCache:
-    """What an optimizer creates for a weight shape and dtype, asked once per shape in a load: mxopt_jax's own
-    optimizers (``create_state`` not overridden) make the same state for every index of a shape; a class of
-    the user's own is asked every time."""
+    """What an optimizer creates for a weight shape and dtype, evaluated abstractly (``jax.eval_shape``: no
+    program is compiled, nothing allocated) and asked once per shape in a load: mxopt_jax's own optimizers
+    (``create_state`` not overridden) make the same state for every index of a shape; a class of the user's
+    own is asked every time, each evaluation counted against ``budget`` (:data:`SHAPE_COST`; the distinct shapes
+    of a file are counted before, :func:`distinct_shapes`)."""
 
-    def __init__(self, opt: Any) -> None:
+    def __init__(self, opt: Any, budget: Budget | None = None) -> None:
         from ..facade.rule_backed import CLASSES
 
         cls = next((k for k in type(opt).__mro__ if k in set(CLASSES.values())), None)
         t = type(opt)
         self.opt = opt
+        self.budget = budget
         self.on = cls is not None and all(
             getattr(t, m) is getattr(cls, m) for m in ("create_state", "create_state_multi_precision")
         )
-        self.shapes: dict[tuple, list | None] = {}
         self.refs: dict[tuple, tuple] = {}
 
+    def _charge(self, shape: tuple) -> None:
+        if self.budget is not None and not self.on:
+            self.budget.charge(SHAPE_COST, f"the optimizer's state for a weight of shape {shape[:8]}")
+
     def state_shapes(self, idx: Any, shape: tuple, dtype: Any) -> list | None:
-        key = (shape, np.dtype(dtype).str)
+        """The shapes of the state ``create_state_multi_precision`` makes for such a weight (``None``: it
+        cannot tell)."""
+        import jax
+
+        from ..numerics import is_low_precision
+
         if not self.on:
+            self._charge(shape)
             return _state_shapes(self.opt, idx, shape, dtype)
-        if key not in self.shapes:
-            self.shapes[key] = _state_shapes(self.opt, idx, shape, dtype)
-        return self.shapes[key]
+        # mxopt_jax's own create_state_multi_precision: (float32 master, create_state(master)) for a 16-bit
+        # weight with multi_precision, else create_state(weight)
+        master = bool(self.opt.multi_precision) and is_low_precision(dtype)
+        ref = self.ref(idx, shape, np.float32 if master else dtype)
+        return ([shape] if master else []) + [tuple(r.shape) for r in jax.tree.leaves(ref)]
 
     def ref(self, idx: Any, shape: tuple, dtype: Any) -> tuple:
-        import jax.numpy as jnp
+        """The fields ``create_state`` makes for such a weight: ``jax.ShapeDtypeStruct`` or ``None`` each."""
+        import jax
 
         key = (shape, np.dtype(dtype).str)
         if self.on and key in self.refs:
             return self.refs[key]
+        self._charge(shape)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = tuple(self.opt.create_state(idx, jnp.zeros(shape, dtype)))
+            w = jax.ShapeDtypeStruct(shape, dtype)
+            try:
+                ref = tuple(jax.eval_shape(lambda x: tuple(self.opt.create_state(idx, x)), w))
+            except Exception:  # noqa: BLE001 - a create_state of the user's own that cannot be traced: run it
+                ref = tuple(self.opt.create_state(idx, np.zeros(shape, dtype)))
         if self.on:
             self.refs[key] = ref
         return ref
 
 
-def _to_facade(opt: Any, idx: Any, conv: Any, where: str, cache: _ShapeCache | None = None) -> Any:
-    """NumPy fields -> JAX arrays, checked against the state mxopt_jax would create for that weight."""
-    import jax.numpy as jnp
-
-    cache = _ShapeCache(opt) if cache is None else cache
-    is_mp = isinstance(conv, tuple) and len(conv) == 2 and isinstance(conv[1], tuple) and _is_arr(conv[0])
+def to_host(opt: Any, idx: Any, conv: Any, is_mp: bool, where: str, cache: _ShapeCache) -> Any:
+    """The converted fields (``conv``, NumPy) checked against the state mxopt_jax would create for that
+    weight and cast to its dtypes, still on the host (one transfer moves every index's state at the end)."""
     master, fields = conv if is_mp else (None, conv)
     shapes = [f.shape for f in fields if _is_arr(f) and f.ndim > 0]
     if isinstance(master, np.ndarray):
@@ -154,22 +243,22 @@ def _to_facade(opt: Any, idx: Any, conv: Any, where: str, cache: _ShapeCache | N
         ref = cache.ref(idx, shape, proto)
         if len(ref) != len(fields):
             raise ValueError(f"{where}: the state of index {idx!r} does not fit {type(opt).__name__}")
-        out = []
+        out: list[np.ndarray | None] = []
         for f, r in zip(fields, ref, strict=True):
             if (f is None) != (r is None):
                 if f is None:  # e.g. LBSGD before its first accumulation: start from zeros
-                    out.append(r)
+                    out.append(np.zeros(r.shape, r.dtype))
                     continue
                 raise ValueError(
                     f"{where}: the state of index {idx!r} does not fit {type(opt).__name__} as configured "
                     f"(state entries {'present' if r is None else 'missing'} for its hyperparameters)"
                 )
             # the dtype mxopt_jax itself keeps for this field (e.g. 1.9.1 LAMB keeps weight-dtype moments)
-            out.append(None if f is None else jnp.asarray(f, dtype=f.dtype if r is None else r.dtype))
+            out.append(None if f is None else np.asarray(f, dtype=f.dtype if r is None else r.dtype))
         fields = tuple(out)
     else:
-        fields = tuple(None if f is None else jnp.asarray(f) for f in fields)
-    return (jnp.asarray(master, jnp.float32), fields) if is_mp else fields
+        fields = tuple(None if f is None else np.asarray(f) for f in fields)
+    return (np.asarray(master, np.float32), fields) if is_mp else fields
 
 
 def _state_shapes(opt: Any, idx: Any, shape: tuple, dtype: Any) -> list | None:
@@ -201,17 +290,20 @@ def _fits(opt: Any, idx: Any, state: Any, shape: tuple, dtype: Any, cache: _Shap
     return want is None or want == _stored_shapes(state)
 
 
-def _weight_shape(opt: Any, idx: Any, state: Any, cache: _ShapeCache | None = None) -> tuple | None:
-    """The shape of the weight an mxopt_jax state was made for, where the state determines it (its first
-    array's shape, unless the state would be the same for another weight shape, as GroupAdaGrad's per-row
-    history); ``None`` if it cannot tell (stateless, or such a state)."""
+def _weight_shape(
+    opt: Any, idx: Any, state: Any, cache: _ShapeCache | None = None, dtype: Any = None
+) -> tuple | None:
+    """The shape of the weight (of ``dtype``, default: the state's first array's) an mxopt_jax state was made
+    for, where the state determines it (its first array's shape, unless the state would be the same for
+    another weight shape, as GroupAdaGrad's per-row history); ``None`` if it cannot tell (stateless, or such a
+    state)."""
     import jax
 
     leaves = [x for x in jax.tree.leaves(state) if getattr(x, "ndim", 0) > 0]
     if not leaves:
         return None
     shape = tuple(leaves[0].shape)
-    dtype = leaves[0].dtype
+    dtype = leaves[0].dtype if dtype is None else dtype
     other = (*shape[:-1], shape[-1] + 1)
     if not _fits(opt, idx, state, shape, dtype, cache) or _fits(opt, idx, state, other, dtype, cache):
         return None

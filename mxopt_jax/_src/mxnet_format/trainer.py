@@ -11,11 +11,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .arrays import _read_params, _source
+from .arrays import _read_params
 from .attributes import file_errors
 from .checkpoint import TrainerCheckpoint
+from .files import source
 from .limits import Budget, check_max_bytes
-from .states import _fits, _stored_shapes
+from .states import _fits, _ShapeCache, _stored_shapes
 from .unpickler import _read_states
 from .updater import _warn, resume
 
@@ -112,15 +113,15 @@ def load_trainer(
       >>> new["1.running_mean"] is ckpt.params["1.running_mean"]
       True
     """
-    import jax.numpy as jnp
+    import jax
 
     _check_loss(loss, batch_size)
     cap = check_max_bytes(max_bytes)
-    pdata, pwhere = _source(params, "params")
+    pdata, pwhere = source(params, "params", cap)
     pbudget = Budget(pwhere, len(pdata), cap)
     arrays = _read_params(pdata, pwhere, pbudget)
     pbudget.charge(len(arrays) * PARAM_COST, f"converting {len(arrays)} parameters to JAX arrays")
-    sdata, swhere = _source(states, "states")
+    sdata, swhere = source(states, "states", cap)
     raw_states, mxo = _read_states(sdata, swhere, cap)
     if mxnet_version is None:
         version = "1" if (mxo is not None and not hasattr(mxo, "use_fused_step")) else "2"
@@ -164,7 +165,7 @@ def load_trainer(
         names=tuple(order),
         trainable=tuple(n for i, n in enumerate(order) if i in layout),
         frozen=tuple(n for i, n in enumerate(order) if i in frozen),
-        params={n: jnp.asarray(arrays[n]) for n in order},
+        params=dict(zip(order, jax.device_put([arrays[n] for n in order]), strict=True)),
         updater=updater,
         mxnet_version=version,
         rescale_grad_in_file=r_file,
@@ -271,11 +272,13 @@ def _pair_states(
             f"parameters (indices 0..{len(order) - 1}): not the files of one run? Index order: {rule}"
         )
     layout, frozen = {}, {}
+    cache = _ShapeCache(opt)
     for i, n in enumerate(order):
         a = arrays[n]
         if i in updater.states:
             st = updater.states[i]
-            if not _fits(opt, i, st, tuple(a.shape), a.dtype):
+            _check_dtype(opt, i, n, a.dtype, updater.layout[i][2], swhere)
+            if not _fits(opt, i, st, tuple(a.shape), a.dtype, cache):
                 shape = updater.layout[i][1] or _stored_shapes(st)[0]
                 raise ValueError(
                     f"load_trainer: index {i} (parameter {n!r}) has a state of shape {tuple(shape)} in {swhere}, "
@@ -286,6 +289,26 @@ def _pair_states(
         else:
             frozen[i] = (n, tuple(a.shape), a.dtype)
     return layout, frozen
+
+
+def _check_dtype(opt: Any, i: int, n: str, dtype: np.dtype, made_for: Any, swhere: str) -> None:
+    """Refuse a state MXNet did not make for a weight of the parameter's dtype: ``made_for``, the weight dtype
+    the state says (``None`` where it does not tell)."""
+    mp_master = opt.multi_precision and np.dtype(dtype) == np.float16
+    if made_for is not None and np.dtype(made_for) != np.dtype(dtype):
+        # with multi_precision, a state made for a float16 weight is a (float32 master, state) pair
+        is_mp = opt.multi_precision and np.dtype(made_for) == np.float16
+        what = "a multi-precision state (float32 master)" if is_mp else "a state"
+        raise ValueError(
+            f"load_trainer: index {i} (parameter {n!r}) has {what} for a {np.dtype(made_for).name} weight in "
+            f"{swhere}, but the parameter is {np.dtype(dtype).name}: MXNet makes the state in its weight's dtype "
+            "(from a float32 master copy for a float16 weight with multi_precision): refused"
+        )
+    if made_for is None and mp_master:
+        raise ValueError(
+            f"load_trainer: index {i} (parameter {n!r}) is float16 and the optimizer has multi_precision on, but "
+            f"its state in {swhere} has no float32 master copy (MXNet keeps one for such a weight): refused"
+        )
 
 
 def _gradient_scale(opt: Any, loss: str, batch_size: int | None) -> tuple[float, int | None, str]:

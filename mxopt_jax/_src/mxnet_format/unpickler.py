@@ -24,7 +24,8 @@ from .allowlist import (
     is_scheduler,
     is_unknown,
 )
-from .arrays import _LIST_MAGIC, _NPY_MAGIC, _source
+from .arrays import _LIST_MAGIC, _NPY_MAGIC
+from .files import source
 from .limits import MAX_DEPTH, Budget, check_max_bytes
 from .opcodes import Global, Refused, read_pickle
 
@@ -64,7 +65,7 @@ def read_states(
       [(3,), (3,)]
     """
     cap = check_max_bytes(max_bytes)
-    data, where = _source(path_or_bytes, "states")
+    data, where = source(path_or_bytes, "states", cap)
     return _read_states(data, where, cap)
 
 

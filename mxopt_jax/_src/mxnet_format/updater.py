@@ -14,18 +14,22 @@ import numpy as np
 from .. import facade
 from ..validation import warn
 from .allowlist import MXNetObject, is_unknown
-from .arrays import _source
-from .attributes import check_optimizer, file_errors, file_scheduler, summary
+from .attributes import check_optimizer, file_errors, summary
+from .files import source
 from .limits import Budget, check_max_bytes
+from .scheduler_state import file_scheduler
 from .states import (
     _ALIASES_19,
     _MASTER_LAST_19,
     _REGISTRY_NAME,
+    SHAPE_COST,
     _convert_state,
     _Mismatch,
     _ShapeCache,
-    _to_facade,
     _weight_shape,
+    distinct_shapes,
+    to_host,
+    weight_dtype,
 )
 from .unpickler import _read_states
 
@@ -120,9 +124,10 @@ def load_updater(
     ``Trainer.step(batch_size)``, set ``updater.optimizer.rescale_grad = 1 / batch_size`` if it changes.
     The weights: ``load_params`` of the matching ``.params`` file, ordered by those indices.
 
-    The file's indices are kept in ``updater.layout`` (with the shape of each index's state): a call with
-    an index the file has no state for, or a weight / gradient whose shape disagrees with the stored state,
-    raises ``ValueError`` before anything changes (a Trainer's parameters without gradient, such as
+    The file's indices are kept in ``updater.layout`` (with the shape of each index's weight, and its dtype
+    where the state says it: MXNet makes most states in their weight's dtype): a call with an index the file
+    has no state for, or a weight / gradient whose shape or dtype disagrees with the stored state, raises
+    ``ValueError`` before anything changes (a Trainer's parameters without gradient, such as
     BatchNorm's running statistics, have no state: MXNet never updates them). :func:`load_trainer` pairs
     the indices with the parameter names and takes gradients by name.
 
@@ -144,16 +149,18 @@ def load_updater(
       mxnet_version: ``"1"`` or ``"2"`` to choose the state layout of a ``dump_optimizer=False`` file (1.9.1
         orders multi-precision SGD/NAG/LARS states and RMSProp states differently); default: read from the
         pickled optimizer's module, else MXNet 2.0.
-      max_bytes: the most memory reading the file may take (bytes); default ``max(64 MiB, 32 x the file's
-        size)``, each state index counted at 16 KiB besides its arrays (see :func:`read_states`).
+      max_bytes: the most memory reading the file and building its states may take (bytes); default
+        ``max(64 MiB, 32 x the file's size)``, each state index counted at 16 KiB besides its arrays and each
+        distinct shape of the state arrays at 64 KiB (see :func:`read_states`).
 
     Returns:
       an :class:`mxopt_jax.Updater` with ``.optimizer`` and ``.states`` restored.
 
     Raises:
       ValueError: the file is not a readable/safe ``.states`` pickle, an attribute or a state does not fit the
-        optimizer (the message names the file and the attribute or index), the optimizer is unknown, or
-        ``optimizer`` is missing for a states-only file.
+        optimizer or is not what MXNet writes (a scheduler's position, update counts, a state's dtypes; the
+        message names the file and the attribute or index), the optimizer is unknown, or ``optimizer`` is
+        missing for a states-only file.
       TypeError: ``optimizer`` is not an mxopt_jax optimizer where one is needed.
 
     Warns:
@@ -178,7 +185,7 @@ def load_updater(
     """
 
     cap = check_max_bytes(max_bytes)
-    data, where = _source(path_or_bytes, "states")
+    data, where = source(path_or_bytes, "states", cap)
     states, mxo = _read_states(data, where, cap)
     return resume(
         states,
@@ -210,7 +217,10 @@ def resume(
         if not isinstance(optimizer, facade.Optimizer):
             raise TypeError(f"optimizer must be an mxopt_jax Optimizer, got {type(optimizer).__name__}")
     params = None if param_dict is None else dict(param_dict)
-    budget.check(len(states) * STATE_COST, f"converting {len(states)} states to JAX arrays")
+    shapes = distinct_shapes(states)
+    what = f"converting {len(states)} states ({shapes} distinct shapes) to JAX arrays"
+    budget.check(len(states) * STATE_COST + shapes * SHAPE_COST, what)
+    budget.charge(len(states) * STATE_COST + shapes * SHAPE_COST, what)
     # MXNet 2.0's base class sets use_fused_step, 1.x has no such attribute
     if mxnet_version is None:
         v1 = mxo is not None and not hasattr(mxo, "use_fused_step")
@@ -236,7 +246,9 @@ def resume(
             opt = _build_optimizer(name, v1, mxo, where, lr_scheduler)
             holder, mp = mxo, bool(getattr(mxo, "multi_precision", False))
             diffs = _differences(name, v1, mxo, len(states))
-        new_states, layout = _convert_states(states, opt, name, v1, holder, mp, where)
+        new_states, layout = _convert_states(
+            states, opt, name, v1, holder, mp, where, budget, mxnet_dtypes=not is_unknown(mxo)
+        )
         # the states fit: now a passed optimizer changes
         if mxo is None and sched is not None:
             opt.lr_scheduler = sched
@@ -287,26 +299,45 @@ def _states_only(opt: Any, where: str, mxnet_version: str | None) -> tuple[Any, 
 
 
 def _convert_states(
-    states: dict, opt: Any, name: str, v1: bool, holder: MXNetObject, mp: bool, where: str
+    states: dict,
+    opt: Any,
+    name: str,
+    v1: bool,
+    holder: MXNetObject,
+    mp: bool,
+    where: str,
+    budget: Budget,
+    *,
+    mxnet_dtypes: bool = True,
 ) -> tuple[dict, dict]:
-    """Every index's state in mxopt_jax's layout (JAX arrays), and the layout ``{index: (name, weight shape,
-    None)}``."""
-    new_states = {}
-    cache = _ShapeCache(opt)
+    """Every index's state in mxopt_jax's layout (JAX arrays, moved to the device in one transfer), and the
+    layout ``{index: (name, weight shape, weight dtype)}`` (``None`` where the state does not tell). With
+    ``mxnet_dtypes``, each state's dtypes are checked against what MXNet's optimizer creates (not for a class
+    of the user's own)."""
+    import jax
+
+    host: dict = {}
+    dtypes: dict = {}
+    cache = _ShapeCache(opt, budget)
     for idx, st in states.items():
         if isinstance(idx, bytes):
             idx = idx.decode()
         try:
-            conv = _convert_state(name, v1, st, idx, holder, mp)
-        except _Mismatch:
+            conv, is_mp = _convert_state(name, v1, st, idx, holder, mp)
+            dtypes[idx] = weight_dtype(name, v1, st, is_mp, mp, strict=mxnet_dtypes)
+        except _Mismatch as exc:
+            why = f": {exc}" if str(exc) else ""
             raise ValueError(
                 f"{where}: the state of index {idx!r} does not have the layout of MXNet "
-                f"{'1.9.1' if v1 else '2.0'} {name} states"
+                f"{'1.9.1' if v1 else '2.0'} {name} states{why}"
             ) from None
-        new_states[idx] = _to_facade(opt, idx, conv, where, cache)
+        host[idx] = to_host(opt, idx, conv, is_mp, where, cache)
     idx2name = getattr(opt, "idx2name", {}) or {}
-    layout = {i: (idx2name.get(i), _weight_shape(opt, i, st, cache), None) for i, st in new_states.items()}
-    return new_states, layout
+    layout = {
+        i: (idx2name.get(i), _weight_shape(opt, i, st, cache, dtypes[i]), dtypes[i]) for i, st in host.items()
+    }
+    on_device = jax.device_put(list(host.values()))  # a list: the indices may be of several kinds
+    return dict(zip(host, on_device, strict=True)), layout
 
 
 _ORDER_RULE = (
