@@ -934,6 +934,8 @@ class AcrossStudies:
         ``LEVEL`` Student-t half-width over the ``N`` studies (NaN for one study): the spread the tuning's luck
         and the seeds make together, in the metric's units.
       level, test: the tests' level and the per-study test; ``direction``: the metric's (``"lower"``/``"higher"``).
+      identical: ``{representative: [others]}``: contenders identical to a representative in *every* study,
+        folded into its entry (in no array; a table labels the representative with them).
     """
 
     problem: str
@@ -955,6 +957,7 @@ class AcrossStudies:
     level: float
     test: str
     direction: str = "lower"
+    identical: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
     @property
     def lr_decades(self) -> np.ndarray:
@@ -1064,7 +1067,8 @@ def across_studies(
       deviation, 7 % of null pairs (2 contenders, 2 studies) are still claimed in both (20 % at one standard
       deviation); without tuning luck, 0.07 %.
 
-    Contenders missing from a study are left out (``names`` holds those present in all).
+    Contenders missing from a study are left out (``names`` holds those present in all); contenders that every
+    study's ``identical`` map lists as identical to the same representative are folded into it (``identical``).
 
     Raises
     ------
@@ -1092,6 +1096,14 @@ def across_studies(
     ]
     if not common:
         raise ValueError("across_studies: no contender ran in every study")
+    # contenders identical in every study are one entry (a duplicate would count twice in the family)
+    everywhere: dict[str, list[str]] = {}
+    for rep in common:
+        others = [o for o in common if o != rep and all(o in (ident or {}).get(rep, ()) for ident in idents)]
+        if others and not any(rep in v for v in everywhere.values()):
+            everywhere[rep] = others
+    folded = {o for v in everywhere.values() for o in v}
+    common = [n for n in common if n not in folded]
     N, C = len(per), len(common)
     lr, mean, median = np.zeros((N, C)), np.zeros((N, C)), np.zeros((N, C))
     low, high = np.zeros((N, C), np.int64), np.zeros((N, C), np.int64)
@@ -1138,6 +1150,7 @@ def across_studies(
         replicated=replicated,
         contradicted=contradicted,
         study_mean=mean.mean(axis=0),
+        identical=everywhere,
         study_ci=study_ci,
         level=level,
         test=test,

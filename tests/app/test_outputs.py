@@ -409,3 +409,15 @@ def test_independent_studies_are_reported_across_and_reload(tmp_path):
     assert back.plan.studies == 2 and len(back.repeats) == 1 and back.report() == text
     assert "Across 2 independent studies" in (tmp_path / "report.html").read_text()
     assert "across" not in synthetic_study().report().split("== Overall")[0]  # one study: no such section
+
+
+def test_contenders_identical_in_every_study_are_one_entry_across_them():
+    two = synthetic_study(studies=2)
+    tables = [list(s.tuned["digits"].values()) for s in two.studies()]
+    both = P.across_studies(tables, [{"adam": ["optax.adam"]}, {"adam": ["optax.adam"]}])
+    assert "optax.adam" not in both.names and both.identical == {"adam": ["optax.adam"]}
+    one = P.across_studies(tables, [{"adam": ["optax.adam"]}, {}])  # identical in one study only: two entries
+    assert "optax.adam" in one.names and one.identical == {}
+    from mxopt_jax.compare.report import tables as T
+
+    assert "adam (= optax.adam)" in T.format_across(both, "error %")

@@ -111,6 +111,8 @@ def fmt_mean_ci(mean: float, ci: float) -> str:
     d = _decimals(ci)
     if d < 0:
         return f"{mean:.4g}" + (" ± 0" if ci == 0 else "")
+    if round(ci, d) == 0:  # a spread below the shown decimals (rounding): as none
+        return f"{mean:.4g} ± 0"
     return f"{mean:.{d}f} ± {ci:.{d}f}"
 
 
@@ -607,7 +609,7 @@ def format_across(across: AcrossStudies, metric: str = "metric", title: str | No
                 str(lo[k]) if lo[k] == hi[k] else f"{lo[k]}-{hi[k]}",
                 groups[k],
                 every[k],
-                a.names[k],
+                label(a.names[k], a.identical),
                 ", ".join(f"{x:.3g}" for x in a.lr[:, k]),
                 f"{a.lr_decades[k]:.2f}",
                 ", ".join(_fmt_value(x) for x in a.test_median[:, k]),
