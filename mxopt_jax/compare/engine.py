@@ -34,7 +34,9 @@ What a run does (every contender sees exactly the same data, initializations and
    ``problem.metric`` on the validation and the test splits (with the model's state as it stands), and whether
    the run is still alive: a run whose training loss, any parameter or any value of the model's state has
    become non-finite has **diverged**, and its metrics are NaN from that
-   point on, whatever the problem's metric returns (NaN logits still give an ``argmax``).
+   point on, whatever the problem's metric returns (NaN logits still give an ``argmax``). A problem with a
+   ``trace`` (:class:`~mxopt_jax.compare.problems.base.Problem`) has ``problem.trace(params)`` recorded at the
+   same points, as it stands (:attr:`Records.trace <mxopt_jax.compare.records.Records.trace>`).
 
 Nothing here selects or reports: that is :mod:`mxopt_jax.compare.protocol` and :mod:`mxopt_jax.compare.report`.
 """
@@ -97,8 +99,10 @@ def train_run(
     data: Any,
     steps: int,
     schedule: Schedule | None = None,
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """One training run (traceable): ``(train_loss, val, test, alive)``, each of shape ``(steps // eval_every,)``.
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]:
+    """One training run (traceable): ``(train_loss, val, test, alive, trace)``, the first four of shape
+    ``(steps // eval_every,)``; ``trace`` is ``problem.trace(params)`` at each evaluation point, stacked
+    (``(steps // eval_every, ...)``), or ``None`` for a problem without a trace.
 
     ``hp`` maps the contender's hyperparameters to their values (``"learning_rate"`` always; missing ones take
     their defaults); ``data`` is the problem's :class:`~mxopt_jax.compare.problems.base.Splits` as JAX arrays.
@@ -136,12 +140,13 @@ def train_run(
         nan = jnp.float32(jnp.nan)
         v = jnp.where(alive, problem.evaluate(p, m, val), nan)
         t = jnp.where(alive, problem.evaluate(p, m, test), nan)
-        return ((p, s, m), alive), (mean_loss, v, t, alive)
+        traced = None if problem.trace is None else jnp.asarray(problem.trace(p))
+        return ((p, s, m), alive), (mean_loss, v, t, alive, traced)
 
     keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
     carry = ((params, state, model_state), jnp.bool_(True))
-    _, (train_loss, val_m, test_m, alive) = jax.lax.scan(interval, carry, keys)
-    return train_loss, val_m, test_m, alive
+    _, (train_loss, val_m, test_m, alive, trace) = jax.lax.scan(interval, carry, keys)
+    return train_loss, val_m, test_m, alive, trace
 
 
 def steps_to_target(val: np.ndarray, eval_steps: np.ndarray, target: float, sign: float = 1.0) -> np.ndarray:
@@ -291,7 +296,8 @@ class CompiledGroup:
         hp = np.pad(hp, ((0, 0), (0, width - hp.shape[1])))
         keys = np.tile(np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds]), (G, 1))
         outs, run_s = self._call(index, hp, keys)
-        train_loss, val, test, alive = (o.reshape(G, S, -1) for o in outs)
+        train_loss, val, test, alive = (o.reshape(G, S, -1) for o in outs[:4])
+        trace = None if outs[4] is None else outs[4].reshape(G, S, *outs[4].shape[1:]).astype(np.float64)
         eval_steps = self.eval_steps
         return Records(
             contender=c.name,
@@ -310,6 +316,7 @@ class CompiledGroup:
             run_s=run_s,
             program=self.name,
             devices=self.n_devices,
+            trace=trace,
         )
 
     def _index(self, index: int) -> jax.Array:
@@ -317,12 +324,13 @@ class CompiledGroup:
         replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
         return _to_device(np.asarray(index, np.int32), replicated)
 
-    def _call(self, index: int, hp: np.ndarray, keys: np.ndarray) -> tuple[list[np.ndarray], float]:
+    def _call(self, index: int, hp: np.ndarray, keys: np.ndarray) -> tuple[list[Any], float]:
         """Run the ``N`` rows of ``hp``/``keys`` in calls of ``capacity`` (the last one padded with copies of its
-        last run, whose results are dropped); returns the outputs (``N`` rows each) and the seconds spent."""
+        last run, whose results are dropped); returns the outputs (``N`` rows each; a problem without a trace
+        has ``None`` for it) and the seconds spent."""
         n = len(hp)
         sharded = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec("runs"))
-        parts: list[list[np.ndarray]] = []
+        parts: list[list[Any]] = []
         run_s = 0.0
         for start in range(0, n, self.capacity):
             h, k = hp[start : start + self.capacity], keys[start : start + self.capacity]
@@ -334,8 +342,8 @@ class CompiledGroup:
             t0 = time.perf_counter()
             out = jax.block_until_ready(self.compiled(self._index(index), h_dev, k_dev, self.data))
             run_s += time.perf_counter() - t0
-            parts.append([_to_host(a)[: self.capacity - pad] for a in out])
-        return [np.concatenate(p, axis=0) for p in zip(*parts, strict=True)], run_s
+            parts.append([None if a is None else _to_host(a)[: self.capacity - pad] for a in out])
+        return [None if p[0] is None else np.concatenate(p, axis=0) for p in zip(*parts, strict=True)], run_s
 
 
 def _tuned_names(
@@ -443,9 +451,10 @@ def single_run(
     steps: int | None = None,
     tuned: Sequence[str] = ("learning_rate",),
     schedule: Schedule | None = None,
-) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """A jitted single run ``(config, seed) -> (train_loss, val, test, alive)`` as NumPy: the reference for the
-    engine. ``config`` maps the ``tuned`` names to values (a bare number is the learning rate).
+) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]:
+    """A jitted single run ``(config, seed) -> (train_loss, val, test, alive, trace)`` as NumPy (``trace`` is
+    ``None`` for a problem without one): the reference for the engine. ``config`` maps the ``tuned`` names to
+    values (a bare number is the learning rate).
 
     Compiled once per call of this function; the configuration and the seed are traced, so call the result for
     as many as you like.
@@ -457,14 +466,15 @@ def single_run(
 
     def run(
         config: float | Mapping[str, float], seed: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         cfg = {"learning_rate": config} if not isinstance(config, Mapping) else dict(config)
         if set(cfg) != set(names):
             raise ValueError(f"config must give {', '.join(names)}, got {', '.join(cfg)}")
         hp = {k: jnp.float32(v) for k, v in cfg.items()}
         out = fn(hp, jax.random.PRNGKey(seed))
-        train_loss, val, test, alive = (np.asarray(a) for a in out)
-        return (train_loss.astype(np.float64), val.astype(np.float64), test.astype(np.float64), alive)
+        train_loss, val, test, alive = (np.asarray(a) for a in out[:4])
+        trace = None if out[4] is None else np.asarray(out[4], np.float64)
+        return (train_loss.astype(np.float64), val.astype(np.float64), test.astype(np.float64), alive, trace)
 
     return run
 
@@ -475,7 +485,8 @@ def run_one(
     config: float | Mapping[str, float],
     seed: int,
     steps: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One run made alone (jitted, unbatched): ``(train_loss, val, test, alive)``; see :func:`single_run`."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """One run made alone (jitted, unbatched): ``(train_loss, val, test, alive, trace)``; see
+    :func:`single_run`."""
     tuned = ("learning_rate",) if not isinstance(config, Mapping) else tuple(config)
     return single_run(problem, contender, steps, tuned)(config, seed)

@@ -34,6 +34,12 @@ replaces the state with ``new_state`` after each step, and evaluates ``metric`` 
 A non-finite state is a diverged run, like a non-finite parameter. :meth:`Problem.initial_state`,
 :meth:`Problem.train_loss` and :meth:`Problem.evaluate` call either kind of problem the same way (a problem
 without ``init_state`` has the empty state ``()``), which is how the engine and the preflight call them.
+
+Trace: a problem may give ``trace(params) -> array``, a few numbers of the model that the engine records at
+every evaluation point next to the metrics (:attr:`mxopt_jax.compare.records.Records.trace`): the point itself
+on a 2-D test function (the tour's paths), a weight's norm, the accuracy on a small fixed set the function
+holds. It is pure and traceable like ``metric``, returns an array of the same shape at every point, and is
+recorded as it stands (also once the run has diverged: a diverged run's trace shows where it went).
 """
 
 from __future__ import annotations
@@ -95,6 +101,9 @@ class Problem:
       init_state: ``None`` (the default: no model state), or ``(key) -> state``, the model's own state at
         initialization (BatchNorm's running statistics), called with ``init``'s key; it makes ``loss`` and
         ``metric`` take the state (the module's docstring says how the engine carries it).
+      trace: ``None`` (the default: nothing recorded), or ``(params) -> array``: a few numbers of the model
+        recorded at every evaluation point (the module's docstring; :attr:`Records.trace
+        <mxopt_jax.compare.records.Records.trace>`).
     """
 
     name: str
@@ -116,6 +125,7 @@ class Problem:
     margin: float = 0.0
 
     init_state: Callable[[jax.Array], State] | None = None
+    trace: Callable[[Params], jax.Array] | None = None
 
     @property
     def stateful(self) -> bool:
@@ -160,6 +170,10 @@ class Problem:
         if self.init_state is not None and not callable(self.init_state):
             raise TypeError(
                 f"Problem {self.name!r}: `init_state` must be None or callable, got {type(self.init_state).__name__}"
+            )
+        if self.trace is not None and not callable(self.trace):
+            raise TypeError(
+                f"Problem {self.name!r}: `trace` must be None or callable, got {type(self.trace).__name__}"
             )
         for field in ("data", "init", "loss", "metric"):
             if not callable(getattr(self, field)):
