@@ -698,6 +698,9 @@ def test_plot_trajectories_and_overlay():
         lines = _check_curves(ax, members)
         assert [ln.get_label().split()[0] for ln in lines] == list(members)
         assert len(ax.get_images()) == 1
+    # legends as long as real ones ("adadelta (0.1): 7.9e-04"): one column each, no legend runs into the next
+    long = [_fake(n, "saddle", 7.9e-4 * 10**-i, seed=i) for i, n in enumerate(ALL)]
+    _check_no_overlaps(plotting.plot_family_trajectories("saddle", long))
 
 
 def test_plot_time_per_step_and_save(tmp_path):

@@ -317,7 +317,8 @@ def plot_family_trajectories(function: str | Function2D, results: Sequence[Resul
         raise ValueError("no results to plot")
     by_name = {r.name: r for r in results}
     groups = group_by_family(list(by_name))
-    fig = _figure(figsize=(3.4 * len(groups) + 0.4, 5.0))
+    rows = max(len(members) for _, members in groups)  # legend entries under the fullest panel, one a line
+    fig = _figure(figsize=(3.4 * len(groups) + 0.4, 4.4 + 0.17 * rows))
     axes = fig.subplots(1, len(groups), squeeze=False, sharex=True, sharey=True)[0]
     background = _background(fn)
     for ax, (_, members) in zip(axes, groups, strict=True):
@@ -330,7 +331,7 @@ def plot_family_trajectories(function: str | Function2D, results: Sequence[Resul
             _trajectory(
                 ax, r, label=label, zorder=2 + order.index(name) / len(order), **_style(members.index(name))
             )
-        _legend_below(fig, ax, len(members))
+        _legend_below(fig, ax, len(members), ncol=1)  # two columns of "name (lr): value" overrun the panel
         ax.legend_.set_bbox_to_anchor((0.5, -0.08))
         ax.set_title(_names_title(members, 38), fontsize=9)
         ax.tick_params(labelsize=7.5)
