@@ -38,7 +38,8 @@ pytest.importorskip("matplotlib")
 
 STEPS = 5  # every run of this module: the programs compiled by the command line serve the other tests
 NAMES = ("adam", "ftml", "sgd")
-CLI_NAMES = (*NAMES, "groupadagrad")  # GroupAdaGrad needs 2-D weights: the MLP's biases go to AdaGrad
+# two families, so two programs per task; GroupAdaGrad needs 2-D weights: the MLP's biases go to AdaGrad
+CLI_NAMES = ("adam", "ftml", "groupadagrad", "nadam")
 PNGS = ("spiral.png", "rosenbrock.png", "beale.png", "saddle.png", "testfns_loss.png")
 
 
@@ -94,9 +95,9 @@ def test_cli_prints_ranked_tables(cli):
 
 def test_cli_progress_and_clean_output(cli):
     _, stderr, _ = cli
-    # stderr is not a terminal here: the study's progress, one line per program (4 tasks x 3 families)
+    # stderr is not a terminal here: the study's progress, one line per program (4 tasks x 2 families)
     progress = [line for line in stderr.splitlines() if re.match(r"\s*\d+% ", line)]
-    assert len(progress) == 12 and "spiral/SGD family" in progress[0] and "sgd" in progress[0]
+    assert len(progress) == 8 and "spiral/adaptive family" in progress[0] and "groupadagrad" in progress[0]
     assert progress[-1].startswith("100%") and "saddle/" in progress[-1]
     assert "Warning" not in stderr
     assert "\r" not in stderr
@@ -215,21 +216,25 @@ def test_lr_override_parses_and_changes_the_runs(cli, tmp_path):
 
     assert _lr_arg(" Adam=1e-2, ftml = 0.1 ") == {"adam": 0.01, "ftml": 0.1}
     kept = dict(runner._programs)
-    argv = ["tour", "--contenders", "adam,sgd", "--tasks", "beale", "--steps", str(STEPS)]
+    argv = ["tour", "--contenders", "adam,nadam", "--tasks", "beale", "--steps", str(STEPS)]
     code, out, err = _main([*argv, "--no-plots", "--out", str(tmp_path), "--lr", "adam=0.0123"])
     assert code == 0, err
     assert "except adam=0.0123 (--lr)" in out.splitlines()[0]
     assert "compiled before" in err
     tuned = testfns.LEARNING_RATES["beale"]
     rows = {r[1]: r for r in _table_rows(out, "beale")}
-    assert {k: float(r[2]) for k, r in rows.items()} == {"adam": 0.0123, "sgd": pytest.approx(tuned["sgd"])}
-    a, s = tour.run(["adam", "sgd"], ["beale"], steps=STEPS, learning_rates={"adam": 0.0123})["beale"]
-    assert a.learning_rate == 0.0123 and s.learning_rate == pytest.approx(tuned["sgd"])
+    assert {k: float(r[2]) for k, r in rows.items()} == {
+        "adam": 0.0123,
+        "nadam": pytest.approx(tuned["nadam"]),
+    }
+    a, n = tour.run(["adam", "nadam"], ["beale"], steps=STEPS, learning_rates={"adam": 0.0123})["beale"]
+    assert a.learning_rate == 0.0123 and n.learning_rate == pytest.approx(tuned["nadam"])
     assert float(rows["adam"][3]) == pytest.approx(a.final_loss, rel=1e-3)
-    alone = tour.run(["adam"], ["beale"], steps=STEPS, learning_rates={"adam": 0.0123})["beale"][0]
-    assert a.final_loss == alone.final_loss
-    assert a.final_loss != tour.run(["adam"], ["beale"], steps=STEPS)["beale"][0].final_loss
     assert runner._programs == kept  # rates are inputs of the programs the CLI compiled
+    alone = tour.run(["adam"], ["beale"], steps=STEPS, learning_rates={"adam": 0.0123})["beale"][0]
+    assert a.final_loss == alone.final_loss  # compiled alone (one more program), the same run
+    assert a.final_loss != tour.run(["adam"], ["beale"], steps=STEPS)["beale"][0].final_loss
+    assert len(runner._programs) == len(kept) + 1  # the tuned rate ran in that program too
     with pytest.raises(ValueError, match="not among"):
         tour.run(["adam"], ["beale"], steps=1, learning_rates={"ftml": 0.1})
     with pytest.raises(ValueError, match="contenders: unknown 'nosuch'"):
@@ -243,11 +248,12 @@ def test_missing_matplotlib_still_prints_table(cli, tmp_path, monkeypatch):
         monkeypatch.setitem(sys.modules, mod, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     plotting._background.cache_clear()
-    argv = ["tour", "--contenders", "sgd", "--tasks", "saddle", "--steps", str(STEPS), "--out", str(tmp_path)]
+    argv = ["tour", "--contenders", "adam,nadam", "--tasks", "saddle", "--steps", str(STEPS)]
+    argv += ["--out", str(tmp_path)]
     code, out, err = _main(argv)
     assert code == 0
     assert "pip install 'mxopt_jax[plot]'" in err
-    assert _table_rows(out, "saddle")[0][1] == "sgd"
+    assert sorted(r[1] for r in _table_rows(out, "saddle")) == ["adam", "nadam"]
     assert not list(tmp_path.glob("*.png"))
 
 
@@ -296,7 +302,7 @@ def test_runs_record_the_path_and_match_the_function(cli):
 
 
 def test_the_spiral_task_is_full_batch_with_accuracy_as_its_trace(cli):
-    (r,) = tour.run(["adam"], ["spiral"], steps=STEPS)["spiral"]
+    r, _ = tour.run(["adam", "nadam"], ["spiral"], steps=STEPS)["spiral"]  # the CLI's program
     rec = r.records
     # full batch: the loss before step k+1 (training) is the loss after step k (the metric, the whole set)
     np.testing.assert_allclose(rec.train_loss[0, 0, 1:], rec.val[0, 0, :-1], rtol=1e-5)
