@@ -95,7 +95,12 @@ def add_tour_parser(sub: Any) -> argparse.ArgumentParser:
     tour.add_argument(
         "--steps", type=positive_int_arg, default=300, help="steps per run (default: %(default)s)"
     )
-    tour.add_argument("--seed", type=int, default=0, help="seed (default: %(default)s)")
+    tour.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the runs: the MLP's initialization and SGLD's noise (default: %(default)s)",
+    )
     tour.add_argument(
         "--out",
         default="mxopt_tour",
