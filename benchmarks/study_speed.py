@@ -44,32 +44,33 @@ def usual_loop(problem, contender, lrs, seeds, steps):
     """
     train, val, test = (jax.tree.map(jnp.asarray, s) for s in problem.data())
     n = jax.tree.leaves(train)[0].shape[0]
-    grad = jax.value_and_grad(problem.loss)
-    metric = jax.jit(problem.metric)
+    grad = jax.value_and_grad(problem.train_loss, has_aux=True)  # any problem, with or without model state
+    metric = jax.jit(problem.evaluate)
     first_steps = 0.0
     for lr in lrs:
         tx = contender.build(float(lr), jax.random.PRNGKey(0))
 
         @jax.jit
-        def step(params, state, batch, tx=tx):
-            loss, g = grad(params, batch)
+        def step(params, state, model, batch, tx=tx):
+            (loss, model), g = grad(params, model, batch)
             updates, state = tx.update(g, state, params)
-            return optax.apply_updates(params, updates), state, loss
+            return optax.apply_updates(params, updates), state, model, loss
 
         for s_i, seed in enumerate(seeds):
             rng = np.random.default_rng(seed)
             params = problem.init(jax.random.PRNGKey(seed))
+            model = problem.initial_state(jax.random.PRNGKey(seed))
             state = tx.init(params)
             for i in range(steps):
                 idx = rng.integers(0, n, problem.batch_size)
                 batch = jax.tree.map(lambda a, idx=idx: a[idx], train)
                 t0 = time.perf_counter()
-                params, state, loss = step(params, state, batch)
+                params, state, model, loss = step(params, state, model, batch)
                 if i == 0 and s_i == 0:
                     jax.block_until_ready(loss)
                     first_steps += time.perf_counter() - t0
                 if (i + 1) % problem.eval_every == 0:
-                    float(metric(params, val)), float(metric(params, test))
+                    float(metric(params, model, val)), float(metric(params, model, test))
     return first_steps
 
 

@@ -497,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "tour":
         from .tour.cli import run_tour_command
 
-        return run_tour_command(parser, args)
+        return run_tour_command(args)
     if args.command == "report":
         return _report_command(args)
     if args.command == "agree":

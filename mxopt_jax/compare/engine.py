@@ -19,17 +19,24 @@ What a run does (every contender sees exactly the same data, initializations and
 
 1. ``key = PRNGKey(seed)``; ``init_key, batch_key, opt_key = split(key, 3)``: three independent streams, for
    the initialization, the mini-batches and the optimizer's own randomness (SGLD's noise);
-   ``params = problem.init(init_key)``; ``tx = contender.make(hp, opt_key, steps)``; ``state = tx.init(params)``.
+   ``params = problem.init(init_key)``; the model's own state, if the problem has one, is
+   ``problem.init_state(init_key)``; ``tx = contender.make(hp, opt_key, steps)``; ``state = tx.init(params)``.
    ``hp`` holds the configuration: the learning rate (turned into a schedule when the study has one, its peak
    the configuration's rate) and every tuned hyperparameter as traced scalars, the others at their defaults.
 2. Step ``i`` draws ``batch_size`` row indices uniformly with replacement from the training split (from
    ``batch_key``), differentiates ``problem.loss`` (row-sparse through :func:`mxopt_jax.sparse.value_and_grad`
    for a contender that takes row-sparse gradients on a problem with embedding tables), and applies
-   ``tx.update``.
+   ``tx.update``. A problem with model state (:class:`~mxopt_jax.compare.problems.base.Problem`'s
+   ``init_state``: BatchNorm's running statistics) returns its new state with the loss; the engine carries
+   it next to the parameters, differentiates the parameters only, and never hands the state to the
+   optimizer.
 3. After every ``eval_every`` steps it records the mean mini-batch loss of the interval and
-   ``problem.metric`` on the validation and the test splits, and whether the run is still alive: a run whose
-   training loss or any parameter has become non-finite has **diverged**, and its metrics are NaN from that
-   point on, whatever the problem's metric returns (NaN logits still give an ``argmax``).
+   ``problem.metric`` on the validation and the test splits (with the model's state as it stands), and whether
+   the run is still alive: a run whose training loss, any parameter or any value of the model's state has
+   become non-finite has **diverged**, and its metrics are NaN from that
+   point on, whatever the problem's metric returns (NaN logits still give an ``argmax``). A problem with a
+   ``trace`` (:class:`~mxopt_jax.compare.problems.base.Problem`) has ``problem.trace(params)`` recorded at the
+   same points, as it stands (:attr:`Records.trace <mxopt_jax.compare.records.Records.trace>`).
 
 Nothing here selects or reports: that is :mod:`mxopt_jax.compare.protocol` and :mod:`mxopt_jax.compare.report`.
 """
@@ -68,9 +75,11 @@ Schedule = Callable[[Any, int], Any]
 
 
 def _grad_fn(problem: Problem, contender: Contender) -> Callable[..., Any]:
+    """``(params, model_state, batch) -> ((loss, new_model_state), grads)``: gradients with respect to the
+    parameters only (the model's state is an auxiliary output, never differentiated)."""
     if problem.tables and contender.row_sparse:
-        return _sparse.value_and_grad(problem.loss, tables=problem.tables)
-    return jax.value_and_grad(problem.loss)
+        return _sparse.value_and_grad(problem.train_loss, tables=problem.tables, has_aux=True)
+    return jax.value_and_grad(problem.train_loss, has_aux=True)
 
 
 def _all_finite(tree: Any) -> jax.Array:
@@ -90,12 +99,14 @@ def train_run(
     data: Any,
     steps: int,
     schedule: Schedule | None = None,
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """One training run (traceable): ``(train_loss, val, test, alive)``, each of shape ``(steps // eval_every,)``.
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]:
+    """One training run (traceable): ``(train_loss, val, test, alive, trace)``, the first four of shape
+    ``(steps // eval_every,)``; ``trace`` is ``problem.trace(params)`` at each evaluation point, stacked
+    (``(steps // eval_every, ...)``), or ``None`` for a problem without a trace.
 
     ``hp`` maps the contender's hyperparameters to their values (``"learning_rate"`` always; missing ones take
     their defaults); ``data`` is the problem's :class:`~mxopt_jax.compare.problems.base.Splits` as JAX arrays.
-    ``alive[e]`` is False once the run has diverged (a non-finite training loss or parameter); ``val`` and
+    ``alive[e]`` is False once the run has diverged (a non-finite training loss, parameter or model state); ``val`` and
     ``test`` are NaN from there on. This is the unbatched definition the engine vmaps; the tests hold the
     vmapped program equal to it.
     """
@@ -103,6 +114,7 @@ def train_run(
     n_train = jax.tree.leaves(train)[0].shape[0]
     init_key, batch_key, opt_key = jax.random.split(key, 3)
     params = problem.init(init_key)
+    model_state = problem.initial_state(init_key)  # () without one; never seen by the optimizer
     values = {**contender.defaults, **hp}
     if schedule is not None:
         values["learning_rate"] = schedule(values["learning_rate"], steps)
@@ -113,34 +125,43 @@ def train_run(
     n_evals = steps // every
 
     def step(carry, k):
-        p, s = carry
+        p, s, m = carry
         idx = jax.random.randint(k, (problem.batch_size,), 0, n_train)
         batch = jax.tree.map(lambda a: a[idx], train)
-        loss, grads = grad_fn(p, batch)
+        (loss, m), grads = grad_fn(p, m, batch)
         updates, s = tx.update(grads, s, p)
-        return (optax.apply_updates(p, updates), s), loss
+        return (optax.apply_updates(p, updates), s, m), loss
 
     def interval(carry, keys):
-        (p, s), alive = carry
-        (p, s), losses = jax.lax.scan(step, (p, s), keys)
+        (p, s, m), alive = carry
+        (p, s, m), losses = jax.lax.scan(step, (p, s, m), keys)
         mean_loss = jnp.mean(losses)
-        alive = alive & jnp.isfinite(mean_loss) & _all_finite(p)
+        alive = alive & jnp.isfinite(mean_loss) & _all_finite(p) & _all_finite(m)
         nan = jnp.float32(jnp.nan)
-        v = jnp.where(alive, problem.metric(p, val), nan)
-        t = jnp.where(alive, problem.metric(p, test), nan)
-        return ((p, s), alive), (mean_loss, v, t, alive)
+        v = jnp.where(alive, problem.evaluate(p, m, val), nan)
+        t = jnp.where(alive, problem.evaluate(p, m, test), nan)
+        traced = None if problem.trace is None else jnp.asarray(problem.trace(p))
+        return ((p, s, m), alive), (mean_loss, v, t, alive, traced)
 
     keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
-    _, (train_loss, val_m, test_m, alive) = jax.lax.scan(interval, ((params, state), jnp.bool_(True)), keys)
-    return train_loss, val_m, test_m, alive
+    carry = ((params, state, model_state), jnp.bool_(True))
+    _, (train_loss, val_m, test_m, alive, trace) = jax.lax.scan(interval, carry, keys)
+    return train_loss, val_m, test_m, alive, trace
 
 
 def steps_to_target(val: np.ndarray, eval_steps: np.ndarray, target: float, sign: float = 1.0) -> np.ndarray:
-    """First evaluation step whose validation metric reaches ``target`` (``inf`` if none), over the last axis:
-    ``val <= target`` where lower is better (``sign`` 1), ``val >= target`` where higher is (``sign`` -1,
-    :attr:`~mxopt_jax.compare.problems.base.Problem.sign`)."""
+    """First evaluation step whose validation metric reached ``target`` (``inf`` if none), over the last axis.
+
+    ``sign`` is the problem's :attr:`~mxopt_jax.compare.problems.base.Problem.sign`: reached means
+    ``sign * val <= sign * target``, i.e. ``val <= target`` when lower is better (``1``, the default) and
+    ``val >= target`` when higher is better (``-1``).
+    """
+    if sign not in (1.0, -1.0):
+        raise ValueError(
+            f"steps_to_target: `sign` must be 1.0 (lower is better) or -1.0 (higher), got {sign!r}"
+        )
     val = np.asarray(val, dtype=np.float64)
-    hit = np.isfinite(val) & (sign * val <= sign * target)
+    hit = np.isfinite(val) & (sign * val <= sign * float(target))
     first = np.argmax(hit, axis=-1)
     return np.where(hit.any(axis=-1), np.asarray(eval_steps, dtype=np.float64)[first], np.inf)
 
@@ -275,7 +296,8 @@ class CompiledGroup:
         hp = np.pad(hp, ((0, 0), (0, width - hp.shape[1])))
         keys = np.tile(np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds]), (G, 1))
         outs, run_s = self._call(index, hp, keys)
-        train_loss, val, test, alive = (o.reshape(G, S, -1) for o in outs)
+        train_loss, val, test, alive = (o.reshape(G, S, -1) for o in outs[:4])
+        trace = None if outs[4] is None else outs[4].reshape(G, S, *outs[4].shape[1:]).astype(np.float64)
         eval_steps = self.eval_steps
         return Records(
             contender=c.name,
@@ -286,9 +308,7 @@ class CompiledGroup:
             train_loss=train_loss.astype(np.float64),
             val=val.astype(np.float64),
             test=test.astype(np.float64),
-            steps_to_target=steps_to_target(
-                val, eval_steps, self.problem.target, getattr(self.problem, "sign", 1.0)
-            ),
+            steps_to_target=steps_to_target(val, eval_steps, self.problem.target, self.problem.sign),
             diverged_at=_diverged_at(alive, eval_steps),
             hparams={n: cols[n] for n in names if n != "learning_rate"},
             role=role,
@@ -296,6 +316,7 @@ class CompiledGroup:
             run_s=run_s,
             program=self.name,
             devices=self.n_devices,
+            trace=trace,
         )
 
     def _index(self, index: int) -> jax.Array:
@@ -303,12 +324,13 @@ class CompiledGroup:
         replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
         return _to_device(np.asarray(index, np.int32), replicated)
 
-    def _call(self, index: int, hp: np.ndarray, keys: np.ndarray) -> tuple[list[np.ndarray], float]:
+    def _call(self, index: int, hp: np.ndarray, keys: np.ndarray) -> tuple[list[Any], float]:
         """Run the ``N`` rows of ``hp``/``keys`` in calls of ``capacity`` (the last one padded with copies of its
-        last run, whose results are dropped); returns the outputs (``N`` rows each) and the seconds spent."""
+        last run, whose results are dropped); returns the outputs (``N`` rows each; a problem without a trace
+        has ``None`` for it) and the seconds spent."""
         n = len(hp)
         sharded = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec("runs"))
-        parts: list[list[np.ndarray]] = []
+        parts: list[list[Any]] = []
         run_s = 0.0
         for start in range(0, n, self.capacity):
             h, k = hp[start : start + self.capacity], keys[start : start + self.capacity]
@@ -320,8 +342,8 @@ class CompiledGroup:
             t0 = time.perf_counter()
             out = jax.block_until_ready(self.compiled(self._index(index), h_dev, k_dev, self.data))
             run_s += time.perf_counter() - t0
-            parts.append([_to_host(a)[: self.capacity - pad] for a in out])
-        return [np.concatenate(p, axis=0) for p in zip(*parts, strict=True)], run_s
+            parts.append([None if a is None else _to_host(a)[: self.capacity - pad] for a in out])
+        return [None if p[0] is None else np.concatenate(p, axis=0) for p in zip(*parts, strict=True)], run_s
 
 
 def _tuned_names(
@@ -429,9 +451,10 @@ def single_run(
     steps: int | None = None,
     tuned: Sequence[str] = ("learning_rate",),
     schedule: Schedule | None = None,
-) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """A jitted single run ``(config, seed) -> (train_loss, val, test, alive)`` as NumPy: the reference for the
-    engine. ``config`` maps the ``tuned`` names to values (a bare number is the learning rate).
+) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]:
+    """A jitted single run ``(config, seed) -> (train_loss, val, test, alive, trace)`` as NumPy (``trace`` is
+    ``None`` for a problem without one): the reference for the engine. ``config`` maps the ``tuned`` names to
+    values (a bare number is the learning rate).
 
     Compiled once per call of this function; the configuration and the seed are traced, so call the result for
     as many as you like.
@@ -443,14 +466,15 @@ def single_run(
 
     def run(
         config: float | Mapping[str, float], seed: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         cfg = {"learning_rate": config} if not isinstance(config, Mapping) else dict(config)
         if set(cfg) != set(names):
             raise ValueError(f"config must give {', '.join(names)}, got {', '.join(cfg)}")
         hp = {k: jnp.float32(v) for k, v in cfg.items()}
         out = fn(hp, jax.random.PRNGKey(seed))
-        train_loss, val, test, alive = (np.asarray(a) for a in out)
-        return (train_loss.astype(np.float64), val.astype(np.float64), test.astype(np.float64), alive)
+        train_loss, val, test, alive = (np.asarray(a) for a in out[:4])
+        trace = None if out[4] is None else np.asarray(out[4], np.float64)
+        return (train_loss.astype(np.float64), val.astype(np.float64), test.astype(np.float64), alive, trace)
 
     return run
 
@@ -461,7 +485,8 @@ def run_one(
     config: float | Mapping[str, float],
     seed: int,
     steps: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One run made alone (jitted, unbatched): ``(train_loss, val, test, alive)``; see :func:`single_run`."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """One run made alone (jitted, unbatched): ``(train_loss, val, test, alive, trace)``; see
+    :func:`single_run`."""
     tuned = ("learning_rate",) if not isinstance(config, Mapping) else tuple(config)
     return single_run(problem, contender, steps, tuned)(config, seed)

@@ -54,10 +54,12 @@ class StudyProgress:
       stream: where the text goes (default: stderr).
       bar: draw a bar (tqdm) rather than one line per step; default: when :func:`interactive` and tqdm is
         installed.
+      desc: the bar's label (``"study"``; the tour's is ``"tour"``).
     """
 
-    def __init__(self, stream: TextIO | None = None, bar: bool | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, bar: bool | None = None, desc: str = "study") -> None:
         self.stream = sys.stderr if stream is None else stream
+        self.desc = desc
         tqdm = _tqdm()
         self.bar = tqdm is not None and (interactive(self.stream) if bar is None else bool(bar))
         self._tqdm_cls = tqdm
@@ -92,7 +94,7 @@ class StudyProgress:
                     total=100,
                     file=self.stream,
                     bar_format="{l_bar}{bar}| [{elapsed}<{remaining}]{postfix}",
-                    desc="study",
+                    desc=self.desc,
                     mininterval=0.5,
                     dynamic_ncols=True,
                 )

@@ -69,6 +69,9 @@ class Records:
       devices: how many devices the runs were sharded over.
       study: which independent study of the plan the runs belong to (``0`` unless the plan repeats the tuning,
         :attr:`mxopt_jax.compare.plan.Plan.studies`).
+      trace: ``(G, S, E, ...)`` the problem's ``trace(params)`` at each evaluation point (a few numbers of the
+        model, as they stand, also after a divergence: :class:`~mxopt_jax.compare.problems.base.Problem`), or
+        ``None`` when the problem has no trace (then :meth:`to_dict` writes no key for it).
     """
 
     contender: str
@@ -88,9 +91,16 @@ class Records:
     program: str = ""
     devices: int = 1
     study: int = 0
+    trace: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.lrs = canonical(self.lrs)
+        if self.trace is not None:
+            self.trace = np.asarray(self.trace, np.float64)
+            if self.trace.shape[:3] != np.shape(self.val):
+                raise ValueError(
+                    f"Records.trace must be (G, S, E, ...) like val {np.shape(self.val)}, got {self.trace.shape}"
+                )
         self.seeds = np.asarray(self.seeds, np.int64)
         self.hparams = {k: canonical(v) for k, v in self.hparams.items()}
         if self.diverged_at is None:  # records made without divergence tracking: a non-finite value marks it
@@ -135,6 +145,7 @@ class Records:
             steps_to_target=self.steps_to_target[idx],
             diverged_at=np.asarray(self.diverged_at)[idx],
             run_s=self.run_s * len(idx) / max(len(self.lrs), 1),
+            trace=None if self.trace is None else self.trace[idx],
         )
 
     _ARRAYS = ("lrs", "seeds", "eval_steps", "train_loss", "val", "test", "steps_to_target", "diverged_at")
@@ -154,6 +165,10 @@ class Records:
         out["hparams"] = {k: np.asarray(v, np.float64).tolist() for k, v in self.hparams.items()}
         for key in ("compile_s", "run_s"):
             out[key] = None if not math.isfinite(out[key]) else float(out[key])
+        if self.trace is None:
+            del out["trace"]
+        else:
+            out["trace"] = _nan_to_none(np.asarray(self.trace, np.float64).tolist())
         return out
 
     @classmethod
@@ -172,6 +187,8 @@ class Records:
         kw["study"] = int(kw.get("study") or 0)
         for key in ("compile_s", "run_s"):
             kw[key] = math.nan if kw.get(key) is None else float(kw[key])
+        if kw.get("trace") is not None:
+            kw["trace"] = np.array(_none_to_nan(kw["trace"]), dtype=np.float64)
         return cls(**kw)
 
 

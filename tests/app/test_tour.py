@@ -1,8 +1,16 @@
-"""The visual tour (``mxopt-jax tour``), the functions behind it and the plots they draw."""
+"""The visual tour (``mxopt-jax tour``), the runs behind it (the study's engine, the problems' trace) and the
+plots they draw.
+
+The programs are compiled once for the module: the command line runs in-process first (:func:`cli`), and the
+tour keeps its programs (:data:`mxopt_jax.compare.tour.runner.KEPT_PROGRAMS`), so the tests below that run the
+same tasks, groups of contenders and steps reuse them (a rate and a seed are inputs of a program).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import json
 import math
 import re
 import subprocess
@@ -15,17 +23,23 @@ import pytest
 
 from mxopt_jax import FAMILIES, OPTIMIZERS
 from mxopt_jax.compare import cli as app_cli
-from mxopt_jax.compare import figures, tour
-from mxopt_jax.compare.tour import Result
-from mxopt_jax.compare.tour import cli as _tour_cli  # noqa: F401  (tour.cli)
+from mxopt_jax.compare import engine, figures, tour
+from mxopt_jax.compare.contenders import mxopt_contender
+from mxopt_jax.compare.problems.base import Problem
+from mxopt_jax.compare.progress import StudyProgress
+from mxopt_jax.compare.records import Records
+from mxopt_jax.compare.report.export import records_equal
+from mxopt_jax.compare.tour import Result, runner
 from mxopt_jax.compare.tour import functions as testfns
 from mxopt_jax.compare.tour import plots as plotting
 
 PIL_Image = pytest.importorskip("PIL.Image")
 pytest.importorskip("matplotlib")
 
+STEPS = 5  # every run of this module: the programs compiled by the command line serve the other tests
 NAMES = ("adam", "ftml", "sgd")
-CLI_NAMES = (*NAMES, "groupadagrad")  # GroupAdaGrad needs 2-D weights: the MLP's biases go to AdaGrad
+# two families, so two programs per task; GroupAdaGrad needs 2-D weights: the MLP's biases go to AdaGrad
+CLI_NAMES = ("adam", "ftml", "groupadagrad", "nadam")
 PNGS = ("spiral.png", "rosenbrock.png", "beale.png", "saddle.png", "testfns_loss.png")
 
 
@@ -34,63 +48,63 @@ def _cli() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "mxopt_jax"]
 
 
+def _main(argv: list[str]) -> tuple[int, str, str]:
+    """``mxopt-jax ARGV`` in this process: ``(exit code, stdout, stderr)``."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = app_cli.main(argv)
+        except SystemExit as e:
+            code = int(e.code or 0)
+    return code, out.getvalue(), err.getvalue()
+
+
 def _table_rows(stdout: str, task: str) -> list[list[str]]:
     """The rows of one task's table: split fields, in printed (rank) order."""
     block = stdout.split(f"== {task}:", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert block[1].split()[:4] == ["rank", "optimizer", "lr", "final"], block[:3]
-    return [line.split() for line in block[3:]]
+    assert block[1].split()[:4] == ["rank", "contender", "lr", "final"], block[:3]
+    return [line.split() for line in block[3:] if not line.startswith("(")]
 
 
 @pytest.fixture(scope="module")
 def cli(tmp_path_factory):
     out = tmp_path_factory.mktemp("cmp")
-    cmd = [
-        *_cli(),
-        "tour",
-        "--tasks",
-        "all",
-        "--steps",
-        "5",
-        "--optimizers",
-        ",".join(CLI_NAMES),
-        "--out",
-        str(out),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    return proc, out
+    argv = ["tour", "--tasks", "all", "--steps", str(STEPS), "--contenders", ",".join(CLI_NAMES)]
+    code, stdout, stderr = _main([*argv, "--out", str(out)])
+    assert code == 0, stderr
+    return stdout, stderr, out
 
 
 def test_cli_prints_ranked_tables(cli):
-    proc, _ = cli
+    stdout, _, _ = cli
     for task in tour.TASKS:
-        rows = _table_rows(proc.stdout, task)
+        rows = _table_rows(stdout, task)
         assert [r[0] for r in rows] == ["1", "2", "3", "4"]
         assert sorted(r[1] for r in rows) == sorted(CLI_NAMES)
         losses = [float(r[3]) for r in rows]
         assert losses == sorted(losses)
         for r in rows:
-            expected = tour.TUNED_LR[r[1]] if task == "spiral" else testfns.LEARNING_RATES[task][r[1]]
-            assert float(r[2]) == pytest.approx(expected, rel=1e-3)
-            assert r[-2] == "5"  # steps
+            assert float(r[2]) == pytest.approx(tour.learning_rate(task, r[1]), rel=1e-3)
+            assert r[-2] == str(STEPS)  # steps
             assert float(r[-1]) > 0  # ms/step
         if task == "spiral":
             assert all(re.fullmatch(r"\d+\.\d%", r[4]) for r in rows)
-    assert "Overall: mean rank over 4 task(s)" in proc.stdout
-    assert "results.csv" in proc.stdout and "spiral.png" in proc.stdout
+    assert "Overall: mean rank over 4 task(s)" in stdout
+    assert "results.csv" in stdout and "spiral.png" in stdout
 
 
 def test_cli_progress_and_clean_output(cli):
-    proc, _ = cli
-    # stderr is not a terminal here: one line per compiled program (3 families x 2 kinds of task)
-    progress = [line for line in proc.stderr.splitlines() if re.match(r"\[\d/6\]", line)]
-    assert len(progress) == 6 and "spiral, SGD family" in progress[0] and "sgd" in progress[0]
-    assert "Warning" not in proc.stderr
-    assert "\r" not in proc.stderr
+    _, stderr, _ = cli
+    # stderr is not a terminal here: the study's progress, one line per program (4 tasks x 2 families)
+    progress = [line for line in stderr.splitlines() if re.match(r"\s*\d+% ", line)]
+    assert len(progress) == 8 and "spiral/adaptive family" in progress[0] and "groupadagrad" in progress[0]
+    assert progress[-1].startswith("100%") and "saddle/" in progress[-1]
+    assert "Warning" not in stderr
+    assert "\r" not in stderr
 
 
 def test_cli_writes_valid_pngs_and_csv(cli):
-    _, out = cli
+    _, _, out = cli
     for name in PNGS:
         path = out / name
         assert path.stat().st_size > 5_000, name
@@ -103,7 +117,8 @@ def test_cli_writes_valid_pngs_and_csv(cli):
             colors = im.convert("RGB").getcolors(maxcolors=1 << 16)
             assert colors is None or len(colors) > 20, f"{name} looks blank"
     lines = (out / "results.csv").read_text().splitlines()
-    assert lines[0].startswith("task,rank,optimizer,lr,final_loss")
+    assert lines[0] == ",".join(tour.results.CSV_COLUMNS)
+    assert lines[0].startswith("task,rank,contender,lr,final_loss")
     assert len(lines) == 1 + len(CLI_NAMES) * len(tour.TASKS)
 
 
@@ -120,10 +135,19 @@ def test_python_m_form_deprecated_optimizers_and_no_matplotlib(tmp_path):
     assert "mxopt_jax.compare" in imported and "jax" in imported
     assert not [m for m in imported if m.startswith("matplotlib")]
     other = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
+    # the old spelling works, with the app's one notice
+    assert "mxopt-jax: --optimizers is deprecated; it is now --contenders (same meaning)" in other
     assert not [line for line in other if "Warning" in line]  # ccsgd's DeprecationWarning is silenced
     assert "Overall" not in proc.stdout  # one task: no overall ranking
     assert not list(tmp_path.glob("*.png"))
     assert (tmp_path / "results.csv").exists()
+
+
+def _one_error_line(err: str) -> str:
+    """The error of a refused command: exactly one line (no usage block), a deprecation notice aside."""
+    lines = [line for line in err.splitlines() if "is deprecated" not in line]
+    assert len(lines) == 1 and "usage:" not in err, err
+    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -131,20 +155,23 @@ def test_python_m_form_deprecated_optimizers_and_no_matplotlib(tmp_path):
     [
         (["--steps", "0"], "--steps"),
         (["--steps", "ten"], "--steps"),
+        (["--contenders", "adam,nosuch"], "--contenders"),
+        (["--contenders", ","], "--contenders"),
         (["--optimizers", "adam,nosuch"], "--optimizers"),
-        (["--optimizers", ","], "--optimizers"),
         (["--tasks", "spiral,moons"], "--tasks"),
         (["--seed", "1.5"], "--seed"),
+        (["--contend", "adam"], "--contend"),  # no abbreviations: one spelling per flag
     ],
 )
-def test_bad_arguments_name_the_argument(argv, argument, capsys):
-    with pytest.raises(SystemExit) as exc:
-        app_cli.main(["tour", *argv])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert f"argument {argument}" in err
-    if argument == "--optimizers" and "nosuch" in argv[1]:
-        assert "'nosuch'" in err and "ftml" in err  # names the culprit and lists the known names
+def test_bad_arguments_name_the_argument(argv, argument, tmp_path):
+    code, _, err = _main(["tour", *argv, "--out", str(tmp_path / "out")])
+    assert code == 2
+    line = _one_error_line(err)
+    # a bad value is the tour's error; an unknown flag the command line's (parsed before the sub-command)
+    assert line.startswith(("mxopt-jax tour: error:", "mxopt-jax: error:")) and argument in line
+    if "nosuch" in argv[1]:
+        assert "'nosuch'" in line and "ftml" in line  # names the culprit and lists the known names
+    assert not (tmp_path / "out").exists()  # a refused command leaves nothing behind
 
 
 @pytest.mark.parametrize(
@@ -152,83 +179,164 @@ def test_bad_arguments_name_the_argument(argv, argument, capsys):
     [
         ("adam", "expected NAME=RATE"),
         ("adam=", "expected NAME=RATE"),
-        ("nosuch=0.1", "unknown optimizer 'nosuch'"),
+        ("nosuch=0.1", "unknown contender 'nosuch'"),
         ("adam=fast", "not a number: 'fast'"),
         ("adam=0", "must be a positive number"),
         ("adam=-0.1", "must be a positive number"),
         ("adam=nan", "must be a positive number"),
         ("adam=0.1,adam=0.2", "given twice"),
         (",", "expected NAME=RATE"),
-        ("lamb=0.1", "'lamb' not among the optimizers compared"),
+        ("lamb=0.1", "'lamb' not among the contenders (--contenders adam,ftml)"),
     ],
 )
-def test_lr_override_errors(value, message, capsys):
-    with pytest.raises(SystemExit) as exc:
-        app_cli.main(["tour", "--optimizers", "adam,ftml", "--lr", value, "--no-plots"])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert "argument --lr" in err and message in err
+def test_lr_override_errors(value, message, tmp_path):
+    argv = ["tour", "--contenders", "adam,ftml", "--lr", value, "--no-plots", "--out", str(tmp_path / "out")]
+    code, out, err = _main(argv)
+    assert code == 2 and not out
+    line = _one_error_line(err)
+    assert line.startswith("mxopt-jax tour: error: argument --lr") and message in line
+    assert not (tmp_path / "out").exists()
 
 
-def test_lr_override_parses_and_changes_the_runs(tmp_path, capsys):
-    """--lr sets one optimizer's rate and leaves the others at their tuned ones (the CLI and tour.run; the
-    spiral task takes the same path, drawn by the CLI test above)."""
+def test_an_unusable_folder_is_refused_before_anything_runs(tmp_path):
+    afile = tmp_path / "file"
+    afile.write_text("")
+    for out, reason in ((afile, "is a file"), (afile / "below", "which is a file")):
+        code, stdout, err = _main(["tour", "--contenders", "sgd", "--tasks", "saddle", "--out", str(out)])
+        assert code == 2 and not stdout  # nothing ran
+        line = _one_error_line(err)
+        assert line.startswith("mxopt-jax tour: error: --out:") and reason in line
+    assert [p.name for p in tmp_path.iterdir()] == ["file"]
+
+
+def test_lr_override_parses_and_changes_the_runs(cli, tmp_path):
+    """--lr sets one contender's rate and leaves the others at their tuned ones (the CLI and tour.run; the
+    spiral task takes the same path, drawn by the CLI test above); another rate compiles nothing."""
     from mxopt_jax.compare.tour.cli import _lr_arg
 
     assert _lr_arg(" Adam=1e-2, ftml = 0.1 ") == {"adam": 0.01, "ftml": 0.1}
-    argv = ["tour", "--optimizers", "adam,ftml", "--tasks", "beale", "--steps", "3"]
-    argv += ["--no-plots", "--out", str(tmp_path)]
-    assert app_cli.main([*argv, "--lr", "adam=0.0123"]) == 0
-    out = capsys.readouterr().out
+    kept = dict(runner._programs)
+    argv = ["tour", "--contenders", "adam,nadam", "--tasks", "beale", "--steps", str(STEPS)]
+    code, out, err = _main([*argv, "--no-plots", "--out", str(tmp_path), "--lr", "adam=0.0123"])
+    assert code == 0, err
     assert "except adam=0.0123 (--lr)" in out.splitlines()[0]
+    assert "compiled before" in err
     tuned = testfns.LEARNING_RATES["beale"]
     rows = {r[1]: r for r in _table_rows(out, "beale")}
-    assert {k: float(r[2]) for k, r in rows.items()} == {"adam": 0.0123, "ftml": pytest.approx(tuned["ftml"])}
-    a, f = tour.run(["adam", "ftml"], ["beale"], steps=3, learning_rates={"adam": 0.0123})["beale"]
-    assert a.learning_rate == 0.0123 and f.learning_rate == pytest.approx(tuned["ftml"])
+    assert {k: float(r[2]) for k, r in rows.items()} == {
+        "adam": 0.0123,
+        "nadam": pytest.approx(tuned["nadam"]),
+    }
+    a, n = tour.run(["adam", "nadam"], ["beale"], steps=STEPS, learning_rates={"adam": 0.0123})["beale"]
+    assert a.learning_rate == 0.0123 and n.learning_rate == pytest.approx(tuned["nadam"])
     assert float(rows["adam"][3]) == pytest.approx(a.final_loss, rel=1e-3)
-    assert a.final_loss == tour.minimize("adam", "beale", steps=3, learning_rate=0.0123).final_loss
-    assert a.final_loss != tour.minimize("adam", "beale", steps=3).final_loss
+    assert runner._programs == kept  # rates are inputs of the programs the CLI compiled
+    alone = tour.run(["adam"], ["beale"], steps=STEPS, learning_rates={"adam": 0.0123})["beale"][0]
+    assert a.final_loss == alone.final_loss  # compiled alone (one more program), the same run
+    assert a.final_loss != tour.run(["adam"], ["beale"], steps=STEPS)["beale"][0].final_loss
+    assert len(runner._programs) == len(kept) + 1  # the tuned rate ran in that program too
     with pytest.raises(ValueError, match="not among"):
         tour.run(["adam"], ["beale"], steps=1, learning_rates={"ftml": 0.1})
+    with pytest.raises(ValueError, match="contenders: unknown 'nosuch'"):
+        tour.run(["nosuch"], ["beale"])
+    with pytest.raises(ValueError, match="tasks: unknown 'moons'"):
+        tour.run(["adam"], ["moons"])
 
 
-def test_missing_matplotlib_still_prints_table(tmp_path, monkeypatch, capsys):
+def test_missing_matplotlib_still_prints_table(cli, tmp_path, monkeypatch):
     for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.setitem(sys.modules, mod, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     plotting._background.cache_clear()
-    code = app_cli.main(
-        ["tour", "--optimizers", "sgd", "--tasks", "saddle", "--steps", "2", "--out", str(tmp_path)]
-    )
+    argv = ["tour", "--contenders", "adam,nadam", "--tasks", "saddle", "--steps", str(STEPS)]
+    argv += ["--out", str(tmp_path)]
+    code, out, err = _main(argv)
     assert code == 0
-    out, err = capsys.readouterr()
     assert "pip install 'mxopt_jax[plot]'" in err
-    assert _table_rows(out, "saddle")[0][1] == "sgd"
+    assert sorted(r[1] for r in _table_rows(out, "saddle")) == ["adam", "nadam"]
     assert not list(tmp_path.glob("*.png"))
 
 
-# --------------------------------------------------------------------------- the functions behind it
-def test_minimize_records_trajectory_and_matches_the_function():
-    steps = 4
-    by_fn = tour.minimize_all(["adam", "lamb", "sgld"], steps=steps, seed=0)
+def test_the_tour_shows_the_study_progress_bar():
+    pytest.importorskip("tqdm")
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    p = StudyProgress(tty, desc="tour")
+    p("saddle/SGD family: sgd 0.1", 0.5)
+    p("done", 1.0)
+    assert p.bar and tty.getvalue().count("\r") >= 2 and "tour" in tty.getvalue() and "100%" in tty.getvalue()
+
+
+# --------------------------------------------------------------------------- the runs behind it
+def test_runs_record_the_path_and_match_the_function(cli):
+    by_fn = tour.run(CLI_NAMES, testfns.FUNCTIONS, steps=STEPS, seed=0)  # the CLI's programs
     assert list(by_fn) == list(testfns.FUNCTIONS)
     for task, (r, *others) in by_fn.items():
-        assert [x.task for x in (r, *others)] == [task] * 3 and [x.name for x in others] == ["lamb", "sgld"]
+        assert [x.task for x in (r, *others)] == [task] * 4 and [x.name for x in others] == list(
+            CLI_NAMES[1:]
+        )
         fn = testfns.FUNCTIONS[r.task]
-        assert r.trajectory.shape == (steps + 1, 2) and r.losses.shape == (steps + 1,)
+        assert r.trajectory.shape == (STEPS + 1, 2) and r.losses.shape == (STEPS + 1,)
         np.testing.assert_allclose(r.trajectory[0], fn.start)
         values = np.asarray(jax.jit(jax.vmap(fn.fn))(r.trajectory.astype(np.float32)))
         np.testing.assert_allclose(r.losses, values, rtol=1e-5)
-        assert r.final_loss == r.losses[-1] and math.isnan(r.accuracy)
+        assert r.final_loss == r.losses[-1] and math.isnan(r.accuracy) and r.accuracies is None
         assert r.learning_rate == testfns.LEARNING_RATES[r.task]["adam"]
-    # one optimizer compiled alone (and its rate given explicitly) runs exactly as in the shared program
-    lr = testfns.LEARNING_RATES["beale"]["lamb"]
-    single = tour.minimize("lamb", "beale", steps=steps, learning_rate=lr)
-    np.testing.assert_array_equal(single.trajectory, by_fn["beale"][1].trajectory)
-    # SGLD's noise follows the seed
-    other_seed = tour.minimize("sgld", "beale", steps=steps, seed=1)
-    assert not np.array_equal(other_seed.trajectory, by_fn["beale"][2].trajectory)
+        assert r.records.problem == task and r.records.eval_steps.tolist() == list(range(1, STEPS + 1))
+    # a contender compiled alone runs exactly as in its family's program, and as the engine's unbatched run
+    ftml = by_fn["beale"][1]
+    alone = tour.run(["ftml"], ["beale"], steps=STEPS)["beale"][0]
+    np.testing.assert_array_equal(alone.trajectory, ftml.trajectory)
+    ref = engine.run_one(tour.problem("beale"), mxopt_contender("ftml"), ftml.learning_rate, 0, steps=STEPS)
+    np.testing.assert_allclose(ref[4], ftml.trajectory[1:], rtol=1e-6)
+    np.testing.assert_allclose(ref[1], ftml.losses[1:], rtol=1e-6)
+    # SGLD's noise follows the run's seed (an input: one program for every seed)
+    s0, s1, again = (tour.run(["sgld"], ["beale"], steps=STEPS, seed=k)["beale"][0] for k in (0, 1, 0))
+    assert not np.array_equal(s0.trajectory, s1.trajectory)
+    np.testing.assert_array_equal(s0.trajectory, again.trajectory)
+    assert s0.compile_s == s1.compile_s == again.compile_s  # the same program
+
+
+def test_the_spiral_task_is_full_batch_with_accuracy_as_its_trace(cli):
+    r, _ = tour.run(["adam", "nadam"], ["spiral"], steps=STEPS)["spiral"]  # the CLI's program
+    rec = r.records
+    # full batch: the loss before step k+1 (training) is the loss after step k (the metric, the whole set)
+    np.testing.assert_allclose(rec.train_loss[0, 0, 1:], rec.val[0, 0, :-1], rtol=1e-5)
+    assert r.accuracies.shape == (STEPS,) and ((0 <= r.accuracies) & (r.accuracies <= 1)).all()
+    assert r.accuracy == r.accuracies[-1] and r.trajectory is None and r.losses.shape == (STEPS + 1,)
+    p = tour.problem("spiral")
+    x, y = tour.spiral_dataset()
+    np.testing.assert_array_equal(p.data().val[0], x)  # the same set for every run and seed
+    assert p.data().train[0].shape == (1, *x.shape) and p.batch_size == 1 and p.eval_every == 1
+
+
+def test_trace_records_round_trip_and_slice():
+    r = _fake("adam", "beale", 0.1)
+    rec = r.records
+    back = Records.from_dict(json.loads(json.dumps(rec.to_dict())))
+    assert records_equal([rec], [back]) and back.trace.shape == rec.trace.shape == (1, 1, 20, 2)
+    np.testing.assert_array_equal(back.trace, rec.trace)
+    nan = Records.from_dict(json.loads(json.dumps(_records(rec, trace=rec.trace * np.nan).to_dict())))
+    assert np.isnan(nan.trace).all()
+    two = _records(rec, lrs=[0.1, 0.2], trace=np.concatenate([rec.trace, 2 * rec.trace]))
+    np.testing.assert_array_equal(two.take(1).trace, 2 * rec.trace)
+    # without a trace, nothing changes: no key written, None read back (study files made before the trace)
+    plain = _records(rec, trace=None)
+    assert "trace" not in plain.to_dict() and Records.from_dict(plain.to_dict()).trace is None
+    with pytest.raises(ValueError, match="Records.trace must be"):
+        _records(rec, trace=rec.trace[:, :, :-1])
+    with pytest.raises(TypeError, match="`trace` must be None or callable"):
+        Problem(**{**_problem_fields(tour.problem("beale")), "trace": 3})
+
+
+def _problem_fields(p: Problem) -> dict:
+    import dataclasses
+
+    return {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}
 
 
 def test_learning_rate_tables_cover_every_optimizer():
@@ -249,16 +357,49 @@ def test_testfns_minima():
     assert float(testfns.saddle(np.zeros(2, np.float32))) == 1.0
 
 
-def _fake(name: str, task: str, final: float, steps: int = 20, seed: int = 0) -> Result:
+def _records(base: Records, **changes) -> Records:
+    import dataclasses
+
+    if "lrs" in changes:  # more configurations: every array of the base repeated along G
+        g = len(changes["lrs"])
+        for k in ("train_loss", "val", "test", "steps_to_target", "diverged_at"):
+            changes.setdefault(k, np.repeat(np.asarray(getattr(base, k)), g, axis=0))
+    return dataclasses.replace(base, **changes)
+
+
+def _fake(
+    name: str,
+    task: str,
+    final: float,
+    steps: int = 20,
+    seed: int = 0,
+    ms: float | None = None,
+    scale: float = 1.0,
+) -> Result:
+    """A run's records as the engine would return them, made up on the host."""
     rng = np.random.default_rng(seed)
-    losses = np.exp(-np.linspace(0, 3 + seed, steps + 1)) + final
+    losses = (np.exp(-np.linspace(0, 3 + seed, steps + 1)) + final) * scale
+    losses[-1] = final * scale
     if task == "spiral":
-        accs = np.linspace(0.3, min(0.9 + 0.004 * seed, 1.0), steps + 1)
-        return Result(name, 0.1, final, accs[-1], steps, 0.5, losses, task, accuracies=accs)
-    fn = testfns.FUNCTIONS[task]
-    traj = np.asarray(fn.start) + np.cumsum(rng.normal(0, 0.05, (steps + 1, 2)), axis=0)
-    traj[0] = fn.start
-    return Result(name, 0.1, final, math.nan, steps, 0.01, losses, task, trajectory=traj)
+        trace = np.linspace(0.3, min(0.9 + 0.004 * seed, 1.0), steps)
+    else:
+        fn = testfns.FUNCTIONS[task]
+        trace = np.asarray(fn.start) + np.cumsum(rng.normal(0, 0.05, (steps, 2)), axis=0)
+    ms = (0.5 if task == "spiral" else 0.01) if ms is None else ms
+    rec = Records(
+        contender=name,
+        problem=task,
+        lrs=[0.1],
+        seeds=[seed],
+        eval_steps=np.arange(1, steps + 1),
+        train_loss=losses[None, None, :-1],
+        val=losses[None, None, 1:],
+        test=losses[None, None, 1:],
+        steps_to_target=np.full((1, 1), np.inf),
+        run_s=ms * steps / 1e3,
+        trace=trace[None, None],
+    )
+    return Result(rec)
 
 
 def test_format_table_ranks_nan_last():
@@ -266,7 +407,8 @@ def test_format_table_ranks_nan_last():
     rs.append(_fake("lamb", "spiral", math.inf))
     lines = tour.format_table(rs, title="T").splitlines()
     assert lines[0] == "T"
-    assert [line.split()[1] for line in lines[3:]] == ["nag", "adam", "lamb", "sgd"]
+    assert [line.split()[1] for line in lines[3:-1]] == ["nag", "adam", "lamb", "sgd"]
+    assert [line.split()[3] for line in lines[3:-1]][2:] == ["diverged", "diverged"]  # both last, one rank
     assert "accuracy" in lines[1]
     fn_table = tour.format_table([_fake("sgd", "beale", 0.1)])
     assert "accuracy" not in fn_table
@@ -325,34 +467,15 @@ def test_ties_share_a_rank_and_the_overall_table_uses_them(tmp_path):
 
 
 def test_ms_per_step_has_one_format():
+    from mxopt_jax.compare.report import tables
     from mxopt_jax.compare.tour.results import fmt_ms
 
+    assert fmt_ms is tables._fmt_ms  # the study's report's format, not a copy
     got = [fmt_ms(v) for v in (0.000749, 0.0012, 0.154, 9.996, 12.34, 1234.5)]
     assert got == ["0.000749", "0.00120", "0.154", "10.0", "12.3", "1230"]
-    rs = [_fake("sgd", "beale", 0.1)._replace(ms_per_step=5.123e-5), _fake("nag", "beale", 0.2)]
+    rs = [_fake("sgd", "beale", 0.1, ms=5.123e-5), _fake("nag", "beale", 0.2)]
     cells = [line.split()[-1] for line in tour.format_table(rs).splitlines()[2:]]
     assert cells == ["0.0000512", "0.0100"]  # no exponent, 3 significant digits, milliseconds
-
-
-def test_progress_bar_tty_and_log():
-    log = io.StringIO()
-    p = tour.cli.Progress(2, stream=log)
-    p.status("adam on spiral")
-    p.advance("adam done")
-    p.advance("sgd done")
-    assert log.getvalue().splitlines()[0].startswith("[1/2]") and "\r" not in log.getvalue()
-
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
-    tty = Tty()
-    p = tour.cli.Progress(2, stream=tty, width=10)
-    p.status("adam on spiral")
-    p.advance("adam")
-    p.advance("sgd")
-    text = tty.getvalue()
-    assert text.count("\r") == 3 and text.endswith("\n") and "[##########] 2/2" in text
 
 
 # --------------------------------------------------------------------------- the figures
@@ -476,7 +599,9 @@ def test_panel_titles_and_legends_name_only_the_optimizers_that_ran():
     legends = [t.get_text() for ax in axes[-1] for t in ax.get_legend().get_texts()]
     assert sorted(n for lb in legends for n in _named(lb)) == sorted(MANY)
     fns = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(MANY)] for t in testfns.FUNCTIONS}
-    fns["beale"] = [r._replace(losses=r.losses * 1e-6) for r in fns["beale"]]  # another range: still whole
+    fns["beale"] = [
+        _fake(n, "beale", 0.1, seed=i, scale=1e-6) for i, n in enumerate(MANY)
+    ]  # another range: still whole
     fig = plotting.plot_function_losses(fns)
     axes = _check_curve_grid(fig, 3, MANY)
     assert all(axes[0, 0].get_shared_y_axes().joined(axes[0, 0], ax) for ax in axes.ravel())
@@ -551,7 +676,7 @@ def test_cli_small_selection_draws_one_axes_per_task(tmp_path, monkeypatch):
 
 def test_plot_trajectories_and_overlay():
     rs = [_fake(n, "rosenbrock", 0.1 * i, seed=i) for i, n in enumerate(ALL)]
-    rs[3] = rs[3]._replace(final_loss=rs[2].final_loss)  # a tie: both panels say rank 3
+    rs[3] = _fake(rs[3].name, "rosenbrock", rs[2].final_loss, seed=3)  # a tie: both panels say rank 3
     fig = plotting.plot_trajectories("rosenbrock", rs)
     axes = _visible(fig)
     assert len(axes) == len(ALL)
@@ -579,10 +704,13 @@ def test_plot_trajectories_and_overlay():
         lines = _check_curves(ax, members)
         assert [ln.get_label().split()[0] for ln in lines] == list(members)
         assert len(ax.get_images()) == 1
+    # legends as long as real ones ("adadelta (0.1): 7.9e-04"): one column each, no legend runs into the next
+    long = [_fake(n, "saddle", 7.9e-4 * 10**-i, seed=i) for i, n in enumerate(ALL)]
+    _check_no_overlaps(plotting.plot_family_trajectories("saddle", long))
 
 
 def test_plot_time_per_step_and_save(tmp_path):
-    rs = [_fake(n, "spiral", 0.1, seed=i)._replace(ms_per_step=0.1 * (i + 1)) for i, n in enumerate(NAMES)]
+    rs = [_fake(n, "spiral", 0.1, seed=i, ms=0.1 * (i + 1)) for i, n in enumerate(NAMES)]
     fig = plotting.plot_time_per_step(rs)
     (ax,) = _visible(fig)
     assert len(ax.patches) == 3 and [t.get_text() for t in ax.get_yticklabels()] == list(NAMES)

@@ -20,21 +20,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .base import Problem, Splits
+from .base import Problem, Splits, State
 from .cancer import logreg
 from .charlm import char_lm
 from .digits import digits_mlp
 from .digits_ae import autoencoder
+from .mnist1d import mnist1d_bn, mnist1d_cnn, mnist1d_mlp
 from .ratings import recommender
+from .transformer import char_transformer
 
 __all__ = [
+    "DEFAULT",
     "PROBLEMS",
     "Problem",
     "Splits",
+    "State",
     "autoencoder",
     "char_lm",
+    "char_transformer",
     "digits_mlp",
     "logreg",
+    "mnist1d_bn",
+    "mnist1d_cnn",
+    "mnist1d_mlp",
     "recommender",
 ]
 
@@ -45,4 +53,14 @@ PROBLEMS: dict[str, Callable[[], Problem]] = {
     "recommender": recommender,
     "logreg": logreg,
     "autoencoder": autoencoder,
+    "mnist1d_mlp": mnist1d_mlp,
+    "mnist1d_cnn": mnist1d_cnn,
+    "mnist1d_bn": mnist1d_bn,
+    "char_transformer": char_transformer,
 }
+
+#: The workloads a study runs when none are named: the five whose quick preset, all contenders together, takes
+#: about five minutes cold on two CPU cores. The four heavier ones (``mnist1d_mlp``, ``mnist1d_cnn``,
+#: ``mnist1d_bn``, ``char_transformer``: convolutions, BatchNorm and attention cost each step 2 to 10 times a
+#: step of the five) run when named, and in the full preset's study of every workload.
+DEFAULT: tuple[str, ...] = ("digits_mlp", "char_lm", "recommender", "logreg", "autoencoder")

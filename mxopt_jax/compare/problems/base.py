@@ -17,6 +17,29 @@ Conventions every problem follows:
 * ``tables`` names top-level keys of the parameter dict that ``loss`` reads only through
   :func:`mxopt_jax.sparse.lookup`; for those, mxopt_jax's optimizers get row-sparse gradients
   (:func:`mxopt_jax.sparse.value_and_grad`) and update lazily where the optimizer can.
+
+Model state (BatchNorm's running statistics, say): a problem whose model carries values that training
+updates but no optimizer does gives ``init_state``. Then, and only then, ``loss`` and ``metric`` take the state
+as their second argument:
+
+* ``init_state(key) -> state``: a pytree, called with the **same** key as ``init`` (so a Flax model can call
+  ``model.init(key, x)`` in both and keep its ``"params"`` and ``"batch_stats"`` collections);
+* ``loss(params, state, batch) -> (loss, new_state)``: the mean training loss of a mini-batch in training mode
+  (batch statistics) and the state after that step (the running statistics moved towards the batch's);
+* ``metric(params, state, batch) -> scalar``: the metric in evaluation mode (the running statistics).
+
+The engine carries the state next to the parameters through every step: it differentiates ``loss`` with
+respect to ``params`` only (``has_aux``), hands the optimizer the parameters' gradients and never the state,
+replaces the state with ``new_state`` after each step, and evaluates ``metric`` with the state as it stands.
+A non-finite state is a diverged run, like a non-finite parameter. :meth:`Problem.initial_state`,
+:meth:`Problem.train_loss` and :meth:`Problem.evaluate` call either kind of problem the same way (a problem
+without ``init_state`` has the empty state ``()``), which is how the engine and the preflight call them.
+
+Trace: a problem may give ``trace(params) -> array``, a few numbers of the model that the engine records at
+every evaluation point next to the metrics (:attr:`mxopt_jax.compare.records.Records.trace`): the point itself
+on a 2-D test function (the tour's paths), a weight's norm, the accuracy on a small fixed set the function
+holds. It is pure and traceable like ``metric``, returns an array of the same shape at every point, and is
+recorded as it stands (also once the run has diverged: a diverged run's trace shows where it went).
 """
 
 from __future__ import annotations
@@ -30,10 +53,11 @@ import jax
 
 from ..checks import finite_number
 
-__all__ = ["Batch", "Params", "Problem", "Splits"]
+__all__ = ["Batch", "Params", "Problem", "Splits", "State"]
 
 Params = Any  # a pytree of arrays
 Batch = Any  # a pytree of arrays with a leading example axis
+State = Any  # a pytree of arrays the model updates itself (BatchNorm's running statistics); () when none
 
 
 class Splits(NamedTuple):
@@ -55,8 +79,10 @@ class Problem:
         model (layers, number of parameters), the loss and metric, steps, batch size, the target and why.
       data: ``() -> Splits``, deterministic.
       init: ``(key) -> params`` (a pytree; a dict when ``tables`` is used).
-      loss: ``(params, batch) -> scalar``, the mean training loss of a mini-batch.
-      metric: ``(params, batch) -> scalar``, evaluated on a whole split; ``better`` says which way is better.
+      loss: ``(params, batch) -> scalar``, the mean training loss of a mini-batch; with ``init_state``,
+        ``(params, state, batch) -> (scalar, new_state)``.
+      metric: ``(params, batch) -> scalar``, evaluated on a whole split; ``better`` says which way is better;
+        with ``init_state``, ``(params, state, batch) -> scalar``.
       metric_name: how tables label the metric, e.g. ``"error %"`` (the value is shown as computed).
       target: the validation metric a run must reach (``<=``, or ``>=`` when higher is better) to count as
         "reached target" (the full budget's; see ``targets``).
@@ -72,6 +98,12 @@ class Problem:
       margin: the practical margin, in the metric's own units (``>= 0``, default 0: none): two contenders are
         shown to differ only by more than this (the tables' tests shift by it, and the report prints it). Use it
         for a difference too small to matter to a reader (e.g. 0.1 for an error rate in %).
+      init_state: ``None`` (the default: no model state), or ``(key) -> state``, the model's own state at
+        initialization (BatchNorm's running statistics), called with ``init``'s key; it makes ``loss`` and
+        ``metric`` take the state (the module's docstring says how the engine carries it).
+      trace: ``None`` (the default: nothing recorded), or ``(params) -> array``: a few numbers of the model
+        recorded at every evaluation point (the module's docstring; :attr:`Records.trace
+        <mxopt_jax.compare.records.Records.trace>`).
     """
 
     name: str
@@ -79,8 +111,8 @@ class Problem:
     description: str
     data: Callable[[], Splits]
     init: Callable[[jax.Array], Params]
-    loss: Callable[[Params, Batch], jax.Array]
-    metric: Callable[[Params, Batch], jax.Array]
+    loss: Callable[..., Any]
+    metric: Callable[..., jax.Array]
     metric_name: str
     target: float
     steps: int
@@ -91,6 +123,32 @@ class Problem:
     targets: Mapping[str, float] = dataclasses.field(default_factory=dict)
     better: str = "lower"
     margin: float = 0.0
+
+    init_state: Callable[[jax.Array], State] | None = None
+    trace: Callable[[Params], jax.Array] | None = None
+
+    @property
+    def stateful(self) -> bool:
+        """Whether the model carries a state of its own (``init_state`` is given)."""
+        return self.init_state is not None
+
+    def initial_state(self, key: jax.Array) -> State:
+        """``init_state(key)``, or ``()`` for a problem without model state."""
+        return () if self.init_state is None else self.init_state(key)
+
+    def train_loss(self, params: Params, state: State, batch: Batch) -> tuple[jax.Array, State]:
+        """``(loss, new_state)`` of a mini-batch for either kind of problem (without model state, the state
+        passes through unchanged)."""
+        if self.init_state is None:
+            return self.loss(params, batch), state
+        loss, new_state = self.loss(params, state, batch)
+        return loss, new_state
+
+    def evaluate(self, params: Params, state: State, batch: Batch) -> jax.Array:
+        """The metric on ``batch`` for either kind of problem (``state`` is ignored without model state)."""
+        if self.init_state is None:
+            return self.metric(params, batch)
+        return self.metric(params, state, batch)
 
     @property
     def sign(self) -> float:
@@ -109,6 +167,14 @@ class Problem:
                 raise TypeError(
                     f"Problem {self.name!r}: `{field}` must be a str, got {getattr(self, field)!r}"
                 )
+        if self.init_state is not None and not callable(self.init_state):
+            raise TypeError(
+                f"Problem {self.name!r}: `init_state` must be None or callable, got {type(self.init_state).__name__}"
+            )
+        if self.trace is not None and not callable(self.trace):
+            raise TypeError(
+                f"Problem {self.name!r}: `trace` must be None or callable, got {type(self.trace).__name__}"
+            )
         for field in ("data", "init", "loss", "metric"):
             if not callable(getattr(self, field)):
                 raise TypeError(

@@ -2,23 +2,34 @@
 paths drawn over the contours, and a small full-batch spiral classification task.
 
 A picture of each optimizer's character at a hand-tuned rate, not a benchmark (the study,
-:func:`mxopt_jax.compare.study`, is the benchmark). Optimizers are built through the study's contenders
-(:mod:`mxopt_jax.compare.contenders`) and figures are drawn in the app's one style
-(:mod:`mxopt_jax.compare.figures`); the study never imports the tour.
+:func:`mxopt_jax.compare.study`, is the benchmark). The tour is built on the study's pieces: each task is a
+:class:`~mxopt_jax.compare.problems.base.Problem` run by the study's engine (:mod:`mxopt_jax.compare.engine`,
+the paths recorded as the problems' trace), each optimizer the study's contender
+(:mod:`mxopt_jax.compare.contenders`), each run the engine's :class:`~mxopt_jax.compare.records.Records`; the
+command line parses names, checks its folder and shows progress as ``mxopt-jax compare`` does, and figures are
+drawn in the app's one style (:mod:`mxopt_jax.compare.figures`). The study never imports the tour.
 
-* :mod:`~mxopt_jax.compare.tour.functions` — Rosenbrock, Beale, a saddle, and the learning rates tuned on them;
-* :mod:`~mxopt_jax.compare.tour.tasks` — the spiral task and the tasks' table;
-* :mod:`~mxopt_jax.compare.tour.runner` — the runs (one ``lax.scan`` each, one program per family);
-* :mod:`~mxopt_jax.compare.tour.results` — :class:`Result`, the printed tables, the CSV file;
-* :mod:`~mxopt_jax.compare.tour.plots` — paths over contours, loss curves, time per step.
+* :mod:`~mxopt_jax.compare.tour.functions`: Rosenbrock, Beale, a saddle, and the learning rates tuned on them;
+* :mod:`~mxopt_jax.compare.tour.tasks`: the tasks as problems (the spiral task, the functions), their rates;
+* :mod:`~mxopt_jax.compare.tour.runner`: :func:`run` (one compiled program per task and optimizer family);
+* :mod:`~mxopt_jax.compare.tour.results`: :class:`Result` (a view of a run's records), the tables, the CSV file;
+* :mod:`~mxopt_jax.compare.tour.plots`: paths over contours, loss curves, time per step.
 """
 
 from . import functions, plots, results, runner, tasks
 from .functions import FUNCTIONS, LEARNING_RATES, Function2D
 from .plots import save_all as save_plots
 from .results import Result, format_overall, format_table, ranked, write_csv
-from .runner import make_optimizer, minimize, minimize_all, progress_total, run, run_task, train, train_all
-from .tasks import DEFAULT_OPTIMIZERS, TASK_DESCRIPTIONS, TASKS, TUNED_LR, spiral_dataset
+from .runner import run
+from .tasks import (
+    DEFAULT_OPTIMIZERS,
+    TASK_DESCRIPTIONS,
+    TASKS,
+    TUNED_LR,
+    learning_rate,
+    problem,
+    spiral_dataset,
+)
 
 __all__ = [
     "DEFAULT_OPTIMIZERS",
@@ -32,20 +43,15 @@ __all__ = [
     "format_overall",
     "format_table",
     "functions",
-    "make_optimizer",
-    "minimize",
-    "minimize_all",
+    "learning_rate",
     "plots",
-    "progress_total",
+    "problem",
     "ranked",
     "results",
     "run",
-    "run_task",
     "runner",
     "save_plots",
     "spiral_dataset",
     "tasks",
-    "train",
-    "train_all",
     "write_csv",
 ]

@@ -29,7 +29,7 @@ import numpy as np
 from .. import figures
 from ..contenders import group_by_family
 from .functions import FUNCTIONS, Function2D
-from .results import Result, fmt_ms, with_ranks
+from .results import Result, fmt_loss, fmt_ms, with_ranks
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -45,12 +45,6 @@ def _positive(values: np.ndarray) -> np.ndarray:
     """Values for a log axis: clipped below at a floor, non-finite values left out (NaN breaks the line)."""
     v = np.asarray(values, np.float64)
     return np.where(np.isfinite(v), np.maximum(v, _FLOOR), np.nan)
-
-
-def _short(v: float) -> str:
-    if not math.isfinite(v):
-        return "diverged" if not math.isnan(v) else "NaN"
-    return f"{v:.2g}"
 
 
 def _names_title(names: Sequence[str], width: int) -> str:
@@ -74,8 +68,10 @@ def _lr_labels(rows: Sequence[Sequence[Result]]) -> dict[str, str]:
 
 
 def _curve(ax: Any, r: Result, kind: str, label: str, style: dict[str, Any]) -> None:
-    y = 100 * np.asarray(r.accuracies, np.float64) if kind == "accuracy" else _positive(r.losses)
-    ax.plot(np.arange(len(y)), y, label=label, **style)
+    if kind == "accuracy":  # after each step
+        ax.plot(r.records.eval_steps, 100 * np.asarray(r.accuracies, np.float64), label=label, **style)
+    else:  # at the start, then after each step
+        ax.plot(np.arange(r.steps + 1), _positive(r.losses), label=label, **style)
 
 
 def _dress(ax: Any, kind: str) -> None:
@@ -300,7 +296,9 @@ def plot_trajectories(function: str | Function2D, results: Sequence[Result], nco
         rank, r = rows[k]
         _contours(ax, fn, background)
         _trajectory(ax, r, color="#d62728", linewidth=1.4, label=r.name)
-        ax.set_title(f"{rank}. {r.name}  lr {r.learning_rate:g}\nf = {_short(r.final_loss)}", fontsize=8.5)
+        ax.set_title(
+            f"{rank}. {r.name}  lr {r.learning_rate:g}\nf = {fmt_loss(r.final_loss, 2)}", fontsize=8.5
+        )
         ax.tick_params(labelsize=7.5)
         if k + ncols < len(rows):  # a panel below it shows the x tick labels
             ax.tick_params(labelbottom=False)
@@ -319,7 +317,8 @@ def plot_family_trajectories(function: str | Function2D, results: Sequence[Resul
         raise ValueError("no results to plot")
     by_name = {r.name: r for r in results}
     groups = group_by_family(list(by_name))
-    fig = _figure(figsize=(3.4 * len(groups) + 0.4, 5.0))
+    rows = max(len(members) for _, members in groups)  # legend entries under the fullest panel, one a line
+    fig = _figure(figsize=(3.4 * len(groups) + 0.4, 4.4 + 0.17 * rows))
     axes = fig.subplots(1, len(groups), squeeze=False, sharex=True, sharey=True)[0]
     background = _background(fn)
     for ax, (_, members) in zip(axes, groups, strict=True):
@@ -328,16 +327,16 @@ def plot_family_trajectories(function: str | Function2D, results: Sequence[Resul
         order = sorted(members, key=lambda n: -_path_length(by_name[n]))
         for name in members:
             r = by_name[name]
-            label = f"{name} ({r.learning_rate:g}): {_short(r.final_loss)}"
+            label = f"{name} ({r.learning_rate:g}): {fmt_loss(r.final_loss, 2)}"
             _trajectory(
                 ax, r, label=label, zorder=2 + order.index(name) / len(order), **_style(members.index(name))
             )
-        _legend_below(fig, ax, len(members))
+        _legend_below(fig, ax, len(members), ncol=1)  # two columns of "name (lr): value" overrun the panel
         ax.legend_.set_bbox_to_anchor((0.5, -0.08))
         ax.set_title(_names_title(members, 38), fontsize=9)
         ax.tick_params(labelsize=7.5)
     steps = results[0].steps
-    fig.suptitle(f"{fn.name}: {fn.formula}, {steps} steps; legend: optimizer (lr): final value", fontsize=10)
+    fig.suptitle(f"{fn.name}: {fn.formula}, {steps} steps; legend: contender (lr): final value", fontsize=10)
     return fig
 
 
@@ -360,7 +359,7 @@ def plot_overlay(function: str | Function2D, results: Sequence[Result], title: s
 
     halo = [patheffects.Stroke(linewidth=3.6, foreground="white", alpha=0.9), patheffects.Normal()]
     for rank, r in with_ranks(results):
-        label = f"{rank}. {r.name} (lr {r.learning_rate:g}): f = {_short(r.final_loss)}"
+        label = f"{rank}. {r.name} (lr {r.learning_rate:g}): f = {fmt_loss(r.final_loss, 2)}"
         z = 2 + order.index(r.name) / len(order)
         # a white halo keeps a path visible where it crosses or runs along another
         _trajectory(ax, r, label=label, zorder=z, path_effects=halo, **{**styles[r.name], "linewidth": 1.8})
@@ -369,7 +368,7 @@ def plot_overlay(function: str | Function2D, results: Sequence[Result], title: s
     ax.set_ylabel("y", fontsize=9)
     ax.tick_params(labelsize=8.5)
     ax.set_title(
-        title or f"{fn.name}: {fn.formula}, {results[0].steps} steps\n{_MARKS}; legend: rank. optimizer",
+        title or f"{fn.name}: {fn.formula}, {results[0].steps} steps\n{_MARKS}; legend: rank. contender",
         fontsize=10,
     )
     return fig
