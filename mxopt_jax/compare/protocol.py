@@ -253,6 +253,7 @@ def combine(a: Records, b: Records) -> Records:
         test=cat(a.test, b.test),
         steps_to_target=cat(a.steps_to_target, b.steps_to_target),
         diverged_at=cat(np.asarray(a.diverged_at), np.asarray(b.diverged_at)),
+        trace=None if a.trace is None or b.trace is None else cat(a.trace, b.trace),
         run_s=run_s,
     )
 

@@ -615,3 +615,17 @@ def test_across_studies_bad_input():
         P.across_studies([studies[0][:1], studies[1][1:]])
     one = P.across_studies(studies[:1])
     assert one.studies == 1 and math.isnan(one.study_ci[0])
+
+
+def test_combine_keeps_a_trace_when_both_grids_have_one():
+    """A problem that records a trace (``Problem.trace``) keeps it through a grid's extension."""
+
+    def rec(lrs, trace=True):
+        g = len(lrs)
+        v = np.ones((g, 2, 3))
+        t = np.arange(g * 2 * 3 * 2, dtype=float).reshape(g, 2, 3, 2) if trace else None
+        return Records("a", "p", lrs, [0, 1], [1, 2, 3], v, v, v, np.full((g, 2), np.inf), trace=t)
+
+    both = P.combine(rec([1e-3, 1e-2, 1e-1]), rec([1e-1, 1.0, 10.0]))
+    assert both.trace.shape == (5, 2, 3, 2) and np.array_equal(both.trace[3], rec([1e-1, 1.0, 10.0]).trace[1])
+    assert P.combine(rec([1e-3, 1e-2]), rec([1e-2, 0.1], trace=False)).trace is None

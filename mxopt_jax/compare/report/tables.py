@@ -145,7 +145,7 @@ def _fmt_steps(v: float) -> str:
     return f"{v:.0f}" if math.isfinite(v) else _DASH
 
 
-def _fmt_ms(v: float) -> str:
+def fmt_ms(v: float) -> str:
     if not math.isfinite(v):
         return _DASH
     if v == 0:
@@ -154,7 +154,7 @@ def _fmt_ms(v: float) -> str:
     return f"{v:.{max(0, 2 - math.floor(math.log10(abs(v))))}f}"
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
+def text_table(head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
     """Fixed-width lines: ``align`` has one ``<`` or ``>`` per column."""
     widths = [max(len(h), *(len(r[c]) for r in rows)) if rows else len(h) for c, h in enumerate(head)]
 
@@ -188,7 +188,7 @@ class Table(NamedTuple):
 
 
 def _render(t: Table) -> str:
-    return "\n".join([t.title, *_table(t.head, t.rows, t.align), *t.extra, *t.notes])
+    return "\n".join([t.title, *text_table(t.head, t.rows, t.align), *t.extra, *t.notes])
 
 
 # --------------------------------------------------------------------------- tables
@@ -322,7 +322,7 @@ def problem_table(
                 _fmt_target(s),
                 _fmt_seconds(s.time_to_target, s.ms_per_step),
                 _fmt_steps(s.fastest_time),
-                _fmt_ms(s.ms_per_step),
+                fmt_ms(s.ms_per_step),
                 f"{bad}/{s.seeds}" if bad else "",
                 f"{s.diverged}/{runs}" if s.diverged else "",
             ]
@@ -564,7 +564,7 @@ def format_modes(
     title = title or (
         "== One-shot (default rate) -> tuned: rank set per problem and mean rank (largest gain from tuning first)"
     )
-    lines = [title, *_table(head, rows, "<" + ">" * (len(problems) + 3))]
+    lines = [title, *text_table(head, rows, "<" + ">" * (len(problems) + 3))]
     lines.append(
         "rank sets: each table's (one-shot -> tuned); mean: of the sets' middles, as the overall table; change: "
         "tuned mean rank minus one-shot mean rank (negative: moved up with tuning). A change compares two tables' "
@@ -631,7 +631,7 @@ def format_across(across: AcrossStudies, metric: str = "metric", title: str | No
         f"other way in another, {agree['unreplicated']} in some studies only; {agree['shown']} shown by the "
         "across-studies test.",
     ]
-    return "\n".join([title, *_table(head, rows, ">>><<>>>"), *notes])
+    return "\n".join([title, *text_table(head, rows, ">>><<>>>"), *notes])
 
 
 def format_report(

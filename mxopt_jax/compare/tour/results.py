@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..records import Records
-from ..report.tables import _fmt_ms as fmt_ms
-from ..report.tables import _table
+from ..report.tables import fmt_ms, text_table
 from ..serialize import csv_number
 from .functions import FUNCTIONS
 
@@ -188,7 +187,7 @@ def format_table(results: Sequence[Result], title: str | None = None) -> str:
             [str(k), r.name, f"{r.learning_rate:.3g}", fmt_loss(r.final_loss, digits), *acc]
             + [str(r.steps), fmt_ms(r.ms_per_step)]
         )
-    lines = ([title] if title else []) + _table(head, cells, "><" + ">" * (len(head) - 2))
+    lines = ([title] if title else []) + text_table(head, cells, "><" + ">" * (len(head) - 2))
     if len({k for k, _ in rows}) < len(rows):
         lines.append(f"(equal ranks: final losses equal within a relative {TIE_RTOL:g})")
     return "\n".join(lines)
@@ -213,7 +212,7 @@ def format_overall(results: Mapping[str, Sequence[Result]]) -> str:
         by_task = [str(per_task[name].get(t, "-")) for t in tasks]
         cells.append([str(overall), name, f"{means[name]:.2f}", *by_task])
     head = ["rank", "contender", "mean rank", *tasks]
-    lines = _table(head, cells, "><" + ">" * (len(head) - 2))
+    lines = text_table(head, cells, "><" + ">" * (len(head) - 2))
     return "\n".join([f"Overall: mean rank over {len(tasks)} task(s)", *lines])
 
 
