@@ -225,6 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _preset_words(name: str) -> str:
+    from .protocol import PRESETS
+
+    p = PRESETS[name]
+    return f"{p.grid_points} rates x {p.seeds} seeds, {p.confirm_seeds} confirmation seeds"
+
+
 def _plan_args(p: argparse.ArgumentParser) -> None:
     """One flag per setting of the plan (:data:`mxopt_jax.compare.plan.SETTINGS`); every default is "not
     given": the preset's, or the resumed study's."""
@@ -237,24 +244,20 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
         "--preset",
         choices=("quick", "full"),
         default=None,
-        help="quick: 7 rates x 5 seeds, 10 confirmation seeds, a third of the full budgets: it ranks early "
-        "progress (minutes on 2 CPU cores); full: 11 rates x 10 seeds, 20 confirmation seeds, full budgets: the "
-        "rankings to cite (default: quick)",
+        help=f"quick: {_preset_words('quick')}, short budgets: it ranks early progress (minutes on 2 CPU cores); "
+        f"full: {_preset_words('full')}, full budgets: the rankings to cite (default: quick)",
     )
-    g.add_argument(
-        "--seeds",
-        type=_seeds_arg("selection seeds"),
-        default=None,
-        metavar="N",
-        help=f"{SETTINGS['seeds']}: how many, 0, 1, ... (an integer >= 2)",
-    )
-    g.add_argument(
-        "--confirm-seeds",
-        type=_seeds_arg("confirmation seeds"),
-        default=None,
-        metavar="N",
-        help=f"{SETTINGS['confirm_seeds']}: how many, 1000, 1001, ... (an integer >= 2)",
-    )
+    for flag, key, what, first in (
+        ("--seeds", "seeds", "selection seeds", "0, 1, ..."),
+        ("--confirm-seeds", "confirm_seeds", "confirmation seeds", "1000, 1001, ..."),
+    ):
+        g.add_argument(
+            flag,
+            type=_seeds_arg(what),
+            default=None,
+            metavar="N",
+            help=f"{SETTINGS[key]}: how many, {first} (an integer >= 2)",
+        )
     g.add_argument("--search", choices=SEARCHES, default=None, help=f"{SETTINGS['search']} (default: grid)")
     g.add_argument(
         "--trials",

@@ -404,17 +404,17 @@ class StudyResult:
                 "one-shot": identical_groups({n: r["default"] for n, r in per.items()}, min_shared=1),
             }
         return cls(
-            plan=plan,
-            problems=problems,
-            contenders=list(contenders),
-            records=records,
-            tuned=tuned,
-            one_shot=one_shot,
-            identical=identical,
-            batching=batching,
-            programs=programs,
-            wall_s=wall_s,
-            study=study,
+            plan,
+            problems,
+            list(contenders),
+            records,
+            tuned,
+            one_shot,
+            identical,
+            batching,
+            programs,
+            wall_s,
+            study,
         )
 
     # ------------------------------------------------------------------ reloading

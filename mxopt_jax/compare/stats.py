@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -130,16 +130,22 @@ def t_quantile(p: float, df: int) -> float:
         return _cornish_fisher(statistics.NormalDist().inv_cdf(p), df)
     if df == 1:
         return math.tan(math.pi * (p - 0.5))
-    lo, hi = 0.0, 1.0
-    while _two_sided(hi, df) < level:
+    return _solve_increasing(lambda t: _two_sided(t, df), level, 1.0, 1e-13)
+
+
+def _solve_increasing(f: Callable[[float], float], y: float, hi: float, rtol: float) -> float:
+    """The ``x >= 0`` where the increasing ``f`` reaches ``y``: ``hi`` doubled until ``f(hi) >= y``, then
+    bisection on ``[0, hi]`` to a relative width ``rtol`` (at most 200 halvings)."""
+    lo = 0.0
+    while f(hi) < y:
         hi *= 2
     for _ in range(200):
         mid = 0.5 * (lo + hi)
-        if _two_sided(mid, df) < level:
+        if f(mid) < y:
             lo = mid
         else:
             hi = mid
-        if hi - lo <= 1e-13 * hi:
+        if hi - lo <= rtol * hi:
             break
     return 0.5 * (lo + hi)
 
@@ -149,18 +155,8 @@ def _sf_cornish_fisher(t: float, df: int) -> float:
     (bisection; the expansion increases with ``z``), then the normal tail ``erfc(z / sqrt(2))``."""
     if math.isinf(t):
         return 0.0
-    lo, hi = 0.0, max(t, 1.0)
-    while _cornish_fisher(hi, df) < t:
-        hi *= 2
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if _cornish_fisher(mid, df) < t:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-15 * hi:
-            break
-    return math.erfc(0.5 * (lo + hi) / math.sqrt(2))
+    z = _solve_increasing(lambda z: _cornish_fisher(z, df), t, max(t, 1.0), 1e-15)
+    return math.erfc(z / math.sqrt(2))
 
 
 def _t_sf_array(t: np.ndarray, df: int) -> np.ndarray:

@@ -149,7 +149,7 @@ def test_problem_table_lists_every_contender_once(study):
     identical = GROUPS
     for p in study.problems:
         sels = [s for s in study.tuned if s.problem == p.name]
-        text = tables.format_problem(sels, p, identical)
+        text = tables.format_problem(sels, p, identical=identical)
         rows = _rows(text)
         assert len(rows) == len(MXOPT + OPTAX) - len(IDENTICAL_TO_SGD)
         cells = " ".join(rows)

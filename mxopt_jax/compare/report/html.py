@@ -127,8 +127,8 @@ def render_images(study: Study) -> dict[str, bytes]:
         study.problems,
         study.all_records("selection") + study.all_records("confirmation"),
         study.selections(),
-        study.families,
-        study.identical_everywhere("tuned"),
+        families=study.families,
+        identical=study.identical_everywhere("tuned"),
     )
     return {name: figures.png_bytes(fig) for name, fig in figs.items()}
 

@@ -550,12 +550,15 @@ def draw_all(
     problems: Problem | Sequence[Problem],
     records: Sequence[Records],
     selections: Sequence[Selection] | None = None,
-    families: Mapping[str, str] | None = None,
-    identical: Mapping[str, Sequence[str]] | None = None,
     tau_max: float = TAU_MAX,
+    **style: Any,
 ) -> dict[str, Figure]:
     """The study's figures by file name: ``sensitivity.png``, ``curves.png`` and, for two problems or more,
-    ``profile.png`` (see :func:`save_all` for the arguments)."""
+    ``profile.png``; ``style``: the plots' ``families`` and ``identical``. Only records and selections of
+    ``problems`` are drawn. ``selections`` are the tuned ones
+    (computed from ``records`` when None; one-shot selections are used only when there are no tuned ones);
+    one-shot records (one rate) are left out of the sensitivity plot, confirmation records (when given) are the
+    curves."""
     probs = _as_list(problems)
     known = {p.name: p for p in probs}
     records = [r for r in records if r.problem in known]
@@ -564,11 +567,11 @@ def draw_all(
     selections = [s for s in selections if s.problem in known]
     tuned = [s for s in selections if s.mode == "tuned"] or selections
     out = {
-        "sensitivity.png": plot_sensitivity(probs, records, tuned, families, identical),
-        "curves.png": plot_curves(probs, records, tuned, families, identical),
+        "sensitivity.png": plot_sensitivity(probs, records, tuned, **style),
+        "curves.png": plot_curves(probs, records, tuned, **style),
     }
     if len({s.problem for s in tuned}) >= 2:
-        out["profile.png"] = plot_profile(tuned, families, identical, tau_max)
+        out["profile.png"] = plot_profile(tuned, tau_max=tau_max, **style)
     return out
 
 
@@ -577,19 +580,15 @@ def save_all(
     problems: Problem | Sequence[Problem],
     records: Sequence[Records],
     selections: Sequence[Selection] | None = None,
-    families: Mapping[str, str] | None = None,
-    identical: Mapping[str, Sequence[str]] | None = None,
-    tau_max: float = TAU_MAX,
+    **options: Any,
 ) -> list[Path]:
     """Write ``sensitivity.png``, ``curves.png`` and, for two problems or more, ``profile.png`` (tuned
-    selections) into ``out_dir``.
+    selections) into ``out_dir``: :func:`draw_all`'s figures (``options``: its ``families``, ``identical``,
+    ``tau_max``).
 
-    Only records and selections of ``problems`` are drawn. ``selections`` are the tuned ones (computed
-    from ``records`` when None; one-shot selections are used only when there are no tuned ones); one-shot
-    records (one rate) are left out of the sensitivity plot, confirmation records (when given) are the curves.
     Returns the paths written.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    figs = draw_all(problems, records, selections, families, identical, tau_max)
+    figs = draw_all(problems, records, selections, **options)
     return [figures.save(fig, out / name) for name, fig in figs.items()]

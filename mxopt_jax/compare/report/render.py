@@ -239,8 +239,8 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
             study.problems,
             study.all_records("selection") + study.all_records("confirmation"),
             study.selections(),
-            study.families,
-            study.identical_everywhere("tuned"),
+            families=study.families,
+            identical=study.identical_everywhere("tuned"),
         )
     page = study_html(study, images={p.name: p.read_bytes() for p in pngs})
     (out / "report.html").write_text(page, encoding="utf-8")

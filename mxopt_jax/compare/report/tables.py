@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -496,17 +496,12 @@ def overall_table(
 def format_overall(
     selections: Sequence[Selection] | Mapping[str, Sequence[Selection]],
     identical: Mapping[str, Sequence[str]] | None = None,
-    tau_max: float = TAU_MAX,
-    title: str | None = None,
-    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-    n_boot: int = BOOTSTRAP_REPLICATES,
-    seed: int = BOOTSTRAP_SEED,
-    test: str = TEST,
+    **options: Any,
 ) -> str:
-    """The overall table as text (:func:`overall_table`: columns and what they read are described there)."""
-    return _render(
-        overall_table(selections, identical, tau_max, title, identical_by_problem, n_boot, seed, test)
-    )
+    """The overall table as text: :func:`overall_table`'s cells (its ``options``: ``tau_max``, ``title``,
+    ``identical_by_problem``, ``n_boot``, ``seed``, ``test``; the columns and what they read are described
+    there)."""
+    return _render(overall_table(selections, identical, **options))
 
 
 def format_modes(
@@ -661,21 +656,25 @@ def format_report(
         for mode, sels in (("tuned", tb.get(name)), ("one-shot", ob.get(name))):
             if sels:
                 here = by_problem.get(name, {}).get(mode, identical.get(mode, {}))
-                tables.append(format_problem(sels, known.get(name), here))
+                tables.append(format_problem(sels, known.get(name), identical=here))
 
     def per_problem(mode: str, names: Iterable[str]) -> dict[str, Mapping[str, Sequence[str]]]:
         return {p: by_problem.get(p, {}).get(mode, identical.get(mode, {})) for p in names}
 
     if tb:
-        overall.append(format_overall(tb, identical.get("tuned"), tau_max, None, per_problem("tuned", tb)))
+        overall.append(
+            format_overall(
+                tb, identical.get("tuned"), tau_max=tau_max, identical_by_problem=per_problem("tuned", tb)
+            )
+        )
     if ob:
         overall.append(
             format_overall(
                 ob,
                 identical.get("one-shot"),
-                tau_max,
-                f"== Overall, one-shot: {len(ob)} problem(s)",
-                per_problem("one-shot", ob),
+                tau_max=tau_max,
+                title=f"== Overall, one-shot: {len(ob)} problem(s)",
+                identical_by_problem=per_problem("one-shot", ob),
             )
         )
     if tb and ob:
