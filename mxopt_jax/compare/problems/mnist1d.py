@@ -289,7 +289,7 @@ def mnist1d_mlp() -> Problem:
     """MNIST-1D, the paper's MLP 40-100-100-10 (ReLU, residual); metric: error %."""
     loss, metric = _stateless(_mlp_logits)
     n = _count(_mlp_init)
-    steps, quick, batch, every = 800, 400, 50, 20
+    steps, quick, batch, every = 600, 300, 50, 15
     targets = {"quick": 40.0, "full": 38.0}
     return Problem(
         name="mnist1d_mlp",
@@ -322,7 +322,7 @@ def mnist1d_cnn() -> Problem:
     """MNIST-1D, the paper's CNN (three strided convolutions of 25 channels, linear); metric: error %."""
     loss, metric = _stateless(_cnn_logits)
     n = _count(_cnn_init)
-    steps, quick, batch, every = 600, 300, 50, 15
+    steps, quick, batch, every = 320, 160, 50, 8
     targets = {"quick": 20.0, "full": 12.0}
     return Problem(
         name="mnist1d_cnn",
@@ -355,7 +355,7 @@ def mnist1d_cnn() -> Problem:
 def mnist1d_bn() -> Problem:
     """MNIST-1D, the paper's CNN with BatchNorm after each convolution (model state); metric: error %."""
     n = _count(_bn_init)
-    steps, quick, batch, every = 480, 240, 50, 12
+    steps, quick, batch, every = 240, 120, 50, 6
     targets = {"quick": 20.0, "full": 12.0}
     return Problem(
         name="mnist1d_bn",

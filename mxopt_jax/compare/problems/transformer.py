@@ -28,7 +28,7 @@ __all__ = ["CONTEXT", "HEADS", "LAYERS", "WIDTH", "char_transformer", "n_params"
 #: Characters a sequence predicts (its attention span): windows of ``CONTEXT + 1`` characters.
 CONTEXT = 16
 #: Width of the residual stream, attention heads, blocks, and the MLP's hidden width.
-WIDTH, HEADS, LAYERS, MLP = 32, 2, 2, 64
+WIDTH, HEADS, LAYERS, MLP = 24, 2, 2, 48
 _LN_EPS = 1e-5
 
 
@@ -138,7 +138,7 @@ def _bits(params: Params, batch: Batch) -> jax.Array:
 
 def char_transformer() -> Problem:
     """A 2-layer, 2-head pre-LayerNorm transformer LM on ``char_lm``'s corpus; metric: bits/char."""
-    steps, quick, batch, every = 480, 240, 8, 12
+    steps, quick, batch, every = 320, 160, 8, 8
     targets = {"quick": 2.5, "full": 2.0}
     n_val = (CORPUS_SPLIT[1] - 1) // CONTEXT
     n_test = (CORPUS_SPLIT[2] - 1) // CONTEXT
