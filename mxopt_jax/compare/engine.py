@@ -152,7 +152,9 @@ def steps_to_target(val: np.ndarray, eval_steps: np.ndarray, target: float, sign
     ``val >= target`` when higher is better (``-1``).
     """
     if sign not in (1.0, -1.0):
-        raise ValueError(f"steps_to_target: `sign` must be 1.0 (lower is better) or -1.0 (higher), got {sign!r}")
+        raise ValueError(
+            f"steps_to_target: `sign` must be 1.0 (lower is better) or -1.0 (higher), got {sign!r}"
+        )
     val = np.asarray(val, dtype=np.float64)
     hit = np.isfinite(val) & (sign * val <= sign * float(target))
     first = np.argmax(hit, axis=-1)

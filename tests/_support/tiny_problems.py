@@ -90,7 +90,9 @@ def sparse_problem(steps: int = 10) -> Problem:
     )
 
 
-def bn_problem(steps: int = 20, eval_every: int = 5, momentum: float = 0.8, tables: tuple[str, ...] = ()) -> Problem:
+def bn_problem(
+    steps: int = 20, eval_every: int = 5, momentum: float = 0.8, tables: tuple[str, ...] = ()
+) -> Problem:
     """``tiny``'s data and MLP with a BatchNorm on the hidden layer: the running mean and variance are the
     model's state (``init_state``), moved by each training batch, read by the metric. With ``tables``, the
     first layer's weights are read through :func:`mxopt_jax.sparse.lookup` by row (row-sparse gradients)."""

@@ -75,7 +75,9 @@ def test_state_is_carried_read_by_the_metric_and_never_given_to_the_optimizer(ti
     state0 = tiny_bn.initial_state(key)
     _, state1 = jax.jit(tiny_bn.train_loss)(params, state0, data[0])
     assert not np.allclose(state1["mean"], state0["mean"])
-    assert float(tiny_bn.evaluate(params, state0, data[1])) != float(tiny_bn.evaluate(params, state1, data[1]))
+    assert float(tiny_bn.evaluate(params, state0, data[1])) != float(
+        tiny_bn.evaluate(params, state1, data[1])
+    )
 
 
 def test_the_state_starts_from_inits_key():
@@ -93,7 +95,9 @@ def test_the_state_starts_from_inits_key():
 
     p = dataclasses.replace(base, init=init, init_state=init_state)
     c = C.resolve(["sgd"])[0]
-    jax.eval_shape(lambda k: engine.train_run(p, c, {"learning_rate": 0.1}, k, _data(p), 5), jax.random.PRNGKey(4))
+    jax.eval_shape(
+        lambda k: engine.train_run(p, c, {"learning_rate": 0.1}, k, _data(p), 5), jax.random.PRNGKey(4)
+    )
     assert keys["state"] is keys["params"]  # the same traced key
 
 
@@ -161,10 +165,14 @@ def test_records_count_steps_to_a_higher_is_better_target(bn_group):
     same compiled program; only the records' reading of its metric changes)."""
     lower = bn_group.run(0, {"learning_rate": [0.03]}, [0, 1])
     target = float(np.median(lower.val))
-    higher = dataclasses.replace(bn_group, problem=dataclasses.replace(bn_group.problem, better="higher", target=target))
+    higher = dataclasses.replace(
+        bn_group, problem=dataclasses.replace(bn_group.problem, better="higher", target=target)
+    )
     rec = higher.run(0, {"learning_rate": [0.03]}, [0, 1])
     np.testing.assert_array_equal(rec.val, lower.val)
-    np.testing.assert_array_equal(rec.steps_to_target, engine.steps_to_target(rec.val, rec.eval_steps, target, -1.0))
+    np.testing.assert_array_equal(
+        rec.steps_to_target, engine.steps_to_target(rec.val, rec.eval_steps, target, -1.0)
+    )
     assert not np.array_equal(rec.steps_to_target, engine.steps_to_target(rec.val, rec.eval_steps, target))
 
 

@@ -14,7 +14,16 @@ from sampling import default_run
 
 import mxopt_jax
 from mxopt_jax.compare import problems
-from mxopt_jax.compare.problems import DEFAULT, PROBLEMS, Problem, Splits, charlm, mnist1d, ratings, transformer
+from mxopt_jax.compare.problems import (
+    DEFAULT,
+    PROBLEMS,
+    Problem,
+    Splits,
+    charlm,
+    mnist1d,
+    ratings,
+    transformer,
+)
 from mxopt_jax.sparse import RowSparse, is_row_sparse
 
 pytest.importorskip("sklearn")  # digits_mlp, logreg and autoencoder read scikit-learn's bundled data
@@ -161,7 +170,11 @@ def _train(p: Problem, make_opt, lrs, seeds, steps: int, sparse: bool = False):
     fixed = jax.tree.map(lambda x: x[:512], train)
     n = len(jax.tree.leaves(train)[0])
     f = p.train_loss
-    vg = mxopt_jax.sparse.value_and_grad(f, tables=p.tables, has_aux=True) if sparse else jax.value_and_grad(f, has_aux=True)
+    vg = (
+        mxopt_jax.sparse.value_and_grad(f, tables=p.tables, has_aux=True)
+        if sparse
+        else jax.value_and_grad(f, has_aux=True)
+    )
 
     def run(lr, seed):
         k_init, k_data = jax.random.split(jax.random.PRNGKey(seed))
@@ -260,7 +273,9 @@ def _check_frozen(x, y, x_test, y_test) -> None:
     np.testing.assert_allclose(x_test[-1, -4:], _FROZEN["x_test[-1, -4:]"], atol=1e-6)
     assert y[:12].tolist() == _FROZEN["y[:12]"] and y_test[:12].tolist() == _FROZEN["y_test[:12]"]
     np.testing.assert_allclose(x.astype(np.float64).sum(), _FROZEN["x.sum()"], atol=0.05)
-    np.testing.assert_allclose(np.abs(x_test.astype(np.float64)).sum(), _FROZEN["abs(x_test).sum()"], rtol=1e-6)
+    np.testing.assert_allclose(
+        np.abs(x_test.astype(np.float64)).sum(), _FROZEN["abs(x_test).sum()"], rtol=1e-6
+    )
 
 
 def test_mnist1d_is_the_papers_data_and_its_split() -> None:
@@ -283,17 +298,16 @@ def test_mnist1d_generated_without_network_and_global_rngs_untouched(monkeypatch
         raise AssertionError("MNIST-1D tried to reach the network")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
-    np.random.seed(123)
-    random.seed(123)
-    want_np, want_py = np.random.random(), random.random()
-    np.random.seed(123)
-    random.seed(123)
+    # the package seeds the legacy global generators (NumPy's and Python's): their states must come back
+    np_before, py_before = np.random.get_state(), random.getstate()  # noqa: NPY002
     mnist1d._generated.cache_clear()
     try:
         fresh = mnist1d.mnist1d_raw()
     finally:
         mnist1d._generated.cache_clear()
-    assert np.random.random() == want_np and random.random() == want_py
+    np_after = np.random.get_state()  # noqa: NPY002
+    assert random.getstate() == py_before and np_after[2:] == np_before[2:]
+    np.testing.assert_array_equal(np_after[1], np_before[1])
     _check_frozen(*fresh)
     for a, b in zip(fresh, mnist1d.mnist1d_raw(), strict=True):
         np.testing.assert_array_equal(a, b)

@@ -115,7 +115,10 @@ def _logits(params: Params, x: jax.Array) -> jax.Array:
     """Next-character scores ``(batch, time, vocabulary)`` of the character ids ``x`` ``(batch, time)``."""
     # embeddings as one-hot products (a gather's gradient is a scatter-add, which XLA's CPU backend runs
     # row by row; under the engine's vmap the one-hot product is a batched matrix product, several times faster)
-    h = jax.nn.one_hot(x, len(VOCAB), dtype=jnp.float32) @ params["tokens"] + params["positions"][: x.shape[1]]
+    h = (
+        jax.nn.one_hot(x, len(VOCAB), dtype=jnp.float32) @ params["tokens"]
+        + params["positions"][: x.shape[1]]
+    )
     for i in range(LAYERS):
         h = h + _attention(params, i, _layer_norm(h, params[f"b{i}_ln1_g"], params[f"b{i}_ln1_b"]))
         m = _layer_norm(h, params[f"b{i}_ln2_g"], params[f"b{i}_ln2_b"])
