@@ -141,7 +141,7 @@ def _bits(params: Params, batch: Batch) -> jax.Array:
 
 def char_transformer() -> Problem:
     """A 2-layer, 2-head pre-LayerNorm transformer LM on ``char_lm``'s corpus; metric: bits/char."""
-    steps, quick, batch, every = 320, 160, 8, 8
+    steps, batch, every = 360, 8, 18
     targets = {"quick": 2.5, "full": 2.0}
     n_val = (CORPUS_SPLIT[1] - 1) // CONTEXT
     n_test = (CORPUS_SPLIT[2] - 1) // CONTEXT
@@ -161,8 +161,9 @@ def char_transformer() -> Problem:
             f"a final LayerNorm and a linear read-out; GPT-2's init; {n_params():,} parameters. Loss: mean "
             "cross-entropy of every position of a mini-batch of sequences. Metric: cross-entropy in bits per "
             "character over the validation and test windows (each position sees only the characters before it "
-            f"in its window). Budget: {steps} steps (quick: {quick}), batch {batch} sequences "
-            f"({batch * CONTEXT} predicted characters), evaluated every {every} steps. "
+            f"in its window). Budget: {steps} steps (quick: {steps}: both presets train the same budget, the quick "
+            f"preset with fewer rates and seeds), batch {batch} sequences ({batch * CONTEXT} predicted characters), "
+            f"evaluated every {every} steps (20 evaluations). "
             + targets_text("bits/char", targets, "to be measured")
         ),
         data=_data,
@@ -175,5 +176,4 @@ def char_transformer() -> Problem:
         steps=steps,
         batch_size=batch,
         eval_every=every,
-        quick_steps=quick,
     )
