@@ -308,7 +308,7 @@ def mnist1d_mlp() -> Problem:
     loss, metric = _stateless(_mlp_logits)
     n = _count(_mlp_init)
     steps, batch, every = 1000, 50, 50
-    targets = {"quick": 40.0, "full": 38.0}
+    targets = {"quick": 43.5, "full": 43.5}
     return Problem(
         name="mnist1d_mlp",
         title="MNIST-1D, MLP 40-100-100-10",
@@ -320,7 +320,14 @@ def mnist1d_mlp() -> Problem:
             "the validation (500 signals: one is 0.2 %) and test (1000: 0.1 %) splits. "
             + _paper_text("MLP")
             + _budget_text(steps, batch, every)
-            + targets_text("error (%)", targets, "to be measured")
+            + targets_text(
+                "error (%)",
+                targets,
+                "(both presets: 1000 steps) at step 500 optax.adam 43.4, optax.sgd 45.9, sgd 44.2, adagrad 41.8, "
+                "rmsprop 42.4 %; steps to reach 43.5: optax.adam 400-600, optax.sgd 450-700, sgd 450-700, adagrad "
+                "250-400, rmsprop 300-550; their final test errors 39.8 to 40.9 % (59 to 60 % accuracy, after 8 % of "
+                "the 600,000 examples its notebook trains on).",
+            )
         ),
         data=_data,
         init=_mlp_init,
@@ -340,7 +347,7 @@ def mnist1d_cnn() -> Problem:
     loss, metric = _stateless(_cnn_logits)
     n = _count(_cnn_init)
     steps, batch, every = 440, 50, 22
-    targets = {"quick": 20.0, "full": 12.0}
+    targets = {"quick": 42.8, "full": 42.8}
     return Problem(
         name="mnist1d_cnn",
         title="MNIST-1D, CNN 3x25 channels",
@@ -353,7 +360,14 @@ def mnist1d_cnn() -> Problem:
             "validation (500 signals: one is 0.2 %) and test (1000: 0.1 %) splits. "
             + _paper_text("CNN")
             + _budget_text(steps, batch, every)
-            + targets_text("error (%)", targets, "to be measured")
+            + targets_text(
+                "error (%)",
+                targets,
+                "(both presets: 440 steps) at step 220 optax.adam 39.1, optax.sgd 38.6, sgd 66.8, adagrad 49.3, "
+                "rmsprop 42.7 %; steps to reach 42.8: optax.adam, optax.sgd and rmsprop 176-242, sgd 352-440, "
+                "adagrad 286-418; their final test errors 19.5 (optax.adam) to 39.4 % (80.5 to 60.6 % accuracy, "
+                "after 3.7 % of the 600,000 examples the paper's notebook trains on).",
+            )
         ),
         data=_data,
         init=_cnn_init,
@@ -372,7 +386,7 @@ def mnist1d_bn() -> Problem:
     """MNIST-1D, the paper's CNN with BatchNorm after each convolution (model state); metric: error %."""
     n = _count(_bn_init)
     steps, batch, every = 320, 50, 16
-    targets = {"quick": 20.0, "full": 12.0}
+    targets = {"quick": 29.4, "full": 29.4}
     return Problem(
         name="mnist1d_bn",
         title="MNIST-1D, CNN with BatchNorm",
@@ -387,7 +401,14 @@ def mnist1d_bn() -> Problem:
             "softmax cross-entropy of a mini-batch (batch statistics). Metric: error rate in % (100 - accuracy; "
             "lower is better) on the validation (500 signals) and test (1000) splits. "
             + _budget_text(steps, batch, every)
-            + targets_text("error (%)", targets, "to be measured")
+            + targets_text(
+                "error (%)",
+                targets,
+                "(both presets: 320 steps) at step 160 optax.adam 29.3, optax.sgd 32.9, sgd 32.8, adagrad 25.3, "
+                "rmsprop 26.9 %; steps to reach 29.4: optax.adam 128-176, optax.sgd 160-208, sgd 176-208, adagrad "
+                "128-160, rmsprop 96-144; their final test errors 13.0 (adagrad) to 18.9 % (87.0 to 81.1 % "
+                "accuracy: BatchNorm trains the paper's CNN several times faster).",
+            )
         ),
         data=_data,
         init=_bn_init,
