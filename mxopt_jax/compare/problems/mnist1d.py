@@ -298,8 +298,8 @@ def _budget_text(steps: int, batch: int, every: int) -> str:
     return (
         f"Budget: {steps} steps (quick: {steps}: both presets train the same budget, the quick preset with fewer "
         f"rates and seeds), batch {batch}, evaluated every {every} steps (20 evaluations, each of "
-        "the 1500 validation and test signals: at these budgets they cost about as much as the training, so "
-        "there are no more of them). "
+        "the 1500 validation and test signals: about a third of a run's work at these budgets for the CNNs, "
+        "so there are no more of them). "
     )
 
 
