@@ -94,10 +94,16 @@ def problems_epilog() -> str:
     count, metric and its direction, target, budget."""
     import re
 
-    from .problems import PROBLEMS
+    from .problems import DEFAULT, PROBLEMS
 
     cols = min(shutil.get_terminal_size().columns, 100) - 2
-    lines = ["problems (nothing is downloaded; --problems NAMES):"]
+    lines = [
+        textwrap.fill(
+            "problems (nothing is downloaded; --problems NAMES; *: the quick preset's default set, the full preset "
+            "runs all):",
+            cols,
+        )
+    ]
     width = max(len(n) for n in PROBLEMS)
     for name, factory in PROBLEMS.items():
         p = factory()
@@ -106,10 +112,10 @@ def problems_epilog() -> str:
         quick = f" (quick {p.quick_steps})" if p.quick_steps else ""
         reach = "<=" if p.better == "lower" else ">="
         entry = (
-            f"{name:<{width}}  {p.title}; {params}{p.metric_name} ({p.better} is better), target {reach} "
+            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.better} is better), target {reach} "
             f"{p.target:g}; {p.steps} steps{quick}, batch {p.batch_size}"
         )
-        lines.append(textwrap.fill(entry, cols, initial_indent="  ", subsequent_indent=" " * (width + 4)))
+        lines.append(textwrap.fill(entry, cols, initial_indent="  ", subsequent_indent=" " * (width + 5)))
     lines += [
         "",
         textwrap.fill(
@@ -129,7 +135,7 @@ def _wrap(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``mxopt-jax`` argument parser: ``compare``, ``report``, ``agree`` and ``tour``."""
-    from .problems import PROBLEMS
+    from .problems import DEFAULT, PROBLEMS
 
     parser = _Parser(prog="mxopt-jax", description="mxopt_jax: MXNet's optimizers in JAX")
     sub = parser.add_subparsers(dest="command", metavar="{compare,report,agree,tour}", parser_class=_Parser)
@@ -151,8 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=_problems_arg,
         default=None,
         metavar="NAMES",
-        help=f"comma-separated problems from {', '.join(PROBLEMS)} (listed below), or 'all' (default: all; "
-        "with --resume, the resumed study's, these added)",
+        help=f"comma-separated problems from {', '.join(PROBLEMS)} (listed below), or 'all' (default: the quick "
+        f"preset runs {', '.join(DEFAULT)}, the full preset all of them; with --resume, the resumed study's, these "
+        "added)",
     )
     cmp.add_argument(
         "--contenders",
@@ -589,7 +596,7 @@ def _compare(
     from .distributed import is_writer, study_devices
     from .plan import PlanError
     from .preflight import PreflightError
-    from .problems import PROBLEMS
+    from .problems import DEFAULT, PROBLEMS
     from .progress import StudyProgress
     from .store import ResumeError, Store
     from .study import study
@@ -612,10 +619,18 @@ def _compare(
     except ValueError as e:
         return _fail(str(e).replace("devices:", "--devices:", 1))
 
-    # with --resume: the resumed study's problems and contenders, what was given added
+    settings = {k: v for k, v in given.items() if v is not None}
+    if plan is None:  # a process that did not check the folder: the stored plan, as study() will take it
+        from .plan import Plan
+
+        plan = Plan.from_dict(stored["plan"]) if stored else Plan.make(**settings)
+    shown = plan
+    # with --resume: the resumed study's problems and contenders, what was given added; no problems named: the
+    # quick preset runs the representative ones (problems.DEFAULT), the full preset all of them
     old = stored or {}
+    default = list(PROBLEMS) if plan.preset.name == "full" else list(DEFAULT)
     problem_names = list(
-        dict.fromkeys([*old.get("problems", {}), *(args.problems or ([] if old else PROBLEMS))])
+        dict.fromkeys([*old.get("problems", {}), *(args.problems or ([] if old else default))])
     )
     contender_names = list(
         dict.fromkeys([*old.get("contenders", {}), *(args.contenders or ([] if old else ["all"]))])
@@ -624,12 +639,6 @@ def _compare(
     problems = [PROBLEMS[name]() for name in problem_names if name in PROBLEMS]
     contenders = [name for name in contender_names if name in known]
     plots = _plots(args.no_plots)
-    settings = {k: v for k, v in given.items() if v is not None}
-    if plan is None:  # a process that did not check the folder: the stored plan, as study() will take it
-        from .plan import Plan
-
-        plan = Plan.from_dict(stored["plan"]) if stored else Plan.make(**settings)
-    shown = plan
     how = f"{shown.search} search" + (f", {shown.trials} trials" if shown.search == "random" else "")
     studies = f", {shown.studies} independent studies" if shown.studies > 1 else ""
     print(

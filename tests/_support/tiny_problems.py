@@ -1,6 +1,7 @@
-"""The tests' two tiny workloads, compiled in seconds: a tiny MLP on generated data (``tiny``) and a tiny embedding
-model read through ``mxopt_jax.sparse`` (``tiny_sparse``, two row-sparse tables). Imported by the study's tests
-and by the scripts they start in child processes (``distributed_study_script.py``, the resume script)."""
+"""The tests' tiny workloads, compiled in seconds: a tiny MLP on generated data (``tiny``), a tiny embedding
+model read through ``mxopt_jax.sparse`` (``tiny_sparse``, two row-sparse tables) and the tiny MLP with a
+BatchNorm layer whose running statistics are model state (``tiny_bn``). Imported by the study's tests and by
+the scripts they start in child processes (``distributed_study_script.py``, the resume script)."""
 
 from __future__ import annotations
 
@@ -86,4 +87,60 @@ def sparse_problem(steps: int = 10) -> Problem:
         8,
         5,
         tables=("emb", "bias"),
+    )
+
+
+def bn_problem(
+    steps: int = 20, eval_every: int = 5, momentum: float = 0.8, tables: tuple[str, ...] = ()
+) -> Problem:
+    """``tiny``'s data and MLP with a BatchNorm on the hidden layer: the running mean and variance are the
+    model's state (``init_state``), moved by each training batch, read by the metric. With ``tables``, the
+    first layer's weights are read through :func:`mxopt_jax.sparse.lookup` by row (row-sparse gradients)."""
+    base = mlp_problem(steps, eval_every)
+    init_params = base.init
+
+    def init_state(key):
+        del key
+        return {"mean": jnp.zeros(8), "var": jnp.ones(8)}
+
+    def hidden(p, x):
+        if tables:
+            return x @ mxopt_jax.sparse.lookup(p["w1"], jnp.arange(6))
+        return x @ p["w1"]
+
+    def forward(p, s, x, train):
+        h = hidden(p, x)
+        if train:
+            mean, var = h.mean(axis=0), h.var(axis=0)
+            new = {
+                "mean": momentum * s["mean"] + (1 - momentum) * mean,
+                "var": momentum * s["var"] + (1 - momentum) * var,
+            }
+        else:
+            (mean, var), new = (s["mean"], s["var"]), s
+        h = (h - mean) / jnp.sqrt(var + 1e-5) + p["b1"]
+        return jnp.tanh(h) @ p["w2"], jax.lax.stop_gradient(new)
+
+    def loss(p, s, b):
+        pred, new = forward(p, s, b[0], True)
+        return jnp.mean((pred - b[1]) ** 2), new
+
+    def metric(p, s, b):
+        return jnp.mean((forward(p, s, b[0], False)[0] - b[1]) ** 2)
+
+    return Problem(
+        "tiny_bn",
+        "tiny MLP with BatchNorm",
+        "a tiny MLP with a BatchNorm (model state) on generated data",
+        base.data,
+        init_params,
+        loss,
+        metric,
+        "mse",
+        0.5,
+        steps,
+        16,
+        eval_every,
+        tables=tables,
+        init_state=init_state,
     )

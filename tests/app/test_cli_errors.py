@@ -18,7 +18,7 @@ from mxopt_jax import compare
 from mxopt_jax.compare import checks, cli
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.preflight import PreflightError
-from mxopt_jax.compare.problems import PROBLEMS
+from mxopt_jax.compare.problems import DEFAULT, PROBLEMS
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_study import _mlp_problem  # noqa: E402
@@ -116,7 +116,8 @@ def test_help_lists_the_workloads_and_has_no_doubled_percent(capsys):
     assert "%%" not in text and "95 % confidence" in text
     for name, factory in PROBLEMS.items():
         p = factory()
-        line = next(line for line in text.splitlines() if line.strip().startswith(name + " "))
+        line = next(line for line in text.splitlines() if line.strip().startswith((name + " ", name + "* ")))
+        assert ("*" in line.split()[0]) == (name in DEFAULT)  # the quick preset's default set is marked
         assert p.title.split(",")[0] in line, line
     assert "--resume DIR" in text and "Ctrl-C" in text
 

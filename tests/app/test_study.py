@@ -90,7 +90,9 @@ def test_row_sparse_problem_runs_lazily_and_equals_runs_alone(names):
     tx = cs[0].build(0.1, sparse=True)
     params = prob.init(jax.random.PRNGKey(0))
     batch = jax.tree.map(lambda a: a[:8], prob.data().train)
-    _, grads = jax.jit(engine._grad_fn(prob, cs[0]))(params, batch)  # jitted as in the engine (op by op: 4x)
+    _, grads = jax.jit(engine._grad_fn(prob, cs[0]))(
+        params, (), batch
+    )  # jitted as in the engine (op by op: 4x)
     assert isinstance(grads["emb"], mxopt_jax.sparse.RowSparse) and grads["emb"].indices.size == 24
     updates, _ = jax.jit(tx.update)(grads, tx.init(params), params)
     assert isinstance(updates["emb"], mxopt_jax.sparse.RowSparse)

@@ -11,9 +11,16 @@ and target, and why that target.
 * ``logreg`` — L2-regularized logistic regression on scikit-learn's bundled breast-cancer set (convex);
   log-loss.
 * ``autoencoder`` — a deep autoencoder of the digits (ill-conditioned); reconstruction MSE.
+* ``mnist1d_mlp`` — MNIST-1D (Greydanus and Kobak, arXiv:2011.14439), the paper's MLP; error % (the paper's
+  table: 68 % accuracy).
+* ``mnist1d_cnn`` — MNIST-1D, the paper's CNN; error % (the paper's table: 94 % accuracy).
+* ``mnist1d_bn`` — MNIST-1D, the paper's CNN with BatchNorm (scale-invariant weights; the running statistics
+  are model state, :class:`~mxopt_jax.compare.problems.base.Problem`'s ``init_state``); error %.
+* ``char_transformer`` — a pre-LayerNorm causal transformer language model on ``char_lm``'s corpus; bits/char.
 
-``digits_mlp``, ``logreg`` and ``autoencoder`` read data sets bundled with scikit-learn (the app's optional
-``study`` extra; imported only when ``data()`` is called).
+``digits_mlp``, ``logreg`` and ``autoencoder`` read data sets bundled with scikit-learn, the MNIST-1D workloads
+build theirs with the ``mnist1d`` package (both in the app's optional ``study`` extra; imported only when
+``data()`` is called).
 """
 
 from __future__ import annotations

@@ -141,8 +141,13 @@ class Problem:
         passes through unchanged)."""
         if self.init_state is None:
             return self.loss(params, batch), state
-        loss, new_state = self.loss(params, state, batch)
-        return loss, new_state
+        out = self.loss(params, state, batch)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError(
+                f"Problem {self.name!r} has `init_state`, so `loss(params, state, batch)` must return "
+                f"`(loss, new_state)`; it returned {type(out).__name__}"
+            )
+        return out
 
     def evaluate(self, params: Params, state: State, batch: Batch) -> jax.Array:
         """The metric on ``batch`` for either kind of problem (``state`` is ignored without model state)."""
