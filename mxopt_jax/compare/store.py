@@ -96,15 +96,19 @@ def _digest(tree: Any) -> str:
 
 
 def problem_fingerprint(problem: Problem, data: Any = None) -> dict[str, Any]:
-    """:func:`~mxopt_jax.compare.report.export.problem_info` plus what tells one definition from another: a
-    digest of its data (``data``: its splits, when already loaded) and the shapes of its parameters."""
+    """:func:`~mxopt_jax.compare.serialize.problem_info` plus what tells one definition from another: a digest of
+    its data (``data``: its splits, when already loaded) and the shapes of its parameters (and of its model
+    state, for a problem with one)."""
     info = problem_info(problem)
     info["data"] = _digest(tuple(problem.data() if data is None else data))
-    shapes = jax.eval_shape(problem.init, jax.ShapeDtypeStruct((2,), np.uint32))
-    info["params"] = [
-        f"{jax.tree_util.keystr(path)}: {tuple(leaf.shape)} {leaf.dtype}"
-        for path, leaf in jax.tree_util.tree_leaves_with_path(shapes)
-    ]
+    key = jax.ShapeDtypeStruct((2,), np.uint32)
+    for field, make in (("params", problem.init), ("state", problem.initial_state)):
+        if field == "state" and not problem.stateful:
+            continue  # a problem without model state keeps the fingerprint it always had
+        info[field] = [
+            f"{jax.tree_util.keystr(path)}: {tuple(leaf.shape)} {leaf.dtype}"
+            for path, leaf in jax.tree_util.tree_leaves_with_path(jax.eval_shape(make, key))
+        ]
     return info
 
 

@@ -183,3 +183,13 @@ def test_sparse_value_and_grad_keeps_the_state_out_of_the_gradient():
     (loss, new), grads = jax.jit(engine._grad_fn(p, C.resolve(["adam"])[0]))(params, state, batch)
     assert isinstance(grads["w1"], mxopt_jax.sparse.RowSparse) and set(new) == {"mean", "var"}
     assert set(grads) == set(params)
+
+
+def test_the_study_fingerprint_holds_the_model_state_shapes():
+    """A resumed study is refused when the model state changed shape (spec.json fingerprints it); a problem
+    without state keeps the fingerprint it always had."""
+    from mxopt_jax.compare.store import problem_fingerprint
+
+    with_state = problem_fingerprint(bn_problem())
+    assert with_state["state"] and all(":" in line for line in with_state["state"])
+    assert "state" not in problem_fingerprint(mlp_problem())
