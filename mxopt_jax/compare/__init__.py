@@ -2,11 +2,11 @@
 
 An application on top of the library: ``import mxopt_jax`` never imports it.
 
-Every optimizer's hyperparameters are tuned on each workload, several seeds per setting; selection reads the
+Every optimizer's hyperparameters are tuned on each problem, several seeds per setting; selection reads the
 validation split, the report reads the test split; contenders are compared paired by seed. For each problem
 and family of optimizers, one compiled program trains every run at once. Its pieces, data flowing one way:
 
-* :mod:`~mxopt_jax.compare.problems` — the workloads (:class:`Problem`: data, init, loss, metric, target,
+* :mod:`~mxopt_jax.compare.problems` — the problems (:class:`Problem`: data, init, loss, metric, target,
   budget); a user's own problem is the same small protocol;
 * :mod:`~mxopt_jax.compare.contenders` — what is compared (:class:`Contender`): mxopt_jax's 22 optimizers at
   MXNet's defaults, optax baselines, any user factory (:func:`contender`);

@@ -881,7 +881,7 @@ def rank_uncertainty(
     replicate draws the problems with replacement (``numpy.random.default_rng(seed)``) and averages the ranks
     over them. The interval (``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles) and ``p_first`` (the share
     of replicates with the lowest mean rank, ties split) therefore show how the ranking depends on which
-    workloads were run, and claim no difference a table's tests did not show. (Resampling seeds and re-running
+    problems were run, and claim no difference a table's tests did not show. (Resampling seeds and re-running
     the tests, as before, re-tests duplicated seeds as if independent: 16-18 % of null pairs separated at 10-20
     seeds, 53 % at 2.)
 

@@ -974,7 +974,7 @@ def bootstrap_problems(
 
     ``ranks`` is ``(P, C)``: contender ``names[i]``'s rank on problem ``p`` (NaN: it did not run there). Each
     problem's ranks are the decisions of that problem's own tests (:func:`compare`), kept as they are: a
-    replicate draws ``P`` problems with replacement (Efron's bootstrap over workloads,
+    replicate draws ``P`` problems with replacement (Efron's bootstrap over problems,
     ``numpy.random.default_rng(seed)``) and averages each contender's ranks over the drawn problems it ran.
     Over ``n_boot`` replicates:
 
@@ -983,7 +983,7 @@ def bootstrap_problems(
     * ``p_first``: the fraction of replicates where it has the lowest mean rank, ``1 / k`` when ``k`` share it.
 
     Nothing is re-tested, so the bootstrap can show no difference the tests did not: it measures how much the
-    ranking depends on *which workloads* were run (with one problem, the interval is the point). Resampling
+    ranking depends on *which problems* were run (with one problem, the interval is the point). Resampling
     seeds and re-testing, as the study did before, treats duplicated seeds as independent: between two
     contenders with no true difference it separated 16-18 % of pairs at 10-20 seeds and 53 % at 2, against 5 %
     on the data. Under the null (contenders identical in distribution) the share of pairs whose intervals are

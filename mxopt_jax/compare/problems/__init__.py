@@ -1,4 +1,4 @@
-"""The study's workloads: real (small) training problems that download nothing.
+"""The study's problems: real (small) training problems that download nothing.
 
 Each is a :class:`~mxopt_jax.compare.problems.base.Problem` made by a factory; :data:`PROBLEMS` lists them
 by name in display order. Their descriptions state the data, model, parameter count, loss, metric, budget
@@ -18,7 +18,7 @@ and target, and why that target.
   are model state, :class:`~mxopt_jax.compare.problems.base.Problem`'s ``init_state``); error %.
 * ``char_transformer`` — a pre-LayerNorm causal transformer language model on ``char_lm``'s corpus; bits/char.
 
-``digits_mlp``, ``logreg`` and ``autoencoder`` read data sets bundled with scikit-learn, the MNIST-1D workloads
+``digits_mlp``, ``logreg`` and ``autoencoder`` read data sets bundled with scikit-learn, the MNIST-1D problems
 build theirs with the ``mnist1d`` package (both in the app's optional ``study`` extra; imported only when
 ``data()`` is called).
 """
@@ -53,7 +53,7 @@ __all__ = [
     "recommender",
 ]
 
-#: Name -> factory of every built-in workload, in display order.
+#: Name -> factory of every built-in problem, in display order.
 PROBLEMS: dict[str, Callable[[], Problem]] = {
     "digits_mlp": digits_mlp,
     "char_lm": char_lm,
@@ -66,8 +66,8 @@ PROBLEMS: dict[str, Callable[[], Problem]] = {
     "char_transformer": char_transformer,
 }
 
-#: The workloads a study runs when none are named: the five whose quick preset, all contenders together, takes
+#: The problems a study runs when none are named: the five whose quick preset, all contenders together, takes
 #: about five minutes cold on two CPU cores. The four heavier ones (``mnist1d_mlp``, ``mnist1d_cnn``,
 #: ``mnist1d_bn``, ``char_transformer``: convolutions, BatchNorm and attention cost each step 2 to 10 times a
-#: step of the five) run when named, and in the full preset's study of every workload.
+#: step of the five) run when named, and in the full preset's study of every problem.
 DEFAULT: tuple[str, ...] = ("digits_mlp", "char_lm", "recommender", "logreg", "autoencoder")

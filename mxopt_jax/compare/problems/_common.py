@@ -1,4 +1,4 @@
-"""Helpers shared by the workloads: scikit-learn's bundled data, fixed splits, standardization, dense layers.
+"""Helpers shared by the problems: scikit-learn's bundled data, fixed splits, standardization, dense layers.
 
 Nothing here downloads anything: ``load_digits`` and ``load_breast_cancer`` ship inside scikit-learn's wheel.
 scikit-learn is imported lazily (it belongs to the app's optional ``study`` extra, never to the library).
@@ -35,7 +35,7 @@ def load_sklearn(name: str) -> Any:
         import sklearn.datasets
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "this workload reads a data set bundled with scikit-learn, which is not installed; install the "
+            "this problem reads a data set bundled with scikit-learn, which is not installed; install the "
             "study extra: pip install 'mxopt_jax[study]' (or pip install scikit-learn)"
         ) from e
     return getattr(sklearn.datasets, name)
@@ -112,7 +112,7 @@ def softmax_cross_entropy(logits: jax.Array, labels: jax.Array) -> jax.Array:
     return -jnp.take_along_axis(logp, labels[..., None].astype(jnp.int32), axis=-1)[..., 0]
 
 
-#: How every workload's targets are calibrated, per preset (the measurements are in each description).
+#: How every problem's targets are calibrated, per preset (the measurements are in each description).
 TARGET_RULE = (
     "each is the median, over five optimizers tuned at that preset's budget (optax.adam, optax.sgd with momentum "
     "0.9, MXNet's sgd, adagrad and rmsprop; the rate chosen on validation from 7 half a decade apart around its "

@@ -1,4 +1,4 @@
-"""What a workload of the study is: :class:`Problem` (data, model, loss, metric, target, budget).
+"""What a problem of the study is: :class:`Problem` (data, model, loss, metric, target, budget).
 
 A problem is plain data plus pure functions, so the engine (:mod:`mxopt_jax.compare.engine`) can trace one
 training run and ``jax.vmap`` it over learning rates and seeds. A user's own problem (a Flax model, say) is
@@ -70,7 +70,7 @@ class Splits(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
-    """One workload: data, model, loss, metric, target and training budget.
+    """One problem: data, model, loss, metric, target and training budget.
 
     Attributes:
       name: short identifier (lower case, no spaces), e.g. ``"digits_mlp"``.

@@ -11,7 +11,7 @@ The paper's table of test accuracies on MNIST-1D (its Table 1, also in the READM
 logistic regression 32 %, MLP 68 %, CNN 94 %, GRU 91 %, human expert 96 % (the models of the repository's
 ``notebooks/models.py``, trained with Adam, rate 1e-2, batch 100 for 6000 steps in
 ``notebooks/mnist1d-classification.ipynb``, whose saved outputs end at 65.1 % for the MLP and 92.3 % for the
-CNN). The workloads here are those two networks, with PyTorch's default initialization, on the paper's
+CNN). The problems here are those two networks, with PyTorch's default initialization, on the paper's
 train/test split with a validation split carved from its training set; their metric is the error rate in %
 (lower is better, as for ``digits_mlp``): the paper's 94 % accuracy is a 6 % error.
 
@@ -83,7 +83,7 @@ def _generated() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         from mnist1d.data import get_dataset_args, make_dataset
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "the MNIST-1D workloads build their data with the mnist1d package, which is not installed; install "
+            "the MNIST-1D problems build their data with the mnist1d package, which is not installed; install "
             "the study extra: pip install 'mxopt_jax[study]' (or pip install mnist1d)"
         ) from e
     np_state, py_state = np.random.get_state(), random.getstate()  # noqa: NPY002

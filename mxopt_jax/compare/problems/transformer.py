@@ -8,7 +8,7 @@ their parts. The model is a GPT-style decoder (Radford et al., 2019): learned to
 embeddings, ``LAYERS`` blocks of pre-LayerNorm causal multi-head self-attention and a GELU MLP, each in a
 residual branch, a final LayerNorm and a linear read-out. Transformers are where the gap between Adam and
 SGD is reported to be widest (Zhang et al., "Why Transformers Need Adam: A Hessian Perspective", 2024); this
-workload lets the study show or refute that gap at a small scale.
+problem lets the study show or refute that gap at a small scale.
 """
 
 from __future__ import annotations

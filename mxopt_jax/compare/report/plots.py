@@ -479,8 +479,8 @@ def plot_curves(
         fig,
         "Training curves of the reported runs",
         f"Runs at {runs}: validation metric and training loss (mean over the steps since the previous point), "
-        f"mean over seeds, band: its {_PCT} interval; legend below: contender; in each workload's validation "
-        "panel: the rate chosen on that workload; dashed: the target.",
+        f"mean over seeds, band: its {_PCT} interval; legend below: contender; in each problem's validation "
+        "panel: the rate chosen on that problem; dashed: the target.",
     )
     return fig
 
@@ -540,7 +540,7 @@ def plot_profile(
         fig,
         f"Performance profiles over {len(by_problem)} problems",
         "rho(tau): the fraction of problems on which a contender's fastest trial (per seed the fastest rate, "
-        "median over seeds) reaches the validation target within tau times the fastest contender's steps; "
+        "then the steps by which a majority of the seeds reached it) reaches the validation target within tau times the fastest contender's steps; "
         "legend: contender (AlgoPerf score: normalized area, 1 = fastest everywhere).",
     )
     return fig

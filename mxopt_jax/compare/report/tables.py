@@ -482,7 +482,7 @@ def overall_table(
         f"neither better nor worse than any); {pct} bootstrap (problems): the {(1 - boot.level) / 2:.1%} and "
         f"{(1 + boot.level) / 2:.1%} percentiles of the mean rank over {boot.replicates.shape[0]} resamples of the "
         f"problems (numpy seed {seed}), each problem's tests kept as they are (nothing re-tested): how much the "
-        "ranking depends on which workloads were run (one problem: no interval); P(best): share of the resamples "
+        "ranking depends on which problems were run (one problem: no interval); P(best): share of the resamples "
         "in which it has the lowest mean rank (ties split). Neither claims a difference that no table's test "
         "showed; per problem: the table's rank set.",
         "targets: problems where a majority of the selection seeds had a rate reaching the validation target; "

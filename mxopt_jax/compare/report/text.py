@@ -96,7 +96,7 @@ def describe(
       problems: the problems (name, steps, target, metric).
       contenders: the contenders' names.
       grids: the rates each contender was tuned on (extensions included), per problem
-        (``{problem: {contender: rates}}``: each workload's grid as it ran) or ``{contender: rates}`` (the same
+        (``{problem: {contender: rates}}``: each problem's grid as it ran) or ``{contender: rates}`` (the same
         on every problem).
       one_shot: whether the study also ran the one-shot mode (every contender at its default rate).
       level, tau_max: the interval's level and the profile's largest ratio.
@@ -237,7 +237,7 @@ def describe(
         f"{BOOTSTRAP_SEED}) and P(best), the share of resamples in which it has the lowest mean rank. Each "
         "problem's tests run once, on its data, and are kept as they are (re-testing resampled seeds would count "
         "a duplicated seed as independent evidence): the interval shows how much the ranking depends on which "
-        "workloads were run, and claims no difference a table did not show."
+        "problems were run, and claims no difference a table did not show."
     )
     if search == "random":
         paras.append(
@@ -301,7 +301,7 @@ def describe(
     w = max((len(n) for n in names), default=0)
     if by_contender:
         lines.append(
-            "Grids (the rates each contender ran, extensions included; per workload where they differ):"
+            "Grids (the rates each contender ran, extensions included; per problem where they differ):"
         )
         for n in names:
             per = by_contender.get(n, {})
