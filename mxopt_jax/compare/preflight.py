@@ -157,7 +157,8 @@ def check_direction(problem: Problem, target: float | None = None, data: Any = N
     meets its target: the direction (``Problem.better``) or the target is wrong.
 
     The model is initialized as a run of seed ``seed`` is (``init_key`` of ``split(PRNGKey(seed), 3)``, as
-    :func:`mxopt_jax.compare.engine.train_run`) and its metric evaluated once on the validation split (eagerly:
+    :func:`mxopt_jax.compare.engine.train_run`; a problem with model state starts from ``init_state``) and its
+    metric evaluated once on the validation split (eagerly:
     nothing is compiled for the study). An error rate where higher is said to be better, or an accuracy where
     lower is, or a target a random model reaches, would rank every contender backwards or count every run as
     having reached the target from step 0.
@@ -179,8 +180,8 @@ def check_direction(problem: Problem, target: float | None = None, data: Any = N
     target = float(problem.target if target is None else target)
     splits = tuple(problem.data() if data is None else data)
     init_key = jax.random.split(jax.random.PRNGKey(int(seed)), 3)[0]
-    params = problem.init(init_key)
-    value = float(np.asarray(problem.metric(params, jax.tree.map(jnp.asarray, splits[1]))))
+    params, model_state = problem.init(init_key), problem.initial_state(init_key)
+    value = float(np.asarray(problem.evaluate(params, model_state, jax.tree.map(jnp.asarray, splits[1]))))
     relation = "<=" if problem.better == "lower" else ">="
     if not np.isfinite(value):
         raise ValueError(

@@ -193,3 +193,14 @@ def test_the_study_fingerprint_holds_the_model_state_shapes():
     with_state = problem_fingerprint(bn_problem())
     assert with_state["state"] and all(":" in line for line in with_state["state"])
     assert "state" not in problem_fingerprint(mlp_problem())
+
+
+def test_the_direction_check_evaluates_a_model_with_state():
+    """The untrained model's metric of a problem with model state reads its initial state (the check ran the
+    stateless metric call and failed on every stateful problem: found by the full preset)."""
+    from mxopt_jax.compare.preflight import check_direction
+
+    p = bn_problem()
+    assert np.isfinite(check_direction(p))
+    with pytest.raises(ValueError, match="already meets the target"):
+        check_direction(dataclasses.replace(p, target=1e9))
