@@ -410,3 +410,25 @@ def test_identical_on_one_problem_is_folded_only_there(small_study, tiny):
     assert (
         "sgd (= test)" in other_part.split("== Overall")[0] and "ccsgd" in other_part.split("== Overall")[0]
     )
+
+
+def test_independent_studies_run_through_the_same_programs(tiny):
+    """``studies=2`` runs the whole tuning twice through one compiled program per family: study 1 selects on its
+    own seeds and reports on its own confirmation seeds; the report opens with the tables across the studies."""
+    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
+    labels: list[str] = []
+    two = study(
+        tiny, ["sgd", "ccsgd"], preset, studies=2, extend=0, check_batching="none",
+        progress=lambda s, f: labels.append(s),
+    )  # fmt: skip
+    assert len([s for s in labels if s.startswith("compiled")]) == 1  # one program for both studies
+    again = two.repeats[0]
+    assert again.seeds == [100, 101] and again.tuned["tiny"]["sgd"].report_seeds.tolist() == [
+        2000,
+        2001,
+        2002,
+    ]
+    rec = again.records["tiny"]["sgd"]["selection"]
+    assert rec.study == 1 and rec.seeds.tolist() == [100, 101]
+    text = two.report()
+    assert text.startswith("== Across 2 independent studies") and "== tiny [tuned] across 2" in text
