@@ -192,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs=2,
         metavar=("DIR_A", "DIR_B"),
         default=None,
-        help="deprecated: use mxopt-jax agree DIR_A DIR_B",
+        help=argparse.SUPPRESS,  # deprecated: mxopt-jax agree DIR_A DIR_B (a notice says so when it is used)
     )
     _device_args(cmp)
     _launch_args(cmp)

@@ -442,18 +442,38 @@ def test_a_file_longer_than_its_size_is_read_only_within_the_budget(tmp_path, mo
         load_params(path, max_bytes=1000)
 
 
+_COMPILES: list | None = None  # the names of XLA programs compiled while a count is open; None: none is open
+
+
+def _on_duration(event, duration, **kw):
+    if _COMPILES is not None and event == "/jax/core/compile/backend_compile_duration":
+        _COMPILES.append(event)
+
+
 def _count_compiles():
-    """A list that grows by one name for each XLA program compiled while it is registered."""
+    """A list that grows by one name for each XLA program compiled until the returned stop() is called.
+
+    One listener is registered for the process (the oldest supported JAX cannot unregister one); it records only
+    while a count is open. The count is proven live: a program compiled for the first time is seen."""
+    global _COMPILES
+    import jax
     from jax import monitoring
 
-    seen: list = []
+    if not getattr(_on_duration, "registered", False):
+        monitoring.register_event_duration_secs_listener(_on_duration)
+        _on_duration.registered = True
+    _COMPILES = []
+    fresh = float(time.perf_counter_ns() % 1_000_003)  # a constant in the program: one no cache holds
+    jax.jit(lambda x: x * 3.0 + fresh)(np.float32(1))
+    assert _COMPILES, "the compile listener saw no compile"
+    _COMPILES.clear()
+    seen = _COMPILES
 
-    def listener(event, duration, **kw):
-        if event == "/jax/core/compile/backend_compile_duration":
-            seen.append(event)
+    def stop():
+        global _COMPILES
+        _COMPILES = None
 
-    monitoring.register_event_duration_secs_listener(listener)
-    return seen, lambda: monitoring.unregister_event_duration_listener(listener)
+    return seen, stop
 
 
 def _adam_states(shapes, dtype=np.float32):
