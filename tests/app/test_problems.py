@@ -366,5 +366,5 @@ def test_mnist1d_cnn_trained_as_the_paper_meets_its_table() -> None:
 
     p = dataclasses.replace(_problem("mnist1d_cnn"), steps=6000, batch_size=100, eval_every=6000)
     adam = contenders.resolve(["optax.adam"])[0]
-    _, _, test, alive = engine.run_one(p, adam, 1e-2, seed=0)
+    _, _, test, alive, _ = engine.run_one(p, adam, 1e-2, seed=0)
     assert alive[-1] and 100.0 - test[-1] > 90.0, test
