@@ -46,10 +46,12 @@ __all__ = [
     "bootstrap_problems",
     "ci_halfwidth",
     "compare",
+    "differences",
     "holm",
     "letters",
     "min_seeds",
     "paired_t",
+    "paired_t_rows",
     "performance_profile",
     "performance_ratios",
     "profile_score",
@@ -252,9 +254,12 @@ class PairedTest(NamedTuple):
     p: float
 
 
-def _paired(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Paired t-test along the last axis of the differences ``d`` (``n >= 2`` seeds): mean, t and the
-    two-sided p-value, with the zero-variance rule of :func:`paired_t`."""
+def paired_t_rows(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Student's paired t-test of every row of the differences ``d`` (``(..., n)``, ``n >= 2`` finite values
+    along the last axis): ``(mean, t, p)``, each of ``d``'s shape less its last axis, ``p`` two-sided, with the
+    zero-variance rule of :func:`paired_t` (which tests one pair of vectors through it). No checks: the
+    callers hold finite differences."""
+    d = np.asarray(d, np.float64)
     n = d.shape[-1]
     mean = d.mean(axis=-1)
     sd = d.std(axis=-1, ddof=1)
@@ -305,7 +310,7 @@ def paired_t(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -
     va, vb = _vector(a, "a"), _vector(b, "b")
     if va.shape != vb.shape:
         raise ValueError(f"a and b must have the same length (paired by seed), got {len(va)} and {len(vb)}")
-    mean, t, p = _paired((va - vb)[None, :])
+    mean, t, p = paired_t_rows((va - vb)[None, :])
     return PairedTest(float(mean[0]), float(t[0]), len(va) - 1, float(p[0]))
 
 
@@ -436,8 +441,10 @@ def _signed_rank_tails(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return w2, p_less, p_greater
 
 
-def _differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a - b`` seed by seed, a seed where both are ``+inf`` (both diverged) counting as 0."""
+def differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b`` seed by seed (any shapes that broadcast), a seed where both are the same infinity (both
+    diverged) counting as 0: what every paired test here reads."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     both = np.isinf(a) & np.isinf(b) & (np.sign(a) == np.sign(b))
     with np.errstate(invalid="ignore"):
         return np.where(both, 0.0, a - b)
@@ -474,7 +481,7 @@ def wilcoxon(
     """
     va, vb = _paired_vectors(a, b)
     margin = _check_margin(margin)
-    d = _differences(va, vb)[None, :]
+    d = differences(va, vb)[None, :]
     w2, pl, pg = _signed_rank_tails(d)
     if margin:
         pl = _signed_rank_tails(d + margin)[1]
@@ -582,7 +589,7 @@ def _pair_tails(d: np.ndarray, test: str, margin: float) -> tuple[np.ndarray, np
     use_t = np.isfinite(d).all(axis=-1) if test == "t" else np.zeros(rows, bool)
     if use_t.any():
         for shift, out, sign in ((margin, p_less, -1.0), (-margin, p_greater, 1.0)):
-            _, t, p2 = _paired(d[use_t] + shift)
+            _, t, p2 = paired_t_rows(d[use_t] + shift)
             out[use_t] = np.where(sign * t > 0, p2 / 2, 1 - p2 / 2)
     rank = ~use_t
     if rank.any():
@@ -594,6 +601,16 @@ def _pair_tails(d: np.ndarray, test: str, margin: float) -> tuple[np.ndarray, np
     return p_less, p_greater
 
 
+def _w_plus(d: np.ndarray) -> np.ndarray:
+    """Wilcoxon's ``W+`` of every row of ``d`` (``(..., n)``): the sum of the midranks of ``|d|`` (Pratt's
+    ranking, :func:`wilcoxon`) over the positive differences."""
+    a = np.abs(d)
+    less = (a[..., None, :] < a[..., :, None]).sum(axis=-1)
+    eq = (a[..., None, :] == a[..., :, None]).sum(axis=-1)
+    w = np.where(a > 0, 2 * less + eq + 1, 0)
+    return np.asarray(np.where(d > 0, w, 0).sum(axis=-1) / 2.0, np.float64)
+
+
 def _decide(
     values: np.ndarray,
     present: np.ndarray,
@@ -601,21 +618,25 @@ def _decide(
     test: str,
     margin: float | np.ndarray,
     rtol: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The tests of a batch of tables ``values`` ``(B, C, S)`` (lower is better; non-finite: diverged, ``+inf``)
     whose rows ``present`` ``(B, C)`` take part: ``better`` ``(B, C, C)`` (``[b, i, j]``: ``i`` shown better than
     ``j``), the Holm-adjusted p-values ``(B, C, C)`` (symmetric; NaN where not tested) and ``equal`` ``(B, C, C)``
-    (rounding twins). ``margin``: a number, or one per table ``(B,)``."""
+    (rounding twins), then the raw two-sided p-values ``(B, C, C)`` (symmetric; NaN where not tested) and each
+    pair's statistic ``(B, C, C)`` (``[b, i, j]`` of ``values[i] - values[j]``: ``W+`` for the signed-rank
+    test, Student's t for a pair the t-test compared). ``margin``: a number, or one per table ``(B,)``."""
     B, C, S = values.shape
     better = np.zeros((B, C, C), bool)
     adjusted = np.full((B, C, C), np.nan)
     equal = np.zeros((B, C, C), bool)
+    raw = np.full((B, C, C), np.nan)
+    statistic = np.full((B, C, C), np.nan)
     if C < 2:
-        return better, adjusted, equal
+        return better, adjusted, equal, raw, statistic
     v = np.where(np.isfinite(values), values, np.inf)
     i, j = np.triu_indices(C, 1)
     vi, vj = v[:, i], v[:, j]
-    d = _differences(vi, vj)  # (B, P, S)
+    d = differences(vi, vj)  # (B, P, S)
     finite = np.isfinite(vi) & np.isfinite(vj)
     tol = np.where(finite, rtol * np.maximum(np.abs(vi), np.abs(vj)), 0.0)
     twins = (np.abs(d) <= tol).all(axis=-1)  # (B, P)
@@ -636,7 +657,17 @@ def _decide(
     better[:, j, i] = significant & (p_greater < p_less)
     adjusted[:, i, j] = adjusted[:, j, i] = adj
     equal[:, i, j] = equal[:, j, i] = twins & tested
-    return better, adjusted, equal
+    raw[:, i, j] = raw[:, j, i] = p
+    stat = _w_plus(d)  # (B, P); W+ of the reversed pair is the rank total minus it
+    stat_ji = _w_plus(np.abs(d)) - stat  # the ranks of the nonzero differences, less W+
+    if test == "t":
+        use_t = np.isfinite(d).all(axis=-1)
+        if use_t.any():
+            t = paired_t_rows(d[use_t])[1]
+            stat[use_t], stat_ji[use_t] = t, -t
+    statistic[:, i, j] = np.where(tested, stat, np.nan)
+    statistic[:, j, i] = np.where(tested, stat_ji, np.nan)
+    return better, adjusted, equal, raw, statistic
 
 
 def _rank_sets(better: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -756,6 +787,12 @@ class Comparison(NamedTuple):
         Holm's family: every pair of rows, ``C (C - 1) / 2``.
     test, level, margin, rtol
         What was run (:func:`compare`).
+    p : numpy.ndarray
+        ``(C, C)`` the raw two-sided p-values before Holm's correction, symmetric (NaN on the diagonal; 1 for
+        rounding twins).
+    statistic : numpy.ndarray
+        ``(C, C)`` ``[i, j]``: the test's statistic of row ``i`` minus row ``j`` (``W+``, :func:`wilcoxon`;
+        Student's t for a pair the t-test compared, :func:`paired_t`); NaN on the diagonal.
     """
 
     better: np.ndarray
@@ -770,6 +807,8 @@ class Comparison(NamedTuple):
     level: float
     margin: float
     rtol: float
+    p: np.ndarray = np.zeros((0, 0))
+    statistic: np.ndarray = np.zeros((0, 0))
 
 
 def _median_key(v: np.ndarray) -> np.ndarray:
@@ -827,7 +866,7 @@ def compare(
     margin = _check_margin(margin)
     rtol = _check_rtol(rtol)
     present = np.ones((1, len(v)), bool)
-    better, adjusted, equal = _decide(v[None], present, level, test, margin, rtol)
+    better, adjusted, equal, raw, statistic = _decide(v[None], present, level, test, margin, rtol)
     low, high = _rank_sets(better, present)
     med = _median_key(v)
     order = tuple(sorted(range(len(v)), key=lambda k: (low[0, k], high[0, k], med[k], k)))
@@ -845,6 +884,8 @@ def compare(
         level=level,
         margin=margin,
         rtol=rtol,
+        p=raw[0],
+        statistic=statistic[0],
     )
 
 
@@ -1072,7 +1113,7 @@ def bootstrap_mean_ranks(
             raise ValueError(f"per_problem[{prob!r}] must have {C} rows (one per name), got {v.shape[0]}")
         m = _check_margin(margin.get(prob, 0.0) if isinstance(margin, Mapping) else margin)
         present = ~np.isnan(v).all(axis=1)
-        better, _, _ = _decide(v[None], present[None], test_level, test, m, rtol)
+        better = _decide(v[None], present[None], test_level, test, m, rtol)[0]
         low, high = _rank_sets(better, present[None])
         rows.append(0.5 * (low[0] + high[0]))
     return bootstrap_problems(np.stack(rows), names, n_boot, seed, level)

@@ -24,8 +24,10 @@ import math
 import numpy as np
 import pytest
 
+from mxopt_jax.compare import analysis as A
 from mxopt_jax.compare import protocol as P
 from mxopt_jax.compare import stats as S
+from mxopt_jax.compare.analysis import across as across_module
 
 LEVEL = 0.05
 
@@ -42,7 +44,7 @@ def _null(rng, n, C, seeds, noise="normal", seed_effect=5.0):
 def _claims(values, test="wilcoxon", level=LEVEL):
     """``better`` ``(n, C, C)`` of every table of a batch, as :func:`~mxopt_jax.compare.stats.compare`."""
     n, C, _ = values.shape
-    better, _, _ = S._decide(values, np.ones((n, C), bool), level, test, 0.0, S.ROUNDING_RTOL)
+    better = S._decide(values, np.ones((n, C), bool), level, test, 0.0, S.ROUNDING_RTOL)[0]
     return better
 
 
@@ -127,7 +129,7 @@ def _old_bootstrap_separation(rng, seeds, n=2000, replicates=50):
     d = rng.normal(size=(n, seeds))
     idx = rng.integers(0, seeds, size=(n, replicates, seeds))
     resampled = np.take_along_axis(d[:, None, :], idx, axis=-1)
-    _, _, p = S._paired(resampled)
+    _, _, p = S.paired_t_rows(resampled)
     return float((p <= LEVEL).mean())
 
 
@@ -186,7 +188,7 @@ def _across(values):
     medians = np.moveaxis(np.median(d, axis=-1), 1, -1)  # (n, pairs, N)
     shown = np.zeros((n, C, C), bool)
     for k in range(n):
-        _, sign, sig = P._study_level(medians[k], LEVEL)
+        _, sign, sig = across_module._study_level(medians[k], LEVEL)
         shown[k, i, j], shown[k, j, i] = sig & (sign < 0), sig & (sign > 0)
     return per_study, per_study.all(axis=1), shown
 
@@ -235,7 +237,7 @@ def test_across_studies_error_rates(luck):
     assert shown5.any(axis=(1, 2)).mean() <= _upper(LEVEL, n5)
     # the public function agrees with the simulation's path
     for rep in range(3):
-        a = P.across_studies(_selections(values, rep))
+        a = A.across_studies(_selections(values, rep))
         np.testing.assert_array_equal(a.shown, shown5[rep])
 
 
