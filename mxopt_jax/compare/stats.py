@@ -2,7 +2,7 @@
 the overall ranking, profiles.
 
 NumPy and SciPy (no JAX), so a saved study can be re-analysed without the study's programs: Student's t
-distribution is SciPy's (:data:`scipy.stats.t`); the exact signed-rank test is written here (:func:`wilcoxon`
+distribution is SciPy's (``scipy.stats.t``); the exact signed-rank test is written here (:func:`wilcoxon`
 says why not SciPy's). Every function here reads *lower is better*; a metric where higher is better is
 multiplied by -1 before (:attr:`mxopt_jax.compare.problems.base.Problem.sign`, in :mod:`mxopt_jax.compare.protocol`).
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.stats
@@ -63,6 +63,8 @@ __all__ = [
 
 #: Elements of the exact signed-rank distributions (rows x support) computed at once.
 _CHUNK = 1 << 22
+#: Student's t distribution (``scipy.stats`` makes its distributions at import, which a type checker cannot see).
+_STUDENT_T: Any = scipy.stats.t  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- Student's t
@@ -85,13 +87,13 @@ def t_quantile(p: float, df: int) -> float:
     """
     if not 0 < p < 1:
         raise ValueError(f"p must be in (0, 1), got {p!r}")
-    return float(scipy.stats.t.ppf(p, _check_df(df)))
+    return float(_STUDENT_T.ppf(p, _check_df(df)))
 
 
 def _t_sf_array(t: np.ndarray, df: int) -> np.ndarray:
     """``P(|T| >= |t|)`` elementwise (NaN stays NaN): twice ``scipy.stats.t.sf(|t|, df)``, which keeps its
     relative accuracy in the far tail (no subtraction from 1)."""
-    return np.minimum(2.0 * scipy.stats.t.sf(np.abs(np.asarray(t, np.float64)), df), 1.0)
+    return np.minimum(2.0 * _STUDENT_T.sf(np.abs(np.asarray(t, np.float64)), df), 1.0)
 
 
 def t_sf_two_sided(t: float, df: int) -> float:

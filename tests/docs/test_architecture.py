@@ -1,5 +1,7 @@
 """docs/architecture.md stays true as the code changes: every file path and every ``mxopt_jax.…`` dotted name it
-cites exists, every module of the package is placed on it, and the site lists it."""
+cites exists, every module of the package is placed on it, the site lists it, and what it says of the imports
+holds: its layers table and the app's diagram against the import graph, the CSV writers where it names them.
+(Its recipes are performed by tests/docs/test_recipes.py.)"""
 
 from __future__ import annotations
 
