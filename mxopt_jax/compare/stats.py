@@ -344,11 +344,12 @@ def _differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # or zeros, so with a tie or a zero difference it is silently wrong (d = [1, -1, 2, 2, 0, 3, 3, 3, -0.5, 4],
 # zero_method="pratt": 0.0371 where the exact p-value, every one of the 2^10 sign patterns counted, is 0.03125;
 # SciPy 1.17.1). Its permutation method (method=scipy.stats.PermutationMethod(), which method="auto" picks for
-# such small tied samples) is exact but enumerates the 2^n sign patterns: on 10 seeds with ties it took 1.0 s
-# for one pair where _signed_rank_tails took 83 us per pair of a batch (1.2e4 x), on 15 seeds 43 s against
-# 137 us (3e5 x); a table tests every pair of its contenders on every problem. Measured on 2 shared CPU cores,
-# SciPy 1.17.1. tests/app/test_stats.py holds this test to SciPy's permutation test on small tied cases and to
-# method="exact" where that is right (no ties, no zeros).
+# such small tied samples) is exact but enumerates the 2^n sign patterns: on 10 seeds with ties it took 1-2 s for
+# one pair where _signed_rank_tails took about 100 us per pair of a batch (1e4 x), on 15 seeds about 40 s against
+# 0.1-0.4 ms (1e5 x); a table tests every pair of its contenders on every problem. Measured by
+# benchmarks/signed_rank_speed.py on 2 shared CPU cores (benchmarks/RESULTS.md). tests/app/test_stats.py holds
+# this test to SciPy's permutation test on small tied cases and to method="exact" where that is right (no ties,
+# no zeros).
 def wilcoxon(
     a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, margin: float = 0.0
 ) -> SignedRankTest:
