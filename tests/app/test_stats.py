@@ -68,13 +68,18 @@ def _t_quantile_closed_form(p: float, df: int) -> float:
     return -2 * math.sqrt(math.cos(math.acos(math.sqrt(q)) / 3) / math.sqrt(q) - 1)
 
 
+#: How closely SciPy inverts Student's t: 1e-13 relative in SciPy 1.17, 7e-10 to 2e-9 in SciPy 1.10 (the floor,
+#: cephes' ``stdtrit``); the tail probabilities themselves are exact to 1e-12 in both (the test below).
+QUANTILE_RTOL = 5e-9
+
+
 def test_t_quantile():
     assert S.t_quantile(0.975, 4) == pytest.approx(2.776445, abs=1e-6)
     assert S.t_quantile(0.975, 9) == pytest.approx(2.262157, abs=1e-6)
-    assert S.t_quantile(0.5, 7) == 0.0
+    assert S.t_quantile(0.5, 7) == pytest.approx(0.0, abs=1e-15)
     for df in (1, 2, 4):
         for p in (1e-12, 0.001, 0.025, 0.1, 0.6, 0.9, 0.975, 0.995, 0.9999):
-            assert S.t_quantile(p, df) == pytest.approx(_t_quantile_closed_form(p, df), rel=1e-12)
+            assert S.t_quantile(p, df) == pytest.approx(_t_quantile_closed_form(p, df), rel=QUANTILE_RTOL)
     for p, df in ((0.0, 3), (1.0, 3), (0.5, 0), (0.5, 2.5)):
         with pytest.raises(ValueError, match="^p |^df "):
             S.t_quantile(p, df)
@@ -83,9 +88,9 @@ def test_t_quantile():
 def test_ci_halfwidth():
     v = np.array([1.0, 2.0, 4.0, 3.5, 2.5])
     want = _t_quantile_closed_form(0.975, 4) * np.std(v, ddof=1) / math.sqrt(5)
-    assert S.ci_halfwidth(v) == pytest.approx(want, rel=1e-12)
+    assert S.ci_halfwidth(v) == pytest.approx(want, rel=QUANTILE_RTOL)
     assert S.ci_halfwidth(v, 0.9) == pytest.approx(
-        want * _t_quantile_closed_form(0.95, 4) / _t_quantile_closed_form(0.975, 4), rel=1e-12
+        want * _t_quantile_closed_form(0.95, 4) / _t_quantile_closed_form(0.975, 4), rel=2 * QUANTILE_RTOL
     )
     assert math.isnan(S.ci_halfwidth([1.0])) and math.isnan(S.ci_halfwidth([]))
     assert S.ci_halfwidth([1.0, NAN, 2.0]) == INF and S.ci_halfwidth([1.0, INF]) == INF
@@ -121,9 +126,9 @@ def test_t_sf_two_sided_far_into_the_tail():
         assert S.t_sf_two_sided(t, 1) == pytest.approx(2 * math.atan2(1, t) / math.pi, rel=1e-12, abs=1e-10)
     worst = 0.0
     for df in (1, 2, 3, 9, 100, 999, 1001, 5000, 10**5, 10**8):
-        for p in (0.5, 1e-3, 1e-6, 1e-11, 1e-14, 1e-100):  # the inverse of t_quantile
+        for p in (0.5, 1e-3, 1e-6, 1e-11, 1e-14, 1e-100):  # the inverse of t_quantile, far into the tail
             worst = max(worst, abs(S.t_sf_two_sided(S.t_quantile(p / 2, df), df) / p - 1))
-    assert worst < 1e-10
+    assert worst < 1e-6  # 1e-13 in SciPy 1.17; SciPy 1.10's quantile (QUANTILE_RTOL) moves p by up to 2e-7
 
 
 def test_t_sf_two_sided_edges_and_inverse():
@@ -131,7 +136,7 @@ def test_t_sf_two_sided_edges_and_inverse():
         assert S.t_sf_two_sided(0.0, df) == 1.0
         assert S.t_sf_two_sided(INF, df) == 0.0 and S.t_sf_two_sided(-INF, df) == 0.0
         for p in (0.6, 0.9, 0.975, 0.999):  # the inverse of t_quantile
-            assert S.t_sf_two_sided(S.t_quantile(p, df), df) == pytest.approx(2 * (1 - p), abs=1e-12)
+            assert S.t_sf_two_sided(S.t_quantile(p, df), df) == pytest.approx(2 * (1 - p), abs=1e-9)
     ps = [S.t_sf_two_sided(t, 7) for t in np.linspace(0, 20, 201)]
     assert all(a >= b for a, b in itertools.pairwise(ps)) and all(0 <= p <= 1 for p in ps)
     with pytest.raises(ValueError, match="^t must not be NaN"):
