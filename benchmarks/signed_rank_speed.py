@@ -4,7 +4,8 @@ Why the study keeps its own exact signed-rank test: ``scipy.stats.wilcoxon(metho
 without ties or zeros (wrong on tied samples), and its permutation method is exact but enumerates the ``2^n``
 sign patterns. This prints, for ``n`` seeds with ties and zeros, the study's time per pair (a batch of pairs, as
 a table tests them) and per single call, SciPy's permutation method on one pair, and both p-values; then the
-case where ``method="exact"`` is wrong.
+case where ``method="exact"`` is wrong. Needs SciPy >= 1.11 (``scipy.stats.PermutationMethod``; the study itself needs
+1.10).
 
     python benchmarks/signed_rank_speed.py            # n = 10 and 15 (SciPy takes ~1 s and ~40 s)
     python benchmarks/signed_rank_speed.py 8 10       # other numbers of seeds
