@@ -315,3 +315,65 @@ def test_importing_the_library_or_the_study_loads_neither_the_app_nor_the_tour()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[] []"
+
+
+# --------------------------------------------------------------------------- declared dependencies
+#: The import name of each distribution that differs from it.
+_IMPORT_NAME = {"pillow": "PIL", "scikit-learn": "sklearn"}
+#: Declared but imported through another: jaxlib is JAX's backend (``import jax`` loads it), declared so that its
+#: floor is pinned with JAX's (``.ci/floors.txt``).
+_DECLARED_FOR_ANOTHER = {"jaxlib"}
+
+
+def _distribution(requirement: str) -> str:
+    name = requirement.split(";")[0]
+    for sep in "<>=!~[ ":
+        name = name.split(sep)[0]
+    return name.strip().lower().replace("_", "-")
+
+
+def _third_party_imports() -> dict[str, set[str]]:
+    """Top-level name -> the package modules that import it (function-level and optional imports included)."""
+    import sys
+
+    out: dict[str, set[str]] = {}
+    for mod, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top != "mxopt_jax" and top not in sys.stdlib_module_names:
+                    out.setdefault(top, set()).add(mod)
+    return out
+
+
+def test_declared_dependencies_are_what_the_package_imports():
+    """Each runtime dependency of pyproject.toml is imported by the package, and the package imports nothing
+    else outside the standard library, except in the study app (``compare``), whose imports are the study and
+    plot extras."""
+    import tomllib
+
+    project = tomllib.loads((PKG.parent / "pyproject.toml").read_text())["project"]
+
+    def import_names(requirements: list[str]) -> set[str]:
+        return {_IMPORT_NAME.get(d, d.replace("-", "_")) for d in map(_distribution, requirements)}
+
+    runtime = import_names(
+        [r for r in project["dependencies"] if _distribution(r) not in _DECLARED_FOR_ANOTHER]
+    )
+    extras = project["optional-dependencies"]
+    app_extras = import_names(extras["study"] + extras["plot"])
+    imported = _third_party_imports()
+    assert sorted(runtime - set(imported)) == [], "declared runtime dependencies the package never imports"
+    undeclared = {
+        top: sorted(mods)
+        for top, mods in imported.items()
+        if top not in runtime and (top not in app_extras or any(not m.startswith("compare") for m in mods))
+    }
+    assert undeclared == {}, (
+        "imports that no requirement declares (the library may import only the runtime ones)"
+    )

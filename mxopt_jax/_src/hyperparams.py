@@ -10,15 +10,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import chex
 import jax
 import numpy as np
+import optax
 
 from .validation import check_range, warn
 
-Scalar = float | int | jax.Array | np.ndarray
-
-
-ScalarOrSchedule = Scalar | Callable[[jax.Array], Any]
+#: A hyperparameter's value: a Python number, a JAX or NumPy array (a scalar), as chex types a number.
+Scalar = chex.Numeric
+#: A schedule ``count -> value`` (``count`` is 0 on the first update), as optax types it.
+Schedule = optax.Schedule
+#: What every float hyperparameter of a constructor takes: optax's ``ScalarOrSchedule`` (a float, a
+#: ``jax.Array`` or a schedule), widened to chex's numbers so that an int or a NumPy scalar type-checks too.
+ScalarOrSchedule = Scalar | Schedule
+#: MXNet's ``lr_scheduler``: an :mod:`mxopt_jax.lr_scheduler` scheduler or any callable ``num_update -> lr``.
+LRSchedulerLike = Callable[[Any], Any]
 
 
 def resolve(value: ScalarOrSchedule, count: jax.Array) -> Any:

@@ -86,7 +86,7 @@ BASE_KEYWORDS: tuple[Keyword, ...] = (
     Keyword(
         "lr_scheduler",
         None,
-        "Any",
+        "LRSchedulerLike | None",
         "an :mod:`mxopt_jax.lr_scheduler` scheduler (or any jittable ``num_update -> lr``), called with MXNet's "
         "``num_update`` (1 on the first update). When ``learning_rate`` is also given and differs from the "
         "scheduler's ``base_lr``, the scheduler's ``base_lr`` is overwritten (as MXNet does) and a warning is "
@@ -143,8 +143,9 @@ class BaseKeywords(TypedDict, total=False):
     wd: hyperparams.ScalarOrSchedule
     rescale_grad: hyperparams.ScalarOrSchedule
     clip_gradient: hyperparams.ScalarOrSchedule | None
-    lr_scheduler: Any
+    lr_scheduler: hyperparams.LRSchedulerLike | None
     multi_precision: bool
+    # a pytree of floats (any node type, so no narrower static type) or a callable (path, leaf) -> float
     lr_mult: Any
     wd_mult: Any
     begin_num_update: int

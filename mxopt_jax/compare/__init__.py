@@ -17,9 +17,9 @@ and family of optimizers, one compiled program trains every run at once. Its pie
 * :mod:`~mxopt_jax.compare.search` — which configurations are tried (the learning-rate grid, or a random
   search over every hyperparameter); :mod:`~mxopt_jax.compare.schedules` — learning-rate schedules;
 * :mod:`~mxopt_jax.compare.protocol` — presets, grids, selection; :mod:`~mxopt_jax.compare.stats` — intervals,
-  paired tests and ranks (pure NumPy);
+  paired tests and ranks (NumPy, with SciPy's Student t);
 * :mod:`~mxopt_jax.compare.result` — what a study produced, as data (:class:`StudyResult`);
-  :mod:`~mxopt_jax.compare.serialize` — its JSON and CSV files; :mod:`~mxopt_jax.compare.store` — the folder
+  :mod:`~mxopt_jax.compare.serialize` — its JSON format and CSV numbers; :mod:`~mxopt_jax.compare.store` — the folder
   a study keeps its work in as it runs;
 * :mod:`~mxopt_jax.compare.report` — tables, files, plots, the HTML page and the protocol's text;
 * :mod:`~mxopt_jax.compare.study` — :func:`study`, which runs it all and returns a :class:`Study`;

@@ -192,7 +192,21 @@ NOT_SEARCHED: dict[str, str] = {
 def search_space(name: str, default_lr: float, defaults: Mapping[str, float]) -> tuple[Hyperparameter, ...]:
     """The hyperparameters of contender ``name`` (a key of :data:`SEARCH_SPACES`): the learning rate (its
     default ``default_lr``, the range of its kind of update, :data:`UPDATES`, :func:`rate`), then each searched
-    keyword with its default (from ``defaults``) and the range of its kind (:data:`RANGES`)."""
+    keyword with its default (from ``defaults``) and the range of its kind (:data:`RANGES`).
+
+    Raises
+    ------
+    KeyError
+        ``name`` has no row in :data:`UPDATES` or :data:`SEARCH_SPACES` (a built-in contender needs both).
+    """
+    missing = [
+        table for table, rows in (("UPDATES", UPDATES), ("SEARCH_SPACES", SEARCH_SPACES)) if name not in rows
+    ]
+    if missing:
+        raise KeyError(
+            f"contender {name!r} has no row in {' and '.join(missing)} (mxopt_jax/compare/contenders.py): a "
+            "built-in contender needs its kind of update and its random search's space (docs/architecture.md)"
+        )
     out = [rate(default_lr, update=UPDATES[name])]
     for key in SEARCH_SPACES[name]:
         low, high, scale = RANGES[_kind(key)]

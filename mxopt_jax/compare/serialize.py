@@ -1,4 +1,5 @@
-"""Reading and writing the study's files: JSON and CSV, below both the store and the report.
+"""Reading and writing the study's files: the JSON format and the CSV numbers (the report and the tour write the CSV
+files), below both the store and the report.
 
 Everything the app writes as JSON goes through :func:`jsonable` and :func:`dumps` (strict JSON: NaN as
 ``null``, infinities as ``"inf"``/``"-inf"``), and files are written whole or not at all

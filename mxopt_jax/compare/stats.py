@@ -1,9 +1,10 @@
 """Statistics of the optimizer study: Student t, paired tests, Holm's correction, what a table may claim,
 the overall ranking, profiles.
 
-Pure NumPy and the standard library (no SciPy, no JAX), so a saved study can be re-analysed anywhere. Every
-function here reads *lower is better*; a metric where higher is better is multiplied by -1 before
-(:attr:`mxopt_jax.compare.problems.base.Problem.sign`, in :mod:`mxopt_jax.compare.protocol`).
+NumPy and SciPy (no JAX), so a saved study can be re-analysed without the study's programs: Student's t
+distribution is SciPy's (``scipy.stats.t``); the exact signed-rank test is written here (:func:`wilcoxon`
+says why not SciPy's). Every function here reads *lower is better*; a metric where higher is better is
+multiplied by -1 before (:attr:`mxopt_jax.compare.problems.base.Problem.sign`, in :mod:`mxopt_jax.compare.protocol`).
 
 The study runs every contender (optimizer) on every problem with the *same* seeds: a seed fixes the
 initialization and the order of the mini-batches, so two contenders' results on one seed form a pair. The
@@ -21,18 +22,18 @@ comparisons here are therefore paired by seed:
 * :func:`performance_ratios`, :func:`performance_profile`, :func:`profile_score`: performance profiles
   (Dolan & Moré 2002) as the AlgoPerf benchmark defines and scores them;
 * :func:`t_quantile`, :func:`t_sf_two_sided`, :func:`ci_halfwidth`: Student's t distribution for integer
-  degrees of freedom, in closed form.
+  degrees of freedom (``scipy.stats.t``, the arguments checked).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import statistics
-from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
+import scipy.stats
 
 __all__ = [
     "ROUNDING_RTOL",
@@ -62,43 +63,13 @@ __all__ = [
     "wilcoxon",
 ]
 
-#: Degrees of freedom beyond which Student's t is computed from the Cornish-Fisher expansion.
-_CF_DF = 1000
 #: Elements of the exact signed-rank distributions (rows x support) computed at once.
 _CHUNK = 1 << 22
+#: Student's t distribution (``scipy.stats`` makes its distributions at import, which a type checker cannot see).
+_STUDENT_T: Any = scipy.stats.t  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- Student's t
-def _two_sided(t: float, df: int) -> float:
-    """``P(|T| <= t)`` for Student's t with ``df`` (integer) degrees of freedom, exactly.
-
-    Abramowitz & Stegun 26.7.3-4: with ``theta = atan(t / sqrt(df))``, a finite sum in ``cos(theta)``.
-    """
-    theta = math.atan(t / math.sqrt(df))
-    s, c2 = math.sin(theta), math.cos(theta) ** 2
-    if df % 2 == 1:
-        if df == 1:
-            return 2 * theta / math.pi
-        term, total = math.cos(theta), math.cos(theta)
-        for k in range(3, df - 1, 2):  # (2*4*...*(k-1)) / (1*3*...*k) cos^k
-            term *= c2 * (k - 1) / k
-            total += term
-        return 2 / math.pi * (theta + s * total)
-    term, total = 1.0, 1.0
-    for k in range(2, df - 1, 2):  # (1*3*...*(k-1)) / (2*4*...*k) cos^k
-        term *= c2 * (k - 1) / k
-        total += term
-    return s * total
-
-
-def _cornish_fisher(z: float, df: int) -> float:
-    """The Cornish-Fisher expansion of Student's t quantile around the normal quantile ``z`` (A&S 26.7.5)."""
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    return z + g1 / df + g2 / df**2 + g3 / df**3
-
-
 def _check_df(df: int) -> int:
     if isinstance(df, bool) or int(df) != df or df < 1:
         raise ValueError(f"df must be an integer >= 1, got {df!r}")
@@ -106,14 +77,10 @@ def _check_df(df: int) -> int:
 
 
 def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile of Student's t distribution with ``df`` degrees of freedom (no SciPy).
+    """The ``p`` quantile of Student's t distribution with ``df`` degrees of freedom.
 
-    Exact (bisection on the closed-form distribution function of integer ``df``, Abramowitz & Stegun
-    26.7.3-4) up to ``df = 1000``; beyond, the Cornish-Fisher expansion around the normal quantile ``z``
-    (A&S 26.7.5, error below ``1e-9``):
-    ``t = z + (z^3 + z) / (4 df) + (5 z^5 + 16 z^3 + 3 z) / (96 df^2) + (3 z^7 + 19 z^5 + 17 z^3 - 15 z)
-    / (384 df^3)``. ``t_quantile(0.975, 4)`` is 2.776, ``t_quantile(0.975, 9)`` 2.262, and it tends to
-    1.960 as ``df`` grows.
+    ``scipy.stats.t.ppf(p, df)``, with the arguments checked: ``t_quantile(0.975, 4)`` is 2.776,
+    ``t_quantile(0.975, 9)`` 2.262, and it tends to 1.960 as ``df`` grows.
 
     Raises
     ------
@@ -122,89 +89,19 @@ def t_quantile(p: float, df: int) -> float:
     """
     if not 0 < p < 1:
         raise ValueError(f"p must be in (0, 1), got {p!r}")
-    df = _check_df(df)
-    if p == 0.5:
-        return 0.0
-    if p < 0.5:
-        return -t_quantile(1 - p, df)
-    level = 2 * p - 1  # P(|T| <= t)
-    if df > _CF_DF:
-        return _cornish_fisher(statistics.NormalDist().inv_cdf(p), df)
-    if df == 1:
-        return math.tan(math.pi * (p - 0.5))
-    return _solve_increasing(lambda t: _two_sided(t, df), level, 1.0, 1e-13)
-
-
-def _solve_increasing(f: Callable[[float], float], y: float, hi: float, rtol: float) -> float:
-    """The ``x >= 0`` where the increasing ``f`` reaches ``y``: ``hi`` doubled until ``f(hi) >= y``, then
-    bisection on ``[0, hi]`` to a relative width ``rtol`` (at most 200 halvings)."""
-    lo = 0.0
-    while f(hi) < y:
-        hi *= 2
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if f(mid) < y:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= rtol * hi:
-            break
-    return 0.5 * (lo + hi)
-
-
-def _sf_cornish_fisher(t: float, df: int) -> float:
-    """``P(|T| >= t)`` for ``t >= 0`` and ``df > 1000``: the ``z`` whose Cornish-Fisher quantile is ``t``
-    (bisection; the expansion increases with ``z``), then the normal tail ``erfc(z / sqrt(2))``."""
-    if math.isinf(t):
-        return 0.0
-    z = _solve_increasing(lambda z: _cornish_fisher(z, df), t, max(t, 1.0), 1e-15)
-    return math.erfc(z / math.sqrt(2))
+    return float(_STUDENT_T.ppf(p, _check_df(df)))
 
 
 def _t_sf_array(t: np.ndarray, df: int) -> np.ndarray:
-    """``P(|T| >= |t|)`` elementwise (NaN stays NaN): ``1 -`` :func:`_two_sided`'s closed form, vectorized
-    (the same sums), clipped to ``[0, 1]``; :func:`_sf_cornish_fisher` beyond ``df = 1000``."""
-    a = np.abs(np.asarray(t, np.float64))
-    if df > _CF_DF:
-        out = np.full(a.shape, np.nan)
-        ok = ~np.isnan(a)
-        out[ok] = [_sf_cornish_fisher(float(x), df) for x in a[ok]]
-        return out
-    theta = np.arctan(a / math.sqrt(df))
-    s, c = np.sin(theta), np.cos(theta)
-    c2 = c**2
-    if df == 1:
-        cdf = 2 * theta / math.pi
-    elif df % 2 == 1:
-        term, total = c.copy(), c.copy()
-        for k in range(3, df - 1, 2):
-            term *= c2 * (k - 1) / k
-            total += term
-        cdf = 2 / math.pi * (theta + s * total)
-    else:
-        term, total = np.ones_like(a), np.ones_like(a)
-        for k in range(2, df - 1, 2):
-            term *= c2 * (k - 1) / k
-            total += term
-        cdf = s * total
-    out = np.clip(1.0 - cdf, 0.0, 1.0)
-    return np.where(np.isinf(a), 0.0, out)
+    """``P(|T| >= |t|)`` elementwise (NaN stays NaN): twice ``scipy.stats.t.sf(|t|, df)``, which keeps its
+    relative accuracy in the far tail (no subtraction from 1)."""
+    return np.minimum(2.0 * _STUDENT_T.sf(np.abs(np.asarray(t, np.float64)), df), 1.0)
 
 
 def t_sf_two_sided(t: float, df: int) -> float:
     """Two-sided p-value of Student's t: ``P(|T| >= |t|)`` with ``df`` (integer) degrees of freedom.
 
-    ``1 - P(|T| <= |t|)`` from the closed form of Abramowitz & Stegun 26.7.3-4 (the one :func:`t_quantile`
-    inverts): with ``theta = atan(|t| / sqrt(df))``, ``c = cos(theta)``, ``s = sin(theta)``,
-
-    * odd ``df``: ``P(|T| <= |t|) = (2 / pi) (theta + s (c + (2/3) c^3 + ... + (2*4*...*(df-3)) /
-      (3*5*...*(df-2)) c^(df-2)))`` (``2 theta / pi`` for ``df = 1``);
-    * even ``df``: ``P(|T| <= |t|) = s (1 + (1/2) c^2 + (1*3)/(2*4) c^4 + ... + (1*3*...*(df-3)) /
-      (2*4*...*(df-2)) c^(df-2))``.
-
-    Exact up to rounding (absolute error about ``1e-15``; the subtraction from 1 loses the relative accuracy
-    of p-values below about ``1e-12``, which no test level here needs). Beyond ``df = 1000``, the inverse
-    of :func:`t_quantile`'s Cornish-Fisher expansion and the normal tail. ``t = +-inf`` gives 0, ``t = 0``
+    ``2 * scipy.stats.t.sf(|t|, df)`` (at most 1), with the arguments checked. ``t = +-inf`` gives 0, ``t = 0``
     gives 1.
 
     Raises
@@ -221,8 +118,8 @@ def t_sf_two_sided(t: float, df: int) -> float:
 def ci_halfwidth(values: Sequence[float] | np.ndarray, level: float = 0.95) -> float:
     """Half-width of the ``level`` Student-t confidence interval of the mean of ``values``.
 
-    ``t_{(1 + level) / 2, n - 1} * s / sqrt(n)`` with ``s`` the sample standard deviation (``ddof=1``). NaN
-    for fewer than two values; ``inf`` when a value is not finite.
+    ``t_{(1 + level) / 2, n - 1} * s / sqrt(n)`` (:func:`t_quantile`) with ``s`` the sample standard deviation
+    (``ddof=1``). NaN for fewer than two values; ``inf`` when a value is not finite.
     """
     v = np.asarray(values, np.float64).ravel()
     if len(v) < 2:
@@ -450,6 +347,16 @@ def differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(both, 0.0, a - b)
 
 
+# Why not scipy.stats.wilcoxon: its method="exact" reads the table of the signed-rank distribution without ties
+# or zeros, so with a tie or a zero difference it is silently wrong (d = [1, -1, 2, 2, 0, 3, 3, 3, -0.5, 4],
+# zero_method="pratt": 0.0371 where the exact p-value, every one of the 2^10 sign patterns counted, is 0.03125;
+# SciPy 1.17.1). Its permutation method (method=scipy.stats.PermutationMethod(), which method="auto" picks for
+# such small tied samples) is exact but enumerates the 2^n sign patterns: on 10 seeds with ties it took 1-2 s for
+# one pair where _signed_rank_tails took about 100 us per pair of a batch (1e4 x), on 15 seeds about 40 s against
+# 0.1-0.4 ms (1e5 x); a table tests every pair of its contenders on every problem. Measured by
+# benchmarks/signed_rank_speed.py on 2 shared CPU cores (benchmarks/RESULTS.md). tests/app/test_stats.py holds
+# this test to SciPy's permutation test on small tied cases and to method="exact" where that is right (no ties,
+# no zeros).
 def wilcoxon(
     a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, margin: float = 0.0
 ) -> SignedRankTest:

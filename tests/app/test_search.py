@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import inspect
+import itertools
 import math
 
 import jax
@@ -15,6 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tiny_problems import mlp_problem as _mlp_problem
 
 import mxopt_jax
@@ -491,6 +494,36 @@ def test_kendall_tau_b():
     assert math.isnan(kendall_tau([1], [1])) and math.isnan(kendall_tau([1, 1], [1, 2]))
     with pytest.raises(ValueError, match="NaN"):
         kendall_tau([1, math.nan], [1, 2])
+
+
+def _tau_b_by_definition(x, y):
+    """Kendall's tau-b counted pair by pair: (C - D) / sqrt((C + D + T_x) (C + D + T_y)), where T_x counts the
+    pairs tied in x only (the tau-b the report computed by hand before it used SciPy)."""
+    num = nx = ny = 0
+    for i, j in itertools.combinations(range(len(x)), 2):
+        sx = (x[i] > x[j]) - (x[i] < x[j])
+        sy = (y[i] > y[j]) - (y[i] < y[j])
+        num, nx, ny = num + sx * sy, nx + (sx != 0), ny + (sy != 0)
+    return num / math.sqrt(nx * ny) if nx and ny else math.nan
+
+
+@settings(derandomize=True, max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(*[st.sampled_from([0.0, 1.0, 2.0, 2.5, math.inf])] * 2),
+        min_size=0,
+        max_size=9,
+    )
+)
+def test_kendall_tau_b_is_the_definition_with_ties_and_diverged(pairs):
+    """SciPy's tau-b (``kendall_tau``) equals the pair-by-pair definition on samples full of ties, diverged
+    results (``inf`` equals ``inf``) included, and is NaN exactly where the definition is undefined."""
+    x, y = [p[0] for p in pairs], [p[1] for p in pairs]
+    got, want = kendall_tau(x, y), _tau_b_by_definition(x, y)
+    if math.isnan(want):
+        assert math.isnan(got)
+    else:
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
 def _saved(path, preset, means):

@@ -1,9 +1,12 @@
 """docs/architecture.md stays true as the code changes: every file path and every ``mxopt_jax.…`` dotted name it
-cites exists, every module of the package is placed on it, and the site lists it."""
+cites exists, every module of the package is placed on it, the site lists it, and what it says of the imports
+holds: its layers table and the app's diagram against the import graph, the CSV writers where it names them.
+(Its recipes are performed by tests/docs/test_recipes.py.)"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pathlib
 import re
 
@@ -101,3 +104,116 @@ def test_the_site_lists_the_page():
     index = (ROOT / "docs" / "index.md").read_text()
     guides = index.split(":caption: Guides", 1)[1].split("```", 1)[0]
     assert "\narchitecture\n" in guides
+
+
+# --------------------------------------------------------------------------- the page's claims about imports
+def _import_graph() -> dict[str, set[str]]:
+    """The package's import graph as tests/test_layout.py reads it (module -> package modules it imports,
+    relative to ``mxopt_jax``)."""
+    spec = importlib.util.spec_from_file_location("_layout", ROOT / "tests" / "test_layout.py")
+    assert spec is not None and spec.loader is not None
+    layout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(layout)
+    return layout.import_graph()
+
+
+GRAPH = _import_graph()
+#: Packages whose ``__init__.py`` is empty: namespaces of the layout, in no layer.
+EMPTY = {
+    m
+    for m in GRAPH
+    if (ROOT / "mxopt_jax" / m.replace(".", "/") / "__init__.py").is_file()
+    and not (ROOT / "mxopt_jax" / m.replace(".", "/") / "__init__.py").read_text().strip()
+}
+
+
+def _section(title: str) -> str:
+    return TEXT.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _modules_of(path: str) -> set[str]:
+    """The package modules a cited path stands for: a file, or every module under a folder."""
+    rel = path.removeprefix("mxopt_jax/").removeprefix("mxopt_jax")
+    if rel.endswith(".py"):
+        mod = rel.removesuffix(".py").removesuffix("__init__").rstrip("/").replace("/", ".")
+        return {mod}
+    prefix = rel.rstrip("/").replace("/", ".")
+    return {m for m in GRAPH if m == prefix or m.startswith(prefix + ".")}
+
+
+def _layer_rows() -> list[tuple[str, set[str]]]:
+    rows = []
+    for line in _section("The layers").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) == 3 and cells[0] not in ("layer", "---"):
+            paths = re.findall(r"`(mxopt_jax/[\w./]*)`", cells[2])
+            rows.append((cells[0], set().union(*map(_modules_of, paths)) if paths else set()))
+    return rows
+
+
+def test_the_layers_table_places_every_module_once_and_holds_every_import():
+    rows = _layer_rows()
+    assert [name for name, _ in rows][:2] == ["rules", "drivers"] and rows[-1][0] == "app"
+    placed = {m: [i for i, (_, mods) in enumerate(rows) if m in mods] for m in GRAPH if m not in EMPTY}
+    assert {m: r for m, r in placed.items() if len(r) != 1} == {}, "in no row, or in two"
+    row = {m: r[0] for m, r in placed.items()}
+    upward = [
+        f"{m} ({rows[row[m]][0]}) imports {n} ({rows[row[n]][0]})"
+        for m, targets in GRAPH.items()
+        for n in targets
+        if m in row and n in row and row[n] > row[m]
+    ]
+    assert upward == [], "docs/architecture.md's layers say these imports go up"
+
+
+def test_the_layers_check_can_fail():
+    # the optimizers' family modules import signature.py, which imports the tree driver: in the rules row
+    # (where the page once listed them) that is an import going up
+    assert "_src.signature" in GRAPH["_src.optimizers.sgd"] and "_src.drivers.tree" in GRAPH["_src.signature"]
+
+
+def _flow_steps() -> list[set[str]]:
+    block = _section("The app's data flow").split("```text\n", 1)[1].split("```", 1)[0]
+    steps = []
+    for line in block.splitlines():
+        left = line.strip().split("  ", 1)[0]
+        tokens = re.findall(r"[\w]+\.py|[\w]+/", left)
+        if tokens:
+            steps.append(set().union(*(_modules_of("mxopt_jax/compare/" + t) for t in tokens)))
+    return steps
+
+
+def test_the_data_flow_diagram_holds_the_imports():
+    steps = _flow_steps()
+    assert len(steps) >= 8 and all(steps), steps
+    step = {m: i for i, mods in enumerate(steps) for m in mods}
+    upward = [
+        f"{m} (step {step[m] + 1}) imports {n} (step {step[n] + 1})"
+        for m in step
+        for n in GRAPH[m]
+        if n in step and step[n] > step[m]
+    ]
+    assert upward == [], "each step imports only from the steps above it, says docs/architecture.md"
+    # every module of the app is on a step, or a helper the page names, which imports no step
+    after = _section("The app's data flow").split("helpers any step may use, which import no step:", 1)[1]
+    helpers = {
+        "compare." + n for n in re.findall(r"(\w+)\.py", after.split("(in `mxopt_jax/compare/`)", 1)[0])
+    }
+    app = {m for m in GRAPH if m.startswith("compare.")} - EMPTY
+    assert sorted(app - set(step) - helpers) == [], "on no step of the diagram and not a helper"
+    assert {h: sorted(GRAPH[h] & set(step)) for h in helpers if GRAPH[h] & set(step)} == {}, (
+        "helpers import steps"
+    )
+
+
+def test_the_csv_files_are_written_where_the_page_says():
+    """The page names serialize.py for the JSON format and the CSV numbers, and the modules that write CSV files:
+    every module that imports ``csv`` is on that line."""
+    line = next(l for l in TEXT.splitlines() if l.endswith("| `mxopt_jax/compare/serialize.py` |"))
+
+    def source(m: str) -> str:
+        path = ROOT / "mxopt_jax" / (m.replace(".", "/") + ".py")
+        return path.read_text() if path.is_file() else ""
+
+    writers = {m for m in GRAPH if re.search(r"^\s*import csv\b", source(m), re.M)}
+    assert writers and all(f"`mxopt_jax/{w.replace('.', '/')}.py`" in line for w in writers), writers

@@ -1,13 +1,18 @@
 """A user's program, checked by mypy in CI (never run by pytest): the public API type-checks as documented.
 
 ``mypy`` (pinned in the ``test`` extra, configured in pyproject.toml) checks this file and the public modules
-of ``mxopt_jax``; a wrong annotation in a public signature makes one of these lines an error.
+of ``mxopt_jax``; a wrong annotation in a public signature makes one of these lines an error. A line that must
+be rejected carries ``# type: ignore[code]``: with unused ignores reported (below), a signature that accepted
+it would make that line an error too.
 """
+
+# mypy: warn-unused-ignores
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 import mxopt_jax
@@ -23,6 +28,24 @@ def functional() -> tuple[optax.Params, optax.OptState]:
     state = tx.init(params)
     updates, state = tx.update(jax.tree.map(jnp.ones_like, params), state, params)
     return optax.apply_updates(params, updates), state
+
+
+def hyperparameters() -> list[optax.GradientTransformation]:
+    """Every float hyperparameter takes what optax's take (``optax.ScalarOrSchedule``, on chex's numbers): a
+    Python float or int, a JAX scalar, a NumPy scalar, an optax schedule, any ``count -> value`` callable."""
+    schedule: optax.Schedule = optax.exponential_decay(1e-3, transition_steps=100, decay_rate=0.9)
+    return [
+        mxopt_jax.adam(learning_rate=1e-3, beta1=jnp.float32(0.9), epsilon=1e-8, wd=0),
+        mxopt_jax.adam(learning_rate=schedule, beta2=jnp.asarray(0.99)),
+        mxopt_jax.sgd(0.1, momentum=lambda count: 0.9 - 0.5 * 0.99**count),
+        mxopt_jax.lamb(learning_rate=None, lower_bound=1e-3, lr_scheduler=lr_scheduler.FactorScheduler(10)),
+        mxopt_jax.rmsprop(learning_rate=np.float32(1e-3), clip_weights=None, rescale_grad=1 / 32),
+        mxopt_jax.sgld(learning_rate=0.01, seed=jax.random.key(0)),
+        mxopt_jax.adam(learning_rate="1e-3"),  # type: ignore[arg-type]
+        mxopt_jax.sgd(momentum="0.9"),  # type: ignore[arg-type]
+        mxopt_jax.nag(wd="0"),  # type: ignore[arg-type]
+        mxopt_jax.adam(lr_scheduler=0.1),  # type: ignore[arg-type]
+    ]
 
 
 def sparse() -> sp.RowSparse:

@@ -44,9 +44,9 @@ _TYPE_FLAGS: dict[int, str] = {
 
 def _np_dtype(name: str) -> np.dtype:
     if name == "bfloat16":
-        import ml_dtypes  # a JAX dependency
+        import jax.numpy as jnp  # JAX's bfloat16 (ml_dtypes' type, which NumPy reads and writes)
 
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(jnp.bfloat16)
     return np.dtype(name).newbyteorder("<")
 
 

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ..hyperparams import ScalarOrSchedule
 from ..numerics import div0, param_mean, preprocess, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
@@ -55,8 +56,8 @@ ADAGRAD_RULE = Rule(
 
 @optimizer(ADAGRAD_RULE)
 def adagrad(
-    learning_rate: Any = 0.01,
-    epsilon: Any = 1e-6,
+    learning_rate: ScalarOrSchedule | None = 0.01,
+    epsilon: ScalarOrSchedule = 1e-6,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """AdaGrad (``mxnet.optimizer.AdaGrad``)::
@@ -136,8 +137,8 @@ GROUP_ADAGRAD_RULE = Rule(
 
 @optimizer(GROUP_ADAGRAD_RULE)
 def group_adagrad(
-    learning_rate: Any = 0.01,
-    epsilon: Any = 1e-6,
+    learning_rate: ScalarOrSchedule | None = 0.01,
+    epsilon: ScalarOrSchedule = 1e-6,
     *,
     axis_name: AxisName = None,
     **base: Unpack[BaseKeywords],
@@ -215,9 +216,9 @@ ADADELTA_RULE = Rule(
 
 @optimizer(ADADELTA_RULE)
 def adadelta(
-    learning_rate: Any = 1.0,
-    rho: Any = 0.9,
-    epsilon: Any = 1e-6,
+    learning_rate: ScalarOrSchedule | None = 1.0,
+    rho: ScalarOrSchedule = 0.9,
+    epsilon: ScalarOrSchedule = 1e-6,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """AdaDelta (``mxnet.optimizer.AdaDelta``, MXNet 2.0 semantics)::

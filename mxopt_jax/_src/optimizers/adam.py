@@ -6,12 +6,13 @@ Bias corrections use ``1 - beta**t`` with ``t`` the per-parameter update count (
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Unpack
+from typing import NamedTuple, Unpack
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from ..hyperparams import ScalarOrSchedule
 from ..numerics import div0, one_minus_pow, preprocess, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
@@ -84,10 +85,10 @@ ADAM_RULE = Rule(
 
 @optimizer(ADAM_RULE)
 def adam(
-    learning_rate: Any = 0.001,
-    beta1: Any = 0.9,
-    beta2: Any = 0.999,
-    epsilon: Any = 1e-8,
+    learning_rate: ScalarOrSchedule | None = 0.001,
+    beta1: ScalarOrSchedule = 0.9,
+    beta2: ScalarOrSchedule = 0.999,
+    epsilon: ScalarOrSchedule = 1e-8,
     lazy_update: bool = False,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
@@ -157,10 +158,10 @@ ADAMW_RULE = Rule(
 
 @optimizer(ADAMW_RULE)
 def adamw(
-    learning_rate: Any = 0.001,
-    beta1: Any = 0.9,
-    beta2: Any = 0.999,
-    epsilon: Any = 1e-6,
+    learning_rate: ScalarOrSchedule | None = 0.001,
+    beta1: ScalarOrSchedule = 0.9,
+    beta2: ScalarOrSchedule = 0.999,
+    epsilon: ScalarOrSchedule = 1e-6,
     correct_bias: bool = True,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
@@ -235,10 +236,10 @@ ADAMAX_RULE = Rule(
 
 @optimizer(ADAMAX_RULE)
 def adamax(
-    learning_rate: Any = 0.002,
-    beta1: Any = 0.9,
-    beta2: Any = 0.999,
-    epsilon: Any = 1e-8,
+    learning_rate: ScalarOrSchedule | None = 0.002,
+    beta1: ScalarOrSchedule = 0.9,
+    beta2: ScalarOrSchedule = 0.999,
+    epsilon: ScalarOrSchedule = 1e-8,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """AdaMax, Adam with the infinity norm (``mxnet.optimizer.Adamax``)::
@@ -321,11 +322,11 @@ NADAM_RULE = Rule(
 
 @optimizer(NADAM_RULE)
 def nadam(
-    learning_rate: Any = 0.001,
-    beta1: Any = 0.9,
-    beta2: Any = 0.999,
-    epsilon: Any = 1e-8,
-    schedule_decay: Any = 0.004,
+    learning_rate: ScalarOrSchedule | None = 0.001,
+    beta1: ScalarOrSchedule = 0.9,
+    beta2: ScalarOrSchedule = 0.999,
+    epsilon: ScalarOrSchedule = 1e-8,
+    schedule_decay: ScalarOrSchedule = 0.004,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Nadam (``mxnet.optimizer.Nadam``)::
@@ -392,10 +393,10 @@ ADABELIEF_RULE = Rule(
 
 @optimizer(ADABELIEF_RULE)
 def adabelief(
-    learning_rate: Any = 0.001,
-    beta1: Any = 0.9,
-    beta2: Any = 0.999,
-    epsilon: Any = 1e-6,
+    learning_rate: ScalarOrSchedule | None = 0.001,
+    beta1: ScalarOrSchedule = 0.9,
+    beta2: ScalarOrSchedule = 0.999,
+    epsilon: ScalarOrSchedule = 1e-6,
     correct_bias: bool = True,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:

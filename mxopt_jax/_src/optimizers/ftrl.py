@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Unpack
+from typing import NamedTuple, Unpack
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from ..hyperparams import ScalarOrSchedule
 from ..numerics import div0, one_minus_pow, preprocess, rate_or_one, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
@@ -120,9 +121,9 @@ FTRL_RULE = Rule(
 
 @optimizer(FTRL_RULE)
 def ftrl(
-    learning_rate: Any = 0.1,
-    lamda1: Any = 0.01,
-    beta: Any = 1.0,
+    learning_rate: ScalarOrSchedule | None = 0.1,
+    lamda1: ScalarOrSchedule = 0.01,
+    beta: ScalarOrSchedule = 1.0,
     *,
     lazy_update: bool = False,
     **base: Unpack[BaseKeywords],
@@ -237,10 +238,10 @@ FTML_RULE = Rule(
 
 @optimizer(FTML_RULE)
 def ftml(
-    learning_rate: Any = 0.0025,
-    beta1: Any = 0.6,
-    beta2: Any = 0.999,
-    epsilon: Any = 1e-8,
+    learning_rate: ScalarOrSchedule | None = 0.0025,
+    beta1: ScalarOrSchedule = 0.6,
+    beta2: ScalarOrSchedule = 0.999,
+    epsilon: ScalarOrSchedule = 1e-8,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """FTML, Follow the Moving Leader (``mxnet.optimizer.FTML``)::

@@ -7,12 +7,13 @@ shards (:func:`mxopt_jax._src.numerics.param_sum`).
 
 from __future__ import annotations
 
-from typing import Any, Unpack
+from typing import Unpack
 
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..hyperparams import ScalarOrSchedule
 from ..numerics import div0, l2_norm, name_flag, one_minus_pow, preprocess, scale, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
@@ -89,10 +90,10 @@ LARS_RULE = Rule(
 
 @optimizer(LARS_RULE)
 def lars(
-    learning_rate: Any = 0.1,
-    momentum: Any = 0.0,
-    eta: Any = 0.001,
-    epsilon: Any = 1e-8,
+    learning_rate: ScalarOrSchedule | None = 0.1,
+    momentum: ScalarOrSchedule = 0.0,
+    eta: ScalarOrSchedule = 0.001,
+    epsilon: ScalarOrSchedule = 1e-8,
     lazy_update: bool = False,
     *,
     axis_name: AxisName = None,
@@ -225,12 +226,12 @@ LAMB_RULE = Rule(
 
 @optimizer(LAMB_RULE)
 def lamb(
-    learning_rate: Any = 0.001,
-    beta1: Any = 0.9,
-    beta2: Any = 0.999,
-    epsilon: Any = 1e-6,
-    lower_bound: Any = None,
-    upper_bound: Any = None,
+    learning_rate: ScalarOrSchedule | None = 0.001,
+    beta1: ScalarOrSchedule = 0.9,
+    beta2: ScalarOrSchedule = 0.999,
+    epsilon: ScalarOrSchedule = 1e-6,
+    lower_bound: ScalarOrSchedule | None = None,
+    upper_bound: ScalarOrSchedule | None = None,
     bias_correction: bool = True,
     *,
     axis_name: AxisName = None,
@@ -310,12 +311,12 @@ LANS_RULE = Rule(
 
 @optimizer(LANS_RULE)
 def lans(
-    learning_rate: Any = 0.001,
-    beta1: Any = 0.9,
-    beta2: Any = 0.999,
-    epsilon: Any = 1e-6,
-    lower_bound: Any = None,
-    upper_bound: Any = None,
+    learning_rate: ScalarOrSchedule | None = 0.001,
+    beta1: ScalarOrSchedule = 0.9,
+    beta2: ScalarOrSchedule = 0.999,
+    epsilon: ScalarOrSchedule = 1e-6,
+    lower_bound: ScalarOrSchedule | None = None,
+    upper_bound: ScalarOrSchedule | None = None,
     *,
     axis_name: AxisName = None,
     **base: Unpack[BaseKeywords],

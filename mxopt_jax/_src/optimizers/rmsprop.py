@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Unpack
+from typing import NamedTuple, Unpack
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from ..hyperparams import ScalarOrSchedule
 from ..numerics import div0, preprocess, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
@@ -92,12 +93,12 @@ RMSPROP_RULE = Rule(
 
 @optimizer(RMSPROP_RULE)
 def rmsprop(
-    learning_rate: Any = 0.001,
-    rho: Any = 0.9,
-    momentum: Any = 0.9,
-    epsilon: Any = 1e-8,
+    learning_rate: ScalarOrSchedule | None = 0.001,
+    rho: ScalarOrSchedule = 0.9,
+    momentum: ScalarOrSchedule = 0.9,
+    epsilon: ScalarOrSchedule = 1e-8,
     centered: bool = False,
-    clip_weights: Any = None,
+    clip_weights: ScalarOrSchedule | None = None,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """RMSProp (``mxnet.optimizer.RMSProp``)::

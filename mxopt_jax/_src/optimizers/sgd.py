@@ -7,12 +7,13 @@ Notation (every rule): ``G = clip(rescale_grad * g) + wd * w`` is MXNet 2.0's pr
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, Unpack
+from typing import NamedTuple, Unpack
 
 import jax
 import jax.numpy as jnp
 import optax
 
+from ..hyperparams import ScalarOrSchedule
 from ..numerics import preprocess, rate_or_one
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
@@ -73,8 +74,8 @@ SGD_RULE = Rule(
 
 @optimizer(SGD_RULE)
 def sgd(
-    learning_rate: Any = 0.1,
-    momentum: Any = 0.0,
+    learning_rate: ScalarOrSchedule | None = 0.1,
+    momentum: ScalarOrSchedule = 0.0,
     lazy_update: bool = False,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
@@ -113,8 +114,8 @@ CCSGD_RULE = dataclasses.replace(SGD_RULE, name="ccsgd", validate=None)
 
 @optimizer(CCSGD_RULE, deprecation="ccsgd is deprecated (as in MXNet 1.x); use mxopt_jax.sgd")
 def ccsgd(
-    learning_rate: Any = 0.01,
-    momentum: Any = 0.0,
+    learning_rate: ScalarOrSchedule | None = 0.01,
+    momentum: ScalarOrSchedule = 0.0,
     lazy_update: bool = True,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
@@ -170,8 +171,8 @@ NAG_RULE = Rule(
 
 @optimizer(NAG_RULE)
 def nag(
-    learning_rate: Any = 0.1,
-    momentum: Any = 0.9,
+    learning_rate: ScalarOrSchedule | None = 0.1,
+    momentum: ScalarOrSchedule = 0.9,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Nesterov accelerated gradient (``mxnet.optimizer.NAG``)::
@@ -253,9 +254,9 @@ SIGNUM_RULE = Rule(
 
 @optimizer(SIGNUM_RULE)
 def signum(
-    learning_rate: Any = 0.01,
-    momentum: Any = 0.9,
-    wd_lh: Any = 0.0,
+    learning_rate: ScalarOrSchedule | None = 0.01,
+    momentum: ScalarOrSchedule = 0.9,
+    wd_lh: ScalarOrSchedule = 0.0,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Signum and signSGD (``mxnet.optimizer.Signum``)::
@@ -327,8 +328,8 @@ SGLD_RULE = Rule(
 
 @optimizer(SGLD_RULE)
 def sgld(
-    learning_rate: Any = 0.1,
-    seed: Any = 0,
+    learning_rate: ScalarOrSchedule | None = 0.1,
+    seed: int | jax.Array = 0,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Stochastic Gradient Langevin Dynamics (``mxnet.optimizer.SGLD``)::
@@ -401,9 +402,9 @@ DCASGD_RULE = Rule(
 
 @optimizer(DCASGD_RULE)
 def dcasgd(
-    learning_rate: Any = 0.1,
-    momentum: Any = 0.0,
-    lamda: Any = 0.04,
+    learning_rate: ScalarOrSchedule | None = 0.1,
+    momentum: ScalarOrSchedule = 0.0,
+    lamda: ScalarOrSchedule = 0.04,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """Delay-compensated asynchronous SGD (``mxnet.optimizer.DCASGD``)::
@@ -528,8 +529,8 @@ LBSGD_RULE = Rule(
 
 @optimizer(LBSGD_RULE)
 def lbsgd(
-    learning_rate: Any = 0.01,
-    momentum: Any = 0.0,
+    learning_rate: ScalarOrSchedule | None = 0.01,
+    momentum: ScalarOrSchedule = 0.0,
     warmup_strategy: str = "linear",
     warmup_epochs: int = 5,
     batch_scale: int = 1,
@@ -608,7 +609,7 @@ TEST_RULE = Rule(
 
 @optimizer(TEST_RULE)
 def test(
-    learning_rate: Any = 0.01,
+    learning_rate: ScalarOrSchedule | None = 0.01,
     **base: Unpack[BaseKeywords],
 ) -> optax.GradientTransformation:
     """MXNet 2.0's ``Test`` optimizer, a plain gradient step used in MXNet's own tests::
