@@ -328,9 +328,22 @@ class FactorScheduler(LRScheduler):
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
 
-        # NOTE: while rather than if (for continuing training via load_epoch), as MXNet.
-        while num_update > self.count + self.step:
+        # MXNet loops ``while num_update > count + step`` (to continue training via load_epoch): the decays
+        # pending, k = ceil((num_update - count) / step) - 1, are applied one by one as MXNet multiplies (up to
+        # _MAX_FACTOR_TABLE of them, or until the rate stops changing), any further ones in closed form, so
+        # a query far ahead of the scheduler's position (a resumed file) is bounded in work.
+        pending = (num_update - self.count - 1) // self.step if num_update > self.count + self.step else 0
+        done = 0
+        while done < pending:
+            if done == _MAX_FACTOR_TABLE:
+                rest = pending - done
+                decayed = self.base_lr * math.exp(rest * math.log(self.factor)) if self.factor > 0 else 0.0
+                self.base_lr = max(self.stop_factor_lr, decayed)
+                self.count += rest * self.step
+                break
+            before = self.base_lr
             self.count += self.step
+            done += 1
             self.base_lr *= self.factor
             if self.base_lr < self.stop_factor_lr:
                 self.base_lr = self.stop_factor_lr
@@ -341,6 +354,9 @@ class FactorScheduler(LRScheduler):
                 )
             else:
                 _logger.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
+            if self.base_lr == before:  # a fixed point: every later decay gives the same rate
+                self.count += (pending - done) * self.step
+                break
         return float(self.base_lr)
 
     def as_schedule(self) -> Schedule:

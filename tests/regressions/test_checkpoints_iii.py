@@ -6,12 +6,21 @@ load with MXNet's behaviour; each failed on the code before the fix (the docstri
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import math
 import os
 import pathlib
+import signal
 
+import numpy as np
 import pytest
+from mxnet_files import list_file
+from pickle_bytes import dumps, from_states, ndarray_record
 
-from mxopt_jax.mxnet_format import load_params
+from mxopt_jax import lr_scheduler
+from mxopt_jax.mxnet_format import load_params, load_trainer, load_updater, read_states
 
 GOLDEN = pathlib.Path(__file__).parents[1] / "golden"
 CKPT, GOLD = GOLDEN / "mxnet_ckpt", GOLDEN / "mxnet_resume"
@@ -47,3 +56,208 @@ def test_a_link_to_proc_self_mem_is_refused_as_not_regular(tmp_path):
     link.symlink_to("/proc/self/mem")
     with pytest.raises(ValueError, match=r"x\.states: refused: .* pseudo-filesystems"):
         load_params(link)
+
+
+# --------------------------------------------------------------------------- hand-made .states files
+def _edited(path, **attrs):
+    """The bytes of a real ``.states`` file with some of its optimizer's attributes replaced."""
+    states, opt = from_states(*read_states(path))
+    opt.attrs.update(attrs)
+    return dumps((states, opt))
+
+
+@contextlib.contextmanager
+def _no_hang(seconds=60):
+    """A guard, not a speed check: a call that loops for minutes fails the test instead of stalling it."""
+
+    def stop(*_):
+        raise TimeoutError(f"no answer within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# --------------------------------------------------------------------------- 4: duplicate idx2name
+def test_duplicate_idx2name_values_are_refused():
+    """Before: ``{0: 'b', 1: 'w', 2: 'b', 3: 'w'}`` loaded; by name only indices 2 and 3 were updated, the
+    others dropped without an error."""
+    blob = _edited(CKPT / "mx20_adam.states", idx2name={0: "b", 1: "w", 2: "b", 3: "w"})
+    with pytest.raises(
+        ValueError, match=r"<states bytes>: .*'idx2name' names \['b', 'w'\] for more than one"
+    ):
+        load_updater(blob)
+    # distinct names still load, and pair by name
+    upd = load_updater(_edited(CKPT / "mx20_adam.states", idx2name={0: "a", 1: "b", 2: "c", 3: "d"}))
+    assert [upd.layout[i][0] for i in range(4)] == ["a", "b", "c", "d"]
+
+
+# --------------------------------------------------------------------------- 5: attributes MXNet lacks
+@pytest.mark.parametrize("version", ["mx19", "mx20"])
+def test_sgld_with_a_seed_is_refused(version):
+    """Before: a ``seed`` attribute (MXNet's SGLD has none) chose the noise stream: two loads drew the same
+    noise where a genuine file gets a fresh seed."""
+    with pytest.raises(
+        ValueError, match=r"<states bytes>: the optimizer has an attribute 'seed', which MXNet's SGLD"
+    ):
+        load_updater(_edited(CKPT / f"{version}_sgld.states", seed=7))
+    a, b = (load_updater(CKPT / f"{version}_sgld.states").optimizer for _ in range(2))
+    assert not np.array_equal(np.asarray(a._key), np.asarray(b._key))  # a genuine file: a fresh stream each
+
+
+# --------------------------------------------------------------------------- 6: counts MXNet cannot write
+@pytest.mark.parametrize(
+    ("attrs", "match"),
+    [
+        (
+            {"_index_update_count": {0: 2**31 - 2, 1: 3, 2: 3, 3: 3}},
+            r"update count of index 0 is 2147483646, past",
+        ),
+        (
+            {"_all_index_update_counts": {0: {0: 3, 1: 2**31 - 2}}},
+            r"update count of index 1 is 2147483646, past",
+        ),
+        ({"begin_num_update": 2**31 - 2}, r"'begin_num_update' = 2147483646 is past its num_update = 3"),
+    ],
+)
+def test_counts_past_num_update_are_refused(attrs, match):
+    """Before: a real FactorScheduler file with one count at 2**31 - 2 and num_update = 3 loaded; the first
+    facade step looped over about 1.07e9 decays (42 min) and to_optax's rate dropped to stop_factor_lr."""
+    blob = _edited(CKPT / "mx20_sgd_sched_mults.states", **attrs)
+    with (
+        _no_hang(),
+        pytest.raises(ValueError, match=rf"<states bytes>: the {match}|<states bytes>: .*{match}"),
+    ):
+        load_updater(blob)
+
+
+def test_a_factor_scheduler_far_behind_its_query_answers_in_bounded_work():
+    """Before: MXNet's ``while num_update > count + step`` loop, 2**31 iterations for this query."""
+    s = lr_scheduler.FactorScheduler(step=1, factor=0.5, stop_factor_lr=1e-8, base_lr=1.0)
+    with _no_hang(30):
+        assert s(2**31 - 1) == 1e-8
+    assert s.count == 2**31 - 2  # where MXNet's loop stops
+    s = lr_scheduler.FactorScheduler(step=1, factor=1 - 1e-9, stop_factor_lr=0.0, base_lr=1.0)
+    with _no_hang(30):
+        lr = s(2**31 - 1)
+    assert lr == pytest.approx(math.exp((2**31 - 2) * math.log(1 - 1e-9)), rel=1e-6) and s.count == 2**31 - 2
+    # the first decays are MXNet's repeated multiplications, exactly
+    s = lr_scheduler.FactorScheduler(step=2, factor=0.7, base_lr=0.05)
+    ref = 0.05
+    for _ in range(9):
+        ref *= 0.7
+    assert s(20) == ref
+
+
+# --------------------------------------------------------------------------- 7: lr = None
+def test_lr_none_without_a_scheduler_is_read_as_mxnets_constructor_reads_it():
+    """Before: ``lr = None`` with no scheduler (MXNet's constructor makes it 0.01, so MXNet never writes it)
+    loaded, then the first facade step raised TypeError; to_optax used 0.01."""
+    import jax.numpy as jnp
+    import optax
+
+    blob = _edited(GOLD / "mx20_cnn_fp16.states", lr=None)
+    ckpt = load_trainer(GOLD / "mx20_cnn_fp16.params", blob, loss="sum", lr_mult={})
+    assert ckpt.optimizer.lr == 0.01
+    tx, state = ckpt.to_optax()
+    grads = {n: jnp.ones_like(p) for n, p in ckpt.params.items()}
+    upd, _ = tx.update(grads, state, ckpt.params)
+    functional = optax.apply_updates(ckpt.params, upd)
+    facade = ckpt.updater({n: grads[n] for n in ckpt.trainable}, ckpt.params)
+    for n in ckpt.trainable:
+        np.testing.assert_array_equal(np.asarray(facade[n]), np.asarray(functional[n]))
+
+
+# --------------------------------------------------------------------------- 1-3: pairing as MXNet pairs
+def _npz_bytes(arrays):
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _step(ckpt, scale=1.0):
+    """One facade step by name with deterministic gradients: ``{name: new weight}`` (NumPy)."""
+    import jax.numpy as jnp
+
+    grads = {n: jnp.full(ckpt.params[n].shape, scale * (1 + k), ckpt.params[n].dtype)
+             for k, n in enumerate(sorted(ckpt.trainable))}  # fmt: skip
+    return {n: np.asarray(w) for n, w in ckpt.updater(grads, ckpt.params).items()}
+
+
+def test_gluon2_npz_names_with_legacy_prefixes_are_stripped_as_load_dict_strips_them():
+    """Before: ``arg:`` / ``aux:`` prefixed member names were sorted as they are, so most parameters got
+    another layer's state (or a shape error)."""
+    params = load_params(GOLD / "mx20_twin.params")
+    prefixed = {("aux:" if n.endswith("bias") else "arg:") + n: a for n, a in params.items()}
+    states = GOLD / "mx20_twin.states"
+    ref = load_trainer(GOLD / "mx20_twin.params", states, loss="sum", lr_mult={})
+    got = load_trainer(_npz_bytes(prefixed), states, loss="sum", lr_mult={})
+    assert got.names == ref.names
+    for n in ref.names:
+        np.testing.assert_array_equal(np.asarray(got.updater.states[got.index(n)][0]),
+                                      np.asarray(ref.updater.states[ref.index(n)][0]))  # fmt: skip
+    want, have = _step(ref), _step(got)
+    for n in want:
+        np.testing.assert_array_equal(have[n], want[n])
+    # a name that strips to another one is a name matching two things
+    twice = {**prefixed, "0.weight": params["0.weight"]}
+    with pytest.raises(ValueError, match=r"<params bytes> holds 'arg:0\.weight' and '0\.weight'.*refused"):
+        load_trainer(_npz_bytes(twice), states, loss="sum", lr_mult={})
+
+
+def test_a_1x_params_file_in_another_record_order_pairs_by_name():
+    """Before: the names list was paired with the file's records by position (the leaf suffix alone
+    checked): '0.weight' got 'alpha_weight''s state and '1.weight' 'zeta_weight''s, silently."""
+    meta = json.loads(str(np.load(GOLD / "mx19_twin.npz")["meta"]))
+    names = meta["collect_params"]  # ['zeta_weight', 'zeta_bias', 'alpha_weight', 'alpha_bias']
+    params = load_params(GOLD / "mx19_twin.params")
+    order = ["1.weight", "1.bias", "0.weight", "0.bias"]  # valid: 1.x load_parameters loads by name
+    shuffled = list_file([ndarray_record(params[n]) for n in order], order)
+    states = GOLD / "mx19_twin.states"
+    ref = load_trainer(GOLD / "mx19_twin.params", states, loss="sum", lr_mult={}, names=names)
+    got = load_trainer(shuffled, states, loss="sum", lr_mult={}, names=names)
+    assert got.names == ref.names == tuple(meta["trainer_names"])
+    assert got.key_of == ref.key_of == dict(zip(meta["file_names"], names, strict=True))
+    want, have = _step(ref), _step(got)
+    for n in want:
+        np.testing.assert_array_equal(have[n], want[n])
+    # a key matching nothing, or more keys than parameters of a leaf name, is refused
+    with pytest.raises(ValueError, match=r"names\[1\] = 'zeta_gamma' matches no parameter"):
+        load_trainer(
+            shuffled, states, loss="sum", lr_mult={}, names=["zeta_weight", "zeta_gamma", *names[2:]]
+        )
+    with pytest.raises(
+        ValueError, match=r"names\[3\] = 'beta_weight' ends with 'weight'.*would match two things"
+    ):
+        load_trainer(shuffled, states, loss="sum", lr_mult={}, names=[*names[:3], "beta_weight"])
+
+
+def test_a_missing_state_is_created_fresh_as_mxnets_updater_creates_it():
+    """Before: a parameter whose index had no state became frozen (its gradients ignored) without a word;
+    MXNet's Updater creates a fresh state and trains it."""
+    raw, opt = read_states(GOLD / "mx20_cnn_adam.states")
+    ref = load_trainer(GOLD / "mx20_cnn_adam.params", GOLD / "mx20_cnn_adam.states", loss="sum", lr_mult={})
+    gone = ref.index("3.weight")
+    blob = dumps(from_states({i: s for i, s in raw.items() if i != gone}, opt))
+    with pytest.warns(UserWarning, match=r"no optimizer state for \['3\.weight'\]: as MXNet's Updater"):
+        ckpt = load_trainer(GOLD / "mx20_cnn_adam.params", blob, loss="sum", lr_mult={})
+    assert ckpt.fresh == ("3.weight",) and "3.weight" in ckpt.trainable
+    assert ckpt.frozen == ("1.running_mean", "1.running_var")  # BatchNorm's statistics: grad_req 'null'
+    before = np.asarray(ckpt.params["3.weight"])
+    new = _step(ckpt)
+    assert not np.array_equal(new["3.weight"], before)  # trained
+    st = ckpt.updater.states[gone]  # Adam's fresh state after one update: m = (1 - beta1) * (g + wd * w)
+    g = ckpt.optimizer.rescale_grad * np.full(before.shape, 1 + sorted(ckpt.trainable).index("3.weight"))
+    g = g + ckpt.optimizer.wd * before
+    np.testing.assert_allclose(np.asarray(st[0]), (1 - ckpt.optimizer.beta1) * g, rtol=1e-5)
+    assert ckpt.optimizer.index_update_counts[gone] == 4  # the file's count (3) goes on, as MXNet counts
+    # a parameter named grad_req 'null' keeps no state and is never updated
+    ckpt = load_trainer(GOLD / "mx20_cnn_adam.params", blob, loss="sum", lr_mult={}, frozen=["3.weight"])
+    assert ckpt.fresh == () and "3.weight" in ckpt.frozen
+    with pytest.raises(ValueError, match=r"has an optimizer state .* grad_req 'null'"):
+        load_trainer(GOLD / "mx20_cnn_adam.params", GOLD / "mx20_cnn_adam.states", loss="sum", lr_mult={},
+                     frozen=["3.weight"])  # fmt: skip

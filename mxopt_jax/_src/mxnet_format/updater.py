@@ -398,6 +398,11 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
     a = vars(o)
     kw: dict[str, Any] = {}
     aliases = _ALIASES_19.get(name, {}) if v1 else {}
+    for p in sorted(_NOT_MXNET.get(name, set()) & set(a)):
+        raise ValueError(
+            f"{where}: the optimizer has an attribute {p!r}, which MXNet's {o.mx_class} does not have (it is "
+            "mxopt_jax's own constructor argument, never in an MXNet file): refused"
+        )
     for p in _own_names(cls):
         src = aliases.get(p, p)
         if src in a:
@@ -427,6 +432,8 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
         agg = min(agg, 45)
     sched = file_scheduler(a, where, lr_scheduler)
     lr = a.get("lr")
+    if lr is None and sched is None:
+        lr = 0.01  # MXNet's constructor: learning_rate=None without a scheduler is 0.01
     if name == "adadelta" and v1:
         lr, sched = 1.0, None
     base = dict(
@@ -453,6 +460,11 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
     opt.wd_mult = dict(a.get("wd_mult") or {})
     _restore_counts(opt, a)
     return opt
+
+
+#: mxopt_jax's constructor arguments that MXNet's class of that name does not have (a file holding one was not
+#: written by MXNet; SGLD's noise stream is seeded afresh, as MXNet draws from its global generator).
+_NOT_MXNET = {"sgld": {"seed"}}
 
 
 def _own_names(cls: type) -> list[str]:
