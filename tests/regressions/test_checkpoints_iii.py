@@ -13,6 +13,8 @@ import math
 import os
 import pathlib
 import signal
+import struct
+import zipfile
 
 import numpy as np
 import pytest
@@ -261,3 +263,180 @@ def test_a_missing_state_is_created_fresh_as_mxnets_updater_creates_it():
     with pytest.raises(ValueError, match=r"has an optimizer state .* grad_req 'null'"):
         load_trainer(GOLD / "mx20_cnn_adam.params", GOLD / "mx20_cnn_adam.states", loss="sum", lr_mult={},
                      frozen=["3.weight"])  # fmt: skip
+
+
+# --------------------------------------------------------------------------- 7-8: the facade's own format
+def _facade_blob(name="sgd", **kw):
+    """What ``Updater.get_states(dump_optimizer=True)`` writes after two updates."""
+    import jax.numpy as jnp
+
+    import mxopt_jax
+
+    upd = mxopt_jax.get_updater(mxopt_jax.create(name, **kw))
+    for i in range(2):
+        upd(i, jnp.full((3,), 0.5), jnp.ones(3))
+    return upd.get_states(dump_optimizer=True)
+
+
+def _manifest(blob):
+    zf = zipfile.ZipFile(io.BytesIO(blob))
+    return json.loads(zf.read("manifest.json")), {
+        n: zf.read(n) for n in zf.namelist() if n != "manifest.json"
+    }
+
+
+def _archive(manifest, members, compression=zipfile.ZIP_STORED):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compression) as zf:
+        zf.writestr("manifest.json", manifest if isinstance(manifest, (str, bytes)) else json.dumps(manifest))
+        for k, v in members.items():
+            zf.writestr(k, v)
+    return buf.getvalue()
+
+
+def _fresh(name="sgd", **kw):
+    import mxopt_jax
+
+    return mxopt_jax.get_updater(mxopt_jax.create(name, **kw))
+
+
+def _with_attrs(**attrs):
+    manifest, members = _manifest(_facade_blob())
+    manifest["optimizer"]["attrs"].update(attrs)
+    return _archive(manifest, members)
+
+
+@pytest.mark.parametrize(
+    ("attrs", "match"),
+    [
+        ({"lr_scheduler": {"int": 5}}, r"'lr_scheduler' to 5; it must be None or one of mxopt_jax\.lr_scheduler"),
+        ({"clip_gradient": {"str": "x"}}, r"do not fit SGD: .*clip_gradient"),
+        ({"momentum": {"float": "-1.0"}}, r"do not fit SGD: .*momentum"),
+        ({"num_update": {"int": 2**40}}, r"'num_update' to 1099511627776; it must be an update count"),
+        ({"begin_num_update": {"int": 9}}, r"begin_num_update = 9 is past its num_update = 1"),
+        ({"_all_index_update_counts": {"dict": [[{"int": 0}, {"dict": [[{"int": 0}, {"int": 2**31 - 2}]]}]]}},
+         r"update count of index 0 \(device 0\) is 2147483646, past its num_update = 1"),
+        ({"idx2name": {"dict": [[{"int": 0}, {"str": "w"}], [{"int": 1}, {"str": "w"}]]}}, r"'idx2name' .* distinct"),
+        ({"_prep": {"int": 1}}, r"unknown optimizer attributes \['_prep'\]"),
+    ],
+)  # fmt: skip
+def test_facade_attributes_are_checked_against_what_the_class_accepts(attrs, match):
+    """Before: attributes whose current value is None were never checked (``lr_scheduler = 5``,
+    ``clip_gradient = "x"`` loaded, then the next update raised TypeError); counts were not checked."""
+    upd = _fresh()
+    with pytest.raises(ValueError, match=rf"^set_states: .*{match}"):
+        upd.set_states(_with_attrs(**attrs))
+    assert upd.optimizer.lr_scheduler is None and upd.optimizer.num_update == 0 and upd.states == {}
+
+
+def test_facade_scheduler_is_checked_as_on_the_mxnet_path():
+    """Before: ``lr_scheduler = FactorScheduler(step=0)`` injected into an SGD loaded, then the next update
+    hung (``while num_update > count + 0``)."""
+    good = {"scheduler": "FactorScheduler", "attrs": {"dict": [
+        [{"str": k}, v] for k, v in {
+            "base_lr": {"float": "0.1"}, "warmup_steps": {"int": 0}, "warmup_final_lr": {"float": "0.1"},
+            "warmup_begin_lr": {"float": "0.0"}, "warmup_mode": {"str": "linear"}, "step": {"int": 1},
+            "factor": {"float": "0.5"}, "stop_factor_lr": {"float": "1e-08"}, "count": {"int": 1}}.items()]}}  # fmt: skip
+    upd = _fresh()
+    upd.set_states(_with_attrs(lr_scheduler=good))
+    assert isinstance(upd.optimizer.lr_scheduler, lr_scheduler.FactorScheduler)
+    for field, value, match in [
+        ("step", {"int": 0}, r"cannot rebuild .*FactorScheduler.*step"),
+        ("count", {"int": 2**30}, r"archived FactorScheduler's attribute 'count'"),
+        (
+            "factor",
+            {"float": "nan"},
+            r"archived FactorScheduler's attribute 'factor' must be a finite number",
+        ),
+    ]:
+        bad = json.loads(json.dumps(good))
+        for pair in bad["attrs"]["dict"]:
+            if pair[0]["str"] == field:
+                pair[1] = value
+        upd = _fresh()
+        with _no_hang(), pytest.raises(ValueError, match=rf"^set_states: .*{match}"):
+            upd.set_states(_with_attrs(lr_scheduler=bad))
+        assert upd.optimizer.lr_scheduler is None
+    extra = json.loads(json.dumps(good))
+    extra["attrs"]["dict"].append([{"str": "__class__"}, {"str": "x"}])
+    upd = _fresh()
+    upd.set_states(_with_attrs(lr_scheduler=extra))  # attributes the scheduler does not keep are left out
+    assert "__class__" not in vars(upd.optimizer.lr_scheduler)
+
+
+def test_facade_lr_none_without_a_scheduler_reads_as_the_constructor():
+    """Before: ``lr = None`` and no scheduler loaded, then the first facade step raised TypeError."""
+    import jax.numpy as jnp
+
+    upd = _fresh()
+    upd.set_states(_with_attrs(lr=None))
+    assert upd.optimizer.lr == 0.01
+    np.testing.assert_allclose(np.asarray(upd(0, jnp.ones(3), jnp.ones(3))), 1 - 0.01, rtol=1e-6)
+
+
+def _patched(blob, method=None, flags=None):
+    """``blob`` with every member's compression method and / or general-purpose flags replaced (local and
+    central headers)."""
+    out = bytearray(blob)
+    for sig, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        pos = out.find(sig)
+        while pos >= 0:
+            if flags is not None:
+                out[pos + at : pos + at + 2] = struct.pack("<H", flags)
+            if method is not None:
+                out[pos + at + 2 : pos + at + 4] = struct.pack("<H", method)
+            pos = out.find(sig, pos + 4)
+    return bytes(out)
+
+
+def test_facade_archives_that_break_zip_zlib_or_json_are_value_errors():
+    """Before: RecursionError (deep JSON), zlib.error, RuntimeError (an encrypted member),
+    NotImplementedError (compression method 99) escaped set_states."""
+    manifest, members = _manifest(_facade_blob())
+    deep = (
+        '{"format": "mxopt_jax.updater_states", "version": 1, "states": '
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}"
+    )
+    deflated = _archive(manifest, members, zipfile.ZIP_DEFLATED)
+    head = deflated.find(b"PK\x03\x04")
+    start = head + 30 + struct.unpack("<H", deflated[head + 26 : head + 28])[0]
+    corrupt = bytearray(deflated)
+    corrupt[start : start + 8] = b"\xff" * 8  # the manifest's deflate stream
+    cases = [
+        (_archive(deep, members), r"nests arrays and objects deeper than 192"),
+        (bytes(corrupt), r"not an mxopt_jax Updater state archive"),
+        (_patched(_archive(manifest, members), flags=1), r"not an mxopt_jax Updater state archive"),
+        (_patched(_archive(manifest, members), method=99), r"not an mxopt_jax Updater state archive"),
+    ]
+    for blob, match in cases:
+        upd = _fresh()
+        with pytest.raises(ValueError, match=rf"^set_states: .*{match}"):
+            upd.set_states(blob)
+        assert upd.states == {}
+
+
+def test_facade_archives_are_read_within_the_budget():
+    """Before: a 1 MB deflate bomb manifest took 2 GiB and loaded. Now every member's declared size is
+    counted before it is decompressed, and the manifest's JSON objects before they are parsed."""
+    import tracemalloc
+
+    manifest, members = _manifest(_facade_blob())
+    text = json.dumps(manifest)
+    bomb = text[:-1] + ", " + " " * (200 * MB) + "}"  # valid JSON: 200 MB of spaces
+    blob = _archive(bomb, members, zipfile.ZIP_DEFLATED)
+    assert len(blob) < 1 * MB
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"^set_states: refused: member 'manifest\.json', decompressed"):
+            _fresh().set_states(blob)
+        # JSON that parses into many objects: counted before it is parsed
+        many = text[:-1] + ', "pad": [' + ",".join(["[]"] * 600_000) + "]}"
+        with pytest.raises(ValueError, match=r"^set_states: refused: the manifest's JSON"):
+            _fresh().set_states(_archive(many, members, zipfile.ZIP_DEFLATED))
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 64 * MB, f"{peak / MB:.0f} MiB"
+    _fresh().set_states(_archive(many, members), max_bytes=200 * MB)  # an archive you trust: raise the cap
