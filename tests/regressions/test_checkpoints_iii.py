@@ -12,14 +12,16 @@ import json
 import math
 import os
 import pathlib
+import re
 import signal
 import struct
+import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
 from mxnet_files import list_file
-from pickle_bytes import dumps, from_states, ndarray_record
+from pickle_bytes import dumps, from_states, integer, ndarray_record
 
 from mxopt_jax import lr_scheduler
 from mxopt_jax.mxnet_format import load_params, load_trainer, load_updater, read_states
@@ -440,3 +442,62 @@ def test_facade_archives_are_read_within_the_budget():
         tracemalloc.stop()
     assert peak < 64 * MB, f"{peak / MB:.0f} MiB"
     _fresh().set_states(_archive(many, members), max_bytes=200 * MB)  # an archive you trust: raise the cap
+
+
+# --------------------------------------------------------------------------- 9-10: budgets count what is built
+def _within(fn, blob, cap):
+    """``fn(blob, max_bytes=cap)`` ends in a ValueError naming the bytes or a load, and Python's allocations
+    stay within ``cap`` (``tracemalloc``: what the reader's budget stands for)."""
+    tracemalloc.start()
+    try:
+        try:
+            fn(blob, max_bytes=cap)
+            outcome = "loaded"
+        except ValueError as exc:
+            assert str(exc).startswith("<states bytes>: "), exc
+            outcome = str(exc)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak <= cap, (
+        f"{peak / MB:.1f} MiB allocated against a budget of {cap / MB:.1f} MiB ({outcome[:120]})"
+    )
+    return outcome
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"\x80\x02}K\x00](" + b"]" * 50_000 + b"es.",  # {0: [[], [], ...]}: the walk's memo per container
+        b"\x80\x02}K\x00](" + b"N\x85" * 50_000 + b"es.",  # {0: [(None,), ...]}
+        b"\x80\x02}K\x00S'" + b"\\0" * 100_000 + b"'\ns.",  # a protocol-0 STRING of escapes
+    ],
+    ids=["empty-lists", "tuples", "string-escapes"],
+)
+def test_the_budget_counts_every_container_memo_entry_and_decoded_string(blob):
+    """Before (at 16 times these sizes): 188 and 174 MiB for 64 MiB stated (800k empty lists, 750k tuples:
+    the walk's memo, about 155 B a container, was not counted), 179 MiB for 122 MiB (2M STRING escapes,
+    decoded through a list of pieces). Here with ``max_bytes`` scaled down alike. (880k MEMOIZE, 82 MiB of
+    resident memory for 64 MiB, is a case of the fuzzer's, which measures resident memory in a child.)"""
+    cap = max(8 * MB, 32 * len(blob))
+    _within(read_states, blob, cap)
+
+
+def test_filled_in_and_shared_states_are_counted_per_use():
+    """Before: Adam states ``{i: (A, None)}`` for 880 indices sharing one 64 KiB array (a 72 kB file) took
+    146 MiB: each ``None`` filled with zeros and both fields moved to the device, uncounted."""
+    arr = np.zeros(16 * 2**10, np.float32)  # 64 KiB
+    _, opt = from_states(*read_states(CKPT / "mx20_adam.states"))
+    opt.attrs.update(
+        _index_update_count={}, _all_index_update_counts={0: {}}, num_update=0, lr_scheduler=None
+    )
+    # index i (i >= 1) shares memo entry of the first state tuple
+    share = b"".join(integer(i) + b"h\x01s" for i in range(1, 880))
+    head = b"\x80\x02}K\x00" + dumps((arr, None))[2:-1] + b"q\x01s" + share
+    blob = b"\x80\x02(" + head + dumps(opt)[2:-1] + b"t."
+    assert len(blob) < 90_000
+    msg = _within(load_updater, blob, 64 * MB)
+    assert re.search(r"refused: (the zeros filling in|the state of index \d+ on the device)", msg), msg
+    assert (
+        load_updater(blob, max_bytes=1024 * MB).optimizer.num_update == 0
+    )  # a file you trust: raise the cap

@@ -134,7 +134,8 @@ def load_trainer(
     arrays = _strip_prefixes(_read_params(pdata, pwhere, pbudget), pwhere)
     pbudget.charge(len(arrays) * PARAM_COST, f"converting {len(arrays)} parameters to JAX arrays")
     sdata, swhere = source(states, "states", cap)
-    raw_states, mxo = _read_states(sdata, swhere, cap)
+    sbudget = Budget(swhere, len(sdata), cap)  # reading the file and building its states: one budget
+    raw_states, mxo = _read_states(sdata, swhere, cap, sbudget)
     if mxnet_version is None:
         version = "1" if (mxo is not None and not hasattr(mxo, "use_fused_step")) else "2"
     else:
@@ -158,7 +159,7 @@ def load_trainer(
         raw_states,
         mxo,
         swhere,
-        Budget(swhere, len(sdata), cap),
+        sbudget,
         optimizer,
         param_dict=param_dict,
         mxnet_version=mxnet_version,

@@ -186,12 +186,13 @@ def load_updater(
 
     cap = check_max_bytes(max_bytes)
     data, where = source(path_or_bytes, "states", cap)
-    states, mxo = _read_states(data, where, cap)
+    budget = Budget(where, len(data), cap)  # reading the file and building its states: one budget
+    states, mxo = _read_states(data, where, cap, budget)
     return resume(
         states,
         mxo,
         where,
-        Budget(where, len(data), cap),
+        budget,
         optimizer,
         param_dict=param_dict,
         mxnet_version=mxnet_version,
@@ -332,6 +333,11 @@ def _convert_states(
                 f"{'1.9.1' if v1 else '2.0'} {name} states{why}"
             ) from None
         host[idx] = to_host(opt, idx, conv, is_mp, where, cache)
+        # the device arrays each index's state becomes (an array shared by several indices, once per use)
+        budget.charge(
+            sum(a.nbytes + 128 for a in jax.tree.leaves(host[idx])),
+            f"the state of index {idx!r} on the device",
+        )
     idx2name = getattr(opt, "idx2name", {}) or {}
     layout = {
         i: (idx2name.get(i), _weight_shape(opt, i, st, cache, dtypes[i]), dtypes[i]) for i, st in host.items()
