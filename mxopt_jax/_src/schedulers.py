@@ -42,11 +42,12 @@ from __future__ import annotations
 import logging
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 __all__ = [
@@ -328,9 +329,22 @@ class FactorScheduler(LRScheduler):
         if num_update < self.warmup_steps:
             return self.get_warmup_lr(num_update)
 
-        # NOTE: while rather than if (for continuing training via load_epoch), as MXNet.
-        while num_update > self.count + self.step:
+        # MXNet loops ``while num_update > count + step`` (to continue training via load_epoch): the decays
+        # pending, k = ceil((num_update - count) / step) - 1, are applied one by one as MXNet multiplies (up to
+        # _MAX_FACTOR_TABLE of them, or until the rate stops changing), any further ones in closed form, so
+        # a query far ahead of the scheduler's position (a resumed file) is bounded in work.
+        pending = (num_update - self.count - 1) // self.step if num_update > self.count + self.step else 0
+        done = 0
+        while done < pending:
+            if done == _MAX_FACTOR_TABLE:
+                rest = pending - done
+                decayed = self.base_lr * math.exp(rest * math.log(self.factor)) if self.factor > 0 else 0.0
+                self.base_lr = max(self.stop_factor_lr, decayed)
+                self.count += rest * self.step
+                break
+            before = self.base_lr
             self.count += self.step
+            done += 1
             self.base_lr *= self.factor
             if self.base_lr < self.stop_factor_lr:
                 self.base_lr = self.stop_factor_lr
@@ -341,6 +355,9 @@ class FactorScheduler(LRScheduler):
                 )
             else:
                 _logger.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
+            if self.base_lr == before:  # a fixed point: every later decay gives the same rate
+                self.count += (pending - done) * self.step
+                break
         return float(self.base_lr)
 
     def as_schedule(self) -> Schedule:
@@ -708,3 +725,174 @@ class CosineScheduler(_DecayToFinal):
             return jnp.sin(left * jnp.float32(scale)) ** 2
 
         return decay
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A scheduler restored from a file (MXNet's pickled ones, the facade's own state format), every field checked.
+
+
+def _kind_of(v: Any) -> str:
+    """A short description of a value read from a file (for messages)."""
+    if hasattr(v, "mx_class") and hasattr(v, "mx_module"):
+        return f"a {v.mx_module}.{v.mx_class} object"
+    if isinstance(v, np.ndarray):
+        return f"an array of shape {v.shape} {v.dtype}"
+    if isinstance(v, (int, float, bool, np.generic)) or v is None:
+        return repr(v)[:40]
+    return f"a {type(v).__name__}"
+
+
+#: The most decays a FactorScheduler may have to catch up with at its next query past the warmup, besides one
+#: per update until then (MXNet's own keeps ``count`` within one ``step`` of the optimizer's ``num_update``
+#: once past the warmup, and catches up with the warmup's decays at its end; the catch-up is a Python loop).
+MAX_CATCH_UP = 2**20
+_RESTORE_INT_MAX = 2**31 - 1  # mxopt_jax's schedules take int32 update counts (as_schedule, to_optax)
+
+_NEEDS = {
+    "FactorScheduler": ("step", "factor", "stop_factor_lr"),
+    "MultiFactorScheduler": ("step", "factor"),
+    "PolyScheduler": ("max_update", "power", "final_lr"),
+    "CosineScheduler": ("max_update", "final_lr"),
+}
+# every attribute MXNet's schedulers keep, by kind: an integer count, a finite number >= 0 (a learning rate, a
+# factor, a power), the warmup mode, FactorScheduler's step (an int) or MultiFactorScheduler's (a list)
+_INTS = {"warmup_steps", "count", "cur_step_ind", "max_update", "max_steps"}
+_REALS = {"base_lr", "warmup_final_lr", "warmup_begin_lr", "factor", "stop_factor_lr", "power", "base_lr_orig",
+          "final_lr"}  # fmt: skip
+
+
+def _fail(where: str, cls: str, k: str, must: str, v: Any, what: str = "pickled") -> ValueError:
+    return ValueError(
+        f"{where}: the {what} {cls}'s attribute {k!r} must be {must}, got {_kind_of(v)}: refused"
+    )
+
+
+def _restore_int(v: Any) -> int | None:
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return int(v) if 0 <= int(v) <= _RESTORE_INT_MAX else None
+    return None
+
+
+def _restore_real(v: Any) -> float | None:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return None
+    if isinstance(v, (int, np.integer)) and not -(2**1023) < int(v) < 2**1023:
+        return None  # float() of it would overflow
+    x = float(v)
+    return x if math.isfinite(x) and x >= 0 else None
+
+
+def _fields(a: Mapping, cls: str, where: str, what: str) -> dict:
+    """The file's scheduler attributes, each of its kind, as Python ints, floats, str, list (refused with the
+    attribute's name otherwise); attributes MXNet does not keep are left out."""
+    out: dict[str, Any] = {}
+    for k, v in a.items():
+        if k in _INTS or (k == "step" and cls == "FactorScheduler"):
+            n = _restore_int(v)
+            if n is None:
+                raise _fail(where, cls, k, "an integer in [0, 2**31 - 1]", v, what)
+            out[k] = n
+        elif k in _REALS:
+            x = _restore_real(v)
+            if x is None:
+                raise _fail(where, cls, k, "a finite number >= 0", v, what)
+            out[k] = v if type(v) is int else x  # an int stays an int (MXNet's default power is 2)
+        elif k == "warmup_mode":
+            if v not in ("linear", "constant") or type(v) is not str:
+                raise _fail(where, cls, k, "'linear' or 'constant'", v, what)
+            out[k] = v
+        elif k == "step":  # MultiFactorScheduler
+            steps = [_restore_int(s) for s in v] if type(v) in (list, tuple) and len(v) <= 2**16 else None
+            if steps is None or any(s is None for s in steps):
+                raise _fail(where, cls, k, "a list of integers", v, what)
+            out[k] = steps
+    return out
+
+
+def restore(
+    cls: str, attrs: Mapping[str, Any], where: str, num_update: int, what: str = "archived"
+) -> LRScheduler:
+    """The scheduler of class ``cls`` (one of :data:`RESTORABLE`) at the position its attributes ``attrs`` say
+    (MXNet's and mxopt_jax's schedulers keep the same ones), every attribute checked by type and against what
+    the scheduler's own code could have written with the optimizer at ``num_update`` (its next query is
+    ``num_update + 1``): a ``ValueError`` naming ``where`` and the attribute otherwise, so no later query can
+    hang or fail. Used for MXNet's pickled schedulers and for the facade's own state format alike."""
+    if cls not in _NEEDS:
+        raise ValueError(f"{where}: unsupported learning-rate scheduler {cls!r}")
+    missing = [k for k in _NEEDS[cls] if k not in attrs]
+    if missing:
+        raise ValueError(f"{where}: the {what} {cls} has no {', '.join(missing)}: refused")
+    a = _fields(attrs, cls, where, what)
+    base = a.get("base_lr_orig", a.get("warmup_final_lr", a.get("base_lr", 0.01)))
+    common = {
+        "base_lr": base,
+        "warmup_steps": a.get("warmup_steps", 0),
+        "warmup_begin_lr": a.get("warmup_begin_lr", 0),
+        "warmup_mode": a.get("warmup_mode", "linear"),
+    }
+    s: LRScheduler
+    try:
+        if cls == "FactorScheduler":
+            s = FactorScheduler(
+                step=a["step"], factor=a["factor"], stop_factor_lr=a["stop_factor_lr"], **common
+            )
+        elif cls == "MultiFactorScheduler":
+            s = MultiFactorScheduler(step=a["step"], factor=a["factor"], **common)
+        elif cls == "PolyScheduler":
+            s = PolyScheduler(max_update=a["max_update"], pwr=a["power"], final_lr=a["final_lr"], **common)
+        else:
+            s = CosineScheduler(max_update=a["max_update"], final_lr=a["final_lr"], **common)
+    except (TypeError, ValueError, ArithmeticError) as exc:
+        raise ValueError(f"{where}: cannot rebuild MXNet's {cls} in mxopt_jax: {exc}") from None
+    # the scheduler's position: every attribute MXNet keeps (base_lr decayed so far, count, cur_step_ind ...)
+    mine = vars(s)
+    for k, v in a.items():
+        if k in mine:
+            setattr(s, k, v)
+    _check_position(s, cls, where, num_update, what)
+    return s
+
+
+def _check_position(s: Any, cls: str, where: str, num_update: int, what: str) -> None:
+    """Refuse a position MXNet's own scheduler cannot be in (naming the attribute)."""
+
+    def bad(k: str, must: str) -> ValueError:
+        return ValueError(
+            f"{where}: the {what} {cls}'s attribute {k!r} = {_kind_of(getattr(s, k))} must be {must} (as MXNet's "
+            f"{cls} keeps it): refused"
+        )
+
+    if s.warmup_begin_lr > s.warmup_final_lr:
+        raise bad("warmup_begin_lr", f"at most warmup_final_lr = {s.warmup_final_lr}")
+    if cls == "FactorScheduler":
+        if s.count % s.step or s.count > max(num_update, 0):
+            raise bad(
+                "count", f"a multiple of step = {s.step} up to the optimizer's num_update = {num_update}"
+            )
+        # the decays its next query past the warmup loops over, and the updates before that query
+        pending = (max(num_update, s.warmup_steps) - s.count) // s.step
+        if pending > MAX_CATCH_UP + max(0, s.warmup_steps - num_update):
+            raise bad(
+                "count",
+                f"within {MAX_CATCH_UP} decays of the optimizer's num_update = {num_update} past the warmup "
+                f"(its next learning rate would loop over {pending} decays)",
+            )
+    elif cls == "MultiFactorScheduler":
+        if not 0 <= s.cur_step_ind <= len(s.step):
+            raise bad("cur_step_ind", f"an index in [0, len(step) = {len(s.step)}]")
+        passed = s.step[s.cur_step_ind - 1] if s.cur_step_ind else 0
+        if s.count != passed:
+            raise bad("count", f"the last step boundary passed, step[cur_step_ind - 1] = {passed}")
+        if passed and passed >= num_update:
+            raise bad(
+                "cur_step_ind", f"the number of boundaries below the optimizer's num_update = {num_update}"
+            )
+    else:
+        if s.max_steps != s.max_update - s.warmup_steps:
+            raise bad("max_steps", f"max_update - warmup_steps = {s.max_update - s.warmup_steps}")
+        if s.base_lr_orig != s.warmup_final_lr:
+            raise bad("base_lr_orig", f"the constructor's base_lr, warmup_final_lr = {s.warmup_final_lr}")
+
+
+#: The scheduler classes :func:`restore` rebuilds.
+RESTORABLE = tuple(_NEEDS)

@@ -81,10 +81,20 @@ def run(meta: dict, a: bytes, b: bytes) -> None:
         _check_arrays(load_params(a))
     elif kind == "states":
         _check_updater(load_updater(a, **_optimizer(meta)))
+    elif kind == "set_states":  # the facade's own format: loaded, stepped, its learning rate asked
+        upd = mxopt_jax.get_updater(mxopt_jax.create("sgd", learning_rate=0.1, momentum=0.9))
+        upd.set_states(a)
+        upd([0, 1], [jax.numpy.ones(3)] * 2, [jax.numpy.ones(3)] * 2)
+        _check_updater(upd)
+        lr = upd.optimizer.learning_rate
+        assert isinstance(lr, float) and lr >= 0, lr
     else:
         ckpt = load_trainer(a, b, loss="sum", names=meta.get("names"), lr_mult={}, **_optimizer(meta))
         _check_arrays({n: np.asarray(v) for n, v in ckpt.params.items()})
         _check_updater(ckpt.updater)
+        if meta.get("step"):  # the first step after the load (fresh states made, schedulers queried)
+            grads = {n: jax.numpy.ones_like(ckpt.params[n]) for n in ckpt.trainable}
+            ckpt.updater(grads, ckpt.params)
 
 
 def _status(field: str) -> int:

@@ -197,3 +197,181 @@ def state_dtypes(draw: st.DrawFn) -> tuple[dict, bytes, bytes]:
     # MXNet 1.x: the collect_params() keys, in the .params file's order ('0.weight' -> 'dense0_weight')
     names = ["dense" + n.replace(".", "_") for n in params] if case.startswith("mx19") else None
     return {"kind": "trainer", "names": names}, npz(members), blob
+
+
+# --------------------------------------------------------------------------- budgets that count what is built
+_FLOOD_COUNTS = [1_000, 50_000, 200_000, 750_000, 880_000]
+
+
+@st.composite
+def container_floods(draw: st.DrawFn) -> tuple[dict, bytes, bytes]:
+    """A ``.states`` pickle of many tiny objects, each a few bytes of the file and far more in memory: empty
+    lists, ``(None,)`` tuples, empty dicts, MEMOIZE on every value, or a protocol-0 STRING of ``\\0``
+    escapes (issue 43's inputs are among the counts drawn)."""
+    kind = draw(st.sampled_from(["lists", "tuples", "dicts", "memoize", "escapes"]))
+    n = draw(st.sampled_from(_FLOOD_COUNTS))
+    if kind == "escapes":
+        return {"kind": "states"}, b"\x80\x02}K\x00S'" + b"\\0" * (2 * n) + b"'\ns.", b""
+    item = {"lists": b"]", "tuples": b"N\x85", "dicts": b"}", "memoize": b"N\x94"}[kind]
+    proto = b"\x80\x04" if kind == "memoize" else b"\x80\x02"
+    return {"kind": "states"}, proto + b"}K\x00](" + item * n + b"es.", b""
+
+
+@st.composite
+def shared_states(draw: st.DrawFn) -> tuple[dict, bytes, bytes]:
+    """Adam states ``{i: (A, None)}`` for many indices sharing one array (memoised once): each ``None`` is
+    filled with zeros and every index's state goes to the device."""
+    n = draw(st.sampled_from([2, 100, 880, 4000]))
+    size = draw(st.sampled_from([4, 1024, 16 * 1024]))
+    _, opt = _ADAM
+    opt = _opt(opt, _index_update_count={}, _all_index_update_counts={0: {}}, num_update=0, lr_scheduler=None)
+    first = dumps((np.zeros(size, np.float32), None))[2:-1]
+    share = b"".join((b"K" + bytes([i]) if i < 256 else b"J" + i.to_bytes(4, "little")) + b"h\x01s"
+                     for i in range(1, n))  # fmt: skip
+    blob = b"\x80\x02(}K\x00" + first + b"q\x01s" + share + dumps(opt)[2:-1] + b"t."
+    return {"kind": "states"}, blob, b""
+
+
+_TWIN19 = load_params(RESUME / "mx19_twin.params")
+_TWIN20 = load_params(RESUME / "mx20_twin.params")
+_TWIN_KEYS = ["zeta_weight", "zeta_bias", "alpha_weight", "alpha_bias"]
+
+
+@st.composite
+def pairings(draw: st.DrawFn) -> tuple[dict, bytes, bytes]:
+    """Trainer files whose pairing MXNet defines by name: ``arg:`` / ``aux:`` prefixed names (some colliding),
+    1.x records in any order with the collect_params() keys (some not matching), states missing, duplicate
+    ``idx2name``, an SGLD-only ``seed``, update counts or ``begin_num_update`` past ``num_update``."""
+    which = draw(st.sampled_from(["prefix", "order", "states"]))
+    if which == "prefix":
+        params = dict(_TWIN20)
+        members = {}
+        for n, a in params.items():
+            members[draw(st.sampled_from(["", "arg:", "aux:"])) + n + ".npy"] = _npy_of(a)
+        if draw(st.booleans()):
+            members["0.weight.npy"] = _npy_of(params["0.weight"])
+        return {"kind": "trainer", "names": None}, npz(members), (RESUME / "mx20_twin.states").read_bytes()
+    if which == "order":
+        order = draw(st.permutations(list(_TWIN19)))
+        keys = list(_TWIN_KEYS)
+        if draw(st.booleans()):
+            keys[draw(st.integers(0, 3))] = draw(
+                st.sampled_from(["zeta_gamma", "beta_weight", "weight", "x"])
+            )
+        params = list_file([_raw_record(_TWIN19[n]) for n in order], order)
+        return {"kind": "trainer", "names": keys}, params, (RESUME / "mx19_twin.states").read_bytes()
+    states, opt = _CNN
+    states = dict(states)
+    for i in draw(st.lists(st.sampled_from(sorted(states)), max_size=3)):
+        states.pop(i, None)
+    attrs = {}
+    extra = draw(st.sampled_from(["none", "idx2name", "seed", "count", "begin"]))
+    if extra == "idx2name":
+        attrs["idx2name"] = {i: ("a" if i % 2 else "b") for i in range(8)}
+    elif extra == "seed":
+        attrs["seed"] = 7
+    elif extra == "count":
+        attrs["_index_update_count"] = {i: 2**31 - 2 for i in opt.attrs["_index_update_count"]}
+    elif extra == "begin":
+        attrs["begin_num_update"] = 2**31 - 2
+    return (
+        {"kind": "trainer", "names": None},
+        (RESUME / "mx20_cnn_adam.params").read_bytes(),
+        dumps((states, _opt(opt, **attrs))),
+    )
+
+
+def _raw_record(a: np.ndarray) -> bytes:
+    from pickle_bytes import ndarray_record as record
+
+    return record(a)
+
+
+# --------------------------------------------------------------------------- the facade's own format
+def _facade_archive() -> tuple[dict, dict[str, bytes]]:
+    import json
+
+    import jax.numpy as jnp
+
+    import mxopt_jax
+
+    upd = mxopt_jax.get_updater(mxopt_jax.create("sgd", learning_rate=0.1, momentum=0.9))
+    upd([0, 1], [jnp.full((3,), 0.5)] * 2, [jnp.ones(3)] * 2)
+    zf = zipfile.ZipFile(io.BytesIO(upd.get_states(dump_optimizer=True)))
+    return json.loads(zf.read("manifest.json")), {
+        n: zf.read(n) for n in zf.namelist() if n != "manifest.json"
+    }
+
+
+_ENCODED = [
+    None, {"int": 5}, {"int": -1}, {"int": 2**31 - 2}, {"int": 2**40}, {"float": "nan"}, {"float": "inf"},
+    {"float": "-1.0"}, {"float": "0.5"}, {"str": "x"}, {"bool": True}, {"list": []}, {"tuple": []},
+    {"dict": []}, {"dict": [[{"int": 0}, {"str": "w"}], [{"int": 1}, {"str": "w"}]]},
+    {"dict": [[{"int": 0}, {"dict": [[{"int": 0}, {"int": 2**31 - 2}]]}]]},
+    {"scheduler": "FactorScheduler", "attrs": {"dict": [[{"str": "step"}, {"int": 0}]]}},
+    {"scheduler": "LRScheduler", "attrs": {"dict": []}},
+    {"array": "arrays/0.bin", "dtype": "float32", "shape": [3], "jax": True},
+]  # fmt: skip
+_ATTRS = ["lr", "lr_scheduler", "clip_gradient", "wd", "rescale_grad", "momentum", "num_update",
+          "begin_num_update", "_all_index_update_counts", "_current_device", "idx2name", "lr_mult",
+          "multi_precision", "aggregate_num", "sym_info", "_prep", "lazy_update"]  # fmt: skip
+
+
+def _zip_of(manifest: object, members: dict[str, bytes], compression: int) -> bytes:
+    import json
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compression) as zf:
+        zf.writestr("manifest.json", manifest if isinstance(manifest, str) else json.dumps(manifest))
+        for k, v in members.items():
+            zf.writestr(k, v)
+    return buf.getvalue()
+
+
+@st.composite
+def facade_archives(draw: st.DrawFn) -> tuple[dict, bytes, bytes]:
+    """``Updater.get_states`` archives of an SGD with attributes replaced by drawn values, or made hostile:
+    deep JSON, a deflate bomb manifest, JSON of many objects, many members, headers patched (encrypted, an
+    unknown compression method), bytes flipped; read by ``set_states``, then stepped."""
+    import json
+
+    manifest, members = _facade_archive()
+    compression = draw(st.sampled_from([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]))
+    kind = draw(st.sampled_from(["attrs", "deep", "bomb", "objects", "members", "patch", "flip"]))
+    if kind == "attrs":
+        for a in draw(st.lists(st.sampled_from(_ATTRS), min_size=1, max_size=3)):
+            manifest["optimizer"]["attrs"][a] = draw(st.sampled_from(_ENCODED))
+        blob = _zip_of(manifest, members, compression)
+    elif kind == "deep":
+        depth = draw(st.sampled_from([100, 193, 1000, 100_000]))
+        text = json.dumps(manifest)[:-1] + ', "pad": ' + "[" * depth + "]" * depth + "}"
+        blob = _zip_of(text, members, compression)
+    elif kind == "bomb":
+        text = json.dumps(manifest)[:-1] + ", " + " " * draw(st.sampled_from([2**20, 2**27, 2**30])) + "}"
+        blob = _zip_of(text, members, zipfile.ZIP_DEFLATED)
+    elif kind == "objects":
+        n = draw(st.sampled_from([1000, 300_000, 1_000_000]))
+        item = draw(st.sampled_from(["[]", "{}", '{"a":0}', "0.5"]))
+        text = json.dumps(manifest)[:-1] + ', "pad": [' + ",".join([item] * n) + "]}"
+        blob = _zip_of(text, members, compression)
+    elif kind == "members":
+        n = draw(st.sampled_from([10, 10_000, 60_000]))
+        blob = _zip_of(manifest, {**members, **{f"pad/{i}": b"" for i in range(n)}}, zipfile.ZIP_STORED)
+    elif kind == "patch":
+        out = bytearray(_zip_of(manifest, members, compression))
+        flags, method = draw(st.sampled_from([(1, None), (None, 99), (None, 12), (None, 14), (8, None)]))
+        for sig, at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+            pos = out.find(sig)
+            while pos >= 0:
+                if flags is not None:
+                    out[pos + at : pos + at + 2] = flags.to_bytes(2, "little")
+                if method is not None:
+                    out[pos + at + 2 : pos + at + 4] = method.to_bytes(2, "little")
+                pos = out.find(sig, pos + 4)
+        blob = bytes(out)
+    else:
+        out = bytearray(_zip_of(manifest, members, compression))
+        for _ in range(draw(st.integers(1, 4))):
+            out[draw(st.integers(0, len(out) - 1))] ^= 1 << draw(st.integers(0, 7))
+        blob = bytes(out)
+    return {"kind": "set_states"}, blob, b""

@@ -4,8 +4,10 @@ hostile files of the kinds a file controls beyond its opcodes.
 Each mutation case mutates one real file (bit flips, bytes set to pickle opcodes or to extreme integers,
 inserts, deletions, duplicated spans, truncation); each hostile case builds a file around the real ones
 (tests/_support/hostile_strategies.py: scheduler fields, many distinct state shapes, empty arrays of
-overflowing shapes, byte orders, member names, state dtypes), and the paths that are no regular file are read
-too. Each is read as a user would: ``load_params``, ``load_updater`` or ``load_trainer``. The reading runs in a
+overflowing shapes, byte orders, member names, state dtypes; floods of tiny containers, memo entries and string
+escapes, states sharing one array, pairings MXNet defines by name, and the facade's own ``set_states`` format
+made hostile), and the paths that are no regular file are read too. Each is read as a user would:
+``load_params``, ``load_updater``, ``load_trainer`` (then stepped once) or ``Updater.set_states`` (then stepped). The reading runs in a
 child process (tests/_support/fuzz_child.py) under an address-space limit (``RLIMIT_AS``: what it uses after a
 warm-up plus ``HEADROOM``) with a time limit per case, and reports the most resident memory the case added.
 Asserted: a ``ValueError`` naming the file or a correct load (after which the next learning rate answers);
@@ -32,10 +34,14 @@ import numpy as np
 import pytest
 from hostile_strategies import (
     byte_orders,
+    container_floods,
     empty_shapes,
+    facade_archives,
     many_shapes,
     member_names,
+    pairings,
     scheduler_fields,
+    shared_states,
     state_dtypes,
 )
 from hypothesis import HealthCheck, Phase, given, settings
@@ -250,7 +256,7 @@ def _check(answer: dict, what: str, sizes: tuple[int, ...] = (0,), names: tuple[
             f"{what}: {answer['error']}: {answer['msg']}\n{answer.get('trace')}"
         )
         msg = answer["msg"]
-        named = ("<states bytes>", "<params bytes>", *names)
+        named = ("<states bytes>", "<params bytes>", "set_states", *names)
         assert any(n in msg for n in named), f"{what}: the message names no file: {msg}"
     else:
         assert answer.get("ok") is True, answer
@@ -343,6 +349,7 @@ def test_the_child_reports_what_the_fuzz_asserts(child):
 # --------------------------------------------------------------------------- what a file controls beyond opcodes
 def _hostile_case(child, case):
     meta, a, b = case
+    meta = {**meta, "step": True}
     sizes = (len(a), len(b)) if meta["kind"] == "trainer" else (len(a),)
     _check(child.read(meta, a, b), f"{meta} of {len(a)} + {len(b)} bytes", sizes)
 
@@ -354,6 +361,11 @@ HOSTILE = {  # strategy: (default run, -m slow)
     "byte_orders": (byte_orders(), 10, 100),
     "member_names": (member_names(), 40, 400),
     "state_dtypes": (state_dtypes(), 40, 400),
+    # issue 43: what the budgets must count, pairing by name, the facade's own format (each case stepped)
+    "container_floods": (container_floods(), 4, 100),
+    "shared_states": (shared_states(), 8, 60),
+    "pairings": (pairings(), 30, 300),
+    "facade_archives": (facade_archives(), 8, 400),
 }
 
 
@@ -381,8 +393,9 @@ def test_fuzz_hostile_many(child, kind):
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_paths_that_are_no_regular_file(child, tmp_path):
-    """FIFOs, devices, directories and sockets are refused naming the path, before they are opened; a
-    pseudo-file (size 0, content) and a link to a real file are read."""
+    """FIFOs, devices, directories, sockets and the kernel's pseudo-files (/proc/self/status,
+    /proc/self/mem: regular by their mode) are refused naming the path, before they are opened; a link to a
+    real file is read."""
     import socket
 
     os.mkfifo(tmp_path / "fifo")
@@ -390,7 +403,7 @@ def test_paths_that_are_no_regular_file(child, tmp_path):
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(tmp_path / "sock"))
     links = {"zero": "/dev/zero", "urandom": "/dev/urandom", "status": "/proc/self/status",
-             "real": str(CKPT / "mx20_adam.states")}  # fmt: skip
+             "mem": "/proc/self/mem", "real": str(CKPT / "mx20_adam.states")}  # fmt: skip
     for name, target in links.items():
         if os.path.exists(target):
             os.symlink(target, tmp_path / name)
@@ -401,7 +414,7 @@ def test_paths_that_are_no_regular_file(child, tmp_path):
                 answer = child.read({"kind": "path", "reader": reader, "path": path}, b"", timeout=60.0)
                 _check(answer, f"{reader} of {name}", (os.stat(path).st_size if name in ("real", "status") else 0,),
                        (path,))  # fmt: skip
-                if name in ("fifo", "dir", "sock", "zero", "urandom"):
+                if name in ("fifo", "dir", "sock", "zero", "urandom", "status", "mem"):
                     assert "not a regular file" in answer["msg"], answer
                 if name == "real" and reader == "states":
                     assert answer.get("ok") is True, answer

@@ -250,14 +250,17 @@ class Updater:
         mxopt_jax's safe format (:func:`mxopt_jax._src.facade.states.dump`: zip + JSON manifest, no pickle)."""
         return states_format.dump(self.states, self.optimizer if dump_optimizer else None)
 
-    def set_states(self, states: bytes) -> None:
+    def set_states(self, states: bytes, *, max_bytes: int | None = None) -> None:
         """Load states written by :meth:`get_states` (optimizer attributes too, when they were dumped).
 
         Pickled MXNet states and anything else not in this format raise ``ValueError``; nothing is ever
         unpickled. When the bytes carry the optimizer, its attributes are restored into ``self.optimizer``
-        (which must be of the same class), so a trajectory continues bit-exactly.
+        (which must be of the same class), so a trajectory continues bit-exactly. The bytes are read as
+        safely as an MXNet checkpoint (:mod:`mxopt_jax.mxnet_format`): within ``max_bytes`` of memory
+        (default ``max(64 MiB, 32 x their size)``), every attribute checked against what the class accepts,
+        a scheduler checked at its position; nothing changes when the archive is refused.
         """
-        self.states = states_format.load(states, self.optimizer)
+        self.states = states_format.load(states, self.optimizer, max_bytes)
         self.states_synced = dict.fromkeys(self.states, False)
 
 

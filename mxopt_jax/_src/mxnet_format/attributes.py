@@ -107,13 +107,47 @@ def kind_of(v: Any) -> str:
 
 
 def check_optimizer(o: MXNetObject, where: str) -> None:
-    """Refuse a pickled optimizer whose attributes the resume reads are not of the kind MXNet writes."""
+    """Refuse a pickled optimizer whose attributes the resume reads are not of the kind MXNet writes, or
+    that no MXNet run could have written together (:func:`check_counts`, duplicate ``idx2name`` values)."""
     a = vars(o)
     for name, (want, ok) in _OPTIMIZER.items():
         if name in a and not ok(a[name]):
             raise ValueError(
                 f"{where}: the optimizer's attribute {name!r} must be {want}, got {kind_of(a[name])}: refused"
             )
+    names = list((a.get("idx2name") or {}).values())
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})[:8]
+        raise ValueError(
+            f"{where}: the optimizer's attribute 'idx2name' names {twice} for more than one index: a parameter "
+            "name that matches two indices cannot pair a state with its parameter: refused"
+        )
+    check_counts(a, where)
+
+
+def check_counts(a: dict, where: str) -> None:
+    """MXNet's counting invariants: ``num_update`` starts at ``begin_num_update`` and each update sets it to
+    ``max(num_update, the index's count)``, so it is at least ``begin_num_update`` and every index's count on
+    every device. A file that breaks them is refused (the scheduler's position is checked against the same
+    ``num_update``)."""
+    if "num_update" not in a:
+        return
+    num = int(a["num_update"])
+    begin = a.get("begin_num_update")
+    if begin is not None and int(begin) > num:
+        raise ValueError(
+            f"{where}: the optimizer's attribute 'begin_num_update' = {int(begin)} is past its num_update = "
+            f"{num} (MXNet starts num_update at begin_num_update and only raises it): refused"
+        )
+    tables = [a.get("_index_update_count") or {}]
+    tables += list((a.get("_all_index_update_counts") or {}).values())
+    for table in tables:
+        for idx, c in table.items():
+            if int(c) > num:
+                raise ValueError(
+                    f"{where}: the update count of index {idx!r} is {int(c)}, past the optimizer's num_update = "
+                    f"{num} (MXNet keeps num_update at least every index's count): refused"
+                )
 
 
 @contextlib.contextmanager

@@ -16,10 +16,15 @@ class TrainerCheckpoint:
 
     Attributes:
       names: the ``.params`` name of each Trainer index (``names[i]`` is index ``i``).
-      trainable: the names the file holds optimizer states for, in index order (the parameters MXNet updates).
-      frozen: the names without optimizer state, in index order: parameters with grad_req ``'null'``
-        (BatchNorm's ``running_mean`` / ``running_var``), which MXNet never updates and neither does anything
-        here (:attr:`updater` refuses them by index and leaves them bit-unchanged by name).
+      trainable: the parameters MXNet updates, in index order: those the file holds optimizer states for,
+        and the :attr:`fresh` ones.
+      frozen: the names without optimizer state that MXNet never updates, in index order: parameters with
+        grad_req ``'null'`` (BatchNorm's ``running_mean`` / ``running_var``, or the ``frozen`` names passed),
+        which nothing here updates either (:attr:`updater` refuses them by index and leaves them
+        bit-unchanged by name).
+      fresh: the other names without optimizer state, in index order: as MXNet's ``Updater``, their state is
+        created fresh (``create_state``) at their first update, their count starting at
+        ``begin_num_update``.
       params: every parameter of the ``.params`` file, ``{name: jax.Array}``, in index order.
       updater: the :class:`mxopt_jax.Updater` continuing the run; ``updater(grads, params)`` with two dicts
         keyed by name returns the new ``{name: weight}`` (frozen entries unchanged, the same objects).
@@ -37,6 +42,7 @@ class TrainerCheckpoint:
     names: tuple[str, ...]
     trainable: tuple[str, ...]
     frozen: tuple[str, ...]
+    fresh: tuple[str, ...]
     params: dict
     updater: Any
     mxnet_version: str
@@ -177,6 +183,13 @@ class TrainerCheckpoint:
         fields: dict[str, dict] = {f: {} for f in rule.fields}
         masters: dict = {}
         for n in trainable:
+            if idx[n] not in self.updater.states:  # fresh: the state create_state makes, as the template's
+                tm = getattr(template, "master", None)
+                masters[n] = None if tm is None else tm[n]
+                for fname in rule.fields:
+                    tmpl = getattr(template, fname)
+                    fields[fname][n] = None if tmpl is None or tmpl[n] is None else tmpl[n]
+                continue
             st = self.updater.states[idx[n]]
             mp = opt.multi_precision and jnp.dtype(self.params[n].dtype).itemsize < 4
             master, f = (st[0], st[1]) if mp else (None, st)

@@ -4,7 +4,10 @@ A path is checked before it is opened (``os.stat``: a FIFO would block ``open`` 
 ``/dev/zero`` or ``/dev/urandom`` would read until memory runs out, a directory or a socket is no file), opened
 without blocking and checked again on the open descriptor (so a path swapped for a FIFO or a device in between
 is refused too), and read up to its size; a file that turns out longer than its size (a pseudo-file, or one
-growing while it is read) is read on only within the budget it would have.
+growing while it is read) is read on only within the budget it would have. Every read is capped: a file larger
+than ``max_bytes`` is refused from its size, before a byte is read. Files of the kernel's pseudo-filesystems
+(``/proc``, ``/sys``: ``/proc/self/mem`` is a regular file by its mode, whose size says nothing) are refused as
+not regular, and a read that fails (``EIO``) or cannot be held in memory is a ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
@@ -36,30 +39,94 @@ def _not_regular(where: str, mode: int) -> ValueError:
     )
 
 
+_PSEUDO = ("/proc", "/sys")
+
+
+def _pseudo_devices() -> set[int]:
+    """The devices of the kernel's pseudo-filesystems mounted here (``/proc``, ``/sys``)."""
+    out = set()
+    for root in _PSEUDO:
+        try:
+            out.add(os.stat(root).st_dev)
+        except OSError:
+            pass
+    return out
+
+
+#: The devices of /proc and /sys, found once when the module is imported.
+_PSEUDO_DEVICES = frozenset(_pseudo_devices())
+
+
+def _pseudo(where: str) -> ValueError:
+    return ValueError(
+        f"{where}: refused: the path is a file of the kernel's pseudo-filesystems (/proc, /sys), not a regular "
+        "file (its size says nothing of its content; /proc/self/mem reads the process's own memory)"
+    )
+
+
 def source(path_or_bytes: Any, what: str, max_bytes: int | None = None) -> tuple[bytes, str]:
     """``(the bytes, how messages name them)`` of a path or of bytes given directly.
 
-    A path must name a regular file (links are followed): anything else is refused with a ``ValueError``
-    naming the path, before it is opened. At most ``max(the file's size, max_bytes or the default budget of
-    that size)`` bytes are read."""
+    A path must name a regular file (links are followed) outside ``/proc`` and ``/sys``: anything else is
+    refused with a ``ValueError`` naming the path, before it is opened. At most ``max_bytes`` bytes are read
+    (default: the default budget of the file's size, :func:`~.limits.default_budget`); a file whose size is
+    already past ``max_bytes``, or that cannot be held in memory, is refused with a ``ValueError``; bytes given
+    directly longer than ``max_bytes`` likewise."""
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        n = memoryview(path_or_bytes).nbytes
+        if max_bytes is not None and n > max_bytes:
+            raise _too_big(f"<{what} bytes>", n, max_bytes)
         return bytes(path_or_bytes), f"<{what} bytes>"
     if not isinstance(path_or_bytes, (str, os.PathLike)):
         raise TypeError(f"expected a file path or bytes, got {type(path_or_bytes).__name__}")
     where = os.fspath(path_or_bytes)
     where = where if isinstance(where, str) else os.fsdecode(where)
-    mode = os.stat(path_or_bytes).st_mode
-    if not stat.S_ISREG(mode):
-        raise _not_regular(where, mode)
+    st = os.stat(path_or_bytes)
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_regular(where, st.st_mode)
+    pseudo = _PSEUDO_DEVICES
+    if st.st_dev in pseudo:
+        raise _pseudo(where)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path_or_bytes, flags)
     with os.fdopen(fd, "rb", buffering=0) as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped between the stat and the open
             raise _not_regular(where, st.st_mode)
+        if st.st_dev in pseudo:
+            raise _pseudo(where)
         size = st.st_size
-        limit = max(size, default_budget(size) if max_bytes is None else max_bytes)
-        return _read(f, size, limit, where), where
+        limit = default_budget(size) if max_bytes is None else max_bytes
+        if size > limit:
+            raise _too_big(where, size, limit)
+        if size > _physical_memory():
+            raise ValueError(
+                f"{where}: refused: the file holds {size} bytes, more than this machine's memory "
+                f"({_physical_memory()} bytes); nothing was read"
+            )
+        try:
+            return _read(f, size, limit, where), where
+        except MemoryError:
+            raise ValueError(
+                f"{where}: refused: the file's {size} bytes cannot be held in this process's memory"
+            ) from None
+        except OSError as exc:
+            raise ValueError(f"{where}: the file cannot be read ({exc.strerror or exc})") from None
+
+
+def _physical_memory() -> int:
+    """The machine's physical memory (bytes), or 2**62 where the system does not tell."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 2**62
+
+
+def _too_big(where: str, size: int, limit: int) -> ValueError:
+    return ValueError(
+        f"{where}: refused: the file holds {size} bytes, past the reader's memory budget of {limit} bytes "
+        "(max_bytes); nothing was read. Pass a larger max_bytes to read a file you trust"
+    )
 
 
 def _read(f: Any, size: int, limit: int, where: str) -> bytes:

@@ -247,6 +247,9 @@ def to_host(opt: Any, idx: Any, conv: Any, is_mp: bool, where: str, cache: _Shap
         for f, r in zip(fields, ref, strict=True):
             if (f is None) != (r is None):
                 if f is None:  # e.g. LBSGD before its first accumulation: start from zeros
+                    if cache.budget is not None:  # counted before it is made
+                        n = int(np.prod(r.shape, dtype=object)) * np.dtype(r.dtype).itemsize
+                        cache.budget.charge(n + 128, f"the zeros filling in the state of index {idx!r}")
                     out.append(np.zeros(r.shape, r.dtype))
                     continue
                 raise ValueError(
@@ -254,6 +257,10 @@ def to_host(opt: Any, idx: Any, conv: Any, is_mp: bool, where: str, cache: _Shap
                     f"(state entries {'present' if r is None else 'missing'} for its hyperparameters)"
                 )
             # the dtype mxopt_jax itself keeps for this field (e.g. 1.9.1 LAMB keeps weight-dtype moments)
+            if f is not None and r is not None and f.dtype != r.dtype and cache.budget is not None:
+                cache.budget.charge(
+                    f.size * np.dtype(r.dtype).itemsize + 128, f"casting the state of index {idx!r}"
+                )
             out.append(None if f is None else np.asarray(f, dtype=f.dtype if r is None else r.dtype))
         fields = tuple(out)
     else:

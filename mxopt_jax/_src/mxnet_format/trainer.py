@@ -53,19 +53,29 @@ def load_trainer(
     lr_scheduler: Any = None,
     mxnet_version: str | None = None,
     max_bytes: int | None = None,
+    frozen: Sequence[str] | None = None,
 ) -> TrainerCheckpoint:
     """Resume a Gluon ``Trainer`` run by parameter name: ``net.save_parameters`` + ``trainer.save_states``.
 
-    The order rule, one for both MXNet versions: MXNet's ``Trainer`` numbers the parameters in the order of
+    Parameters are paired by name, as MXNet loads them. The ``.params`` names are read as ``load_parameters``
+    / ``Block.load_dict`` reads them: MXNet's legacy ``arg:`` / ``aux:`` prefixes are stripped (two names that
+    strip to one are refused), and the order of the file's records is irrelevant. The order rule, one for
+    both MXNet versions: MXNet's ``Trainer`` numbers the parameters in the order of
     ``sorted(net.collect_params().keys())``. In MXNet 2.0 those keys are the ``.params`` names
     (``'0.weight'``, string-sorted: ``'10.weight'`` before ``'2.weight'``), so the files tell everything. In
     MXNet 1.x they carry the block prefixes (``'conv0_weight'``, ``'batchnorm0_gamma'``), which
-    ``save_parameters`` drops: pass ``names=list(net.collect_params().keys())`` (1.x's ``collect_params()``
-    order is the order of the ``.params`` file, so the keys pair with the file's names by position; or a dict
-    ``{params_name: collect_params_key}``).
+    ``save_parameters`` drops: pass ``names=list(net.collect_params().keys())`` or a dict
+    ``{params_name: collect_params_key}``. A list is paired with the file's names by name: each key with the
+    parameter whose leaf name (``'weight'``, ``'alpha_weight'``: the longest that ends the key) it ends with;
+    among parameters of one leaf name, in the net's order (``collect_params()`` order: blocks depth first, a
+    Sequential's numbered children in numeric order, other children in the order the file first names them),
+    never the file's record order. A key that matches no parameter, or more keys than parameters of a leaf
+    name, is refused.
 
-    Parameters the file holds no optimizer state for (grad_req ``'null'``: BatchNorm's running statistics)
-    are :attr:`~TrainerCheckpoint.frozen`: never updated (refused by index, left bit-unchanged by name).
+    Parameters the file holds no optimizer state for are :attr:`~TrainerCheckpoint.frozen` when MXNet never
+    updates them (grad_req ``'null'``: BatchNorm's running statistics, or the names passed as ``frozen``):
+    refused by index, left bit-unchanged by name. Any other is :attr:`~TrainerCheckpoint.fresh`: as MXNet's
+    ``Updater``, its state is created fresh at its first update (a ``UserWarning`` names them).
 
     Args:
       params: the ``.params`` file (or bytes) of ``net.save_parameters``.
@@ -87,6 +97,8 @@ def load_trainer(
       mxnet_version: ``"1"`` or ``"2"``; default: read from the ``.states`` file.
       max_bytes: the most memory reading each file may take (bytes); default ``max(64 MiB, 32 x the file's
         size)`` (see :func:`load_params` and :func:`read_states`).
+      frozen: the names (``.params`` or ``collect_params()``) of parameters with grad_req ``'null'`` besides
+        BatchNorm's running statistics (default: those alone); each must have no state in the file.
 
     Returns:
       a :class:`TrainerCheckpoint`.
@@ -119,10 +131,11 @@ def load_trainer(
     cap = check_max_bytes(max_bytes)
     pdata, pwhere = source(params, "params", cap)
     pbudget = Budget(pwhere, len(pdata), cap)
-    arrays = _read_params(pdata, pwhere, pbudget)
+    arrays = _strip_prefixes(_read_params(pdata, pwhere, pbudget), pwhere)
     pbudget.charge(len(arrays) * PARAM_COST, f"converting {len(arrays)} parameters to JAX arrays")
     sdata, swhere = source(states, "states", cap)
-    raw_states, mxo = _read_states(sdata, swhere, cap)
+    sbudget = Budget(swhere, len(sdata), cap)  # reading the file and building its states: one budget
+    raw_states, mxo = _read_states(sdata, swhere, cap, sbudget)
     if mxnet_version is None:
         version = "1" if (mxo is not None and not hasattr(mxo, "use_fused_step")) else "2"
     else:
@@ -146,7 +159,7 @@ def load_trainer(
         raw_states,
         mxo,
         swhere,
-        Budget(swhere, len(sdata), cap),
+        sbudget,
         optimizer,
         param_dict=param_dict,
         mxnet_version=mxnet_version,
@@ -157,14 +170,22 @@ def load_trainer(
         + (" (MXNet 2.0: the .params names)" if names is None else " (the names passed to load_trainer)")
         + f": {', '.join(f'{i}={key_of[n]!r}' for i, n in enumerate(order))}"
     )
+    null = _frozen_names(frozen, alias, file_names, pwhere)
     with file_errors(swhere):
-        layout, frozen = _pair_states(updater, order, arrays, swhere, rule)
-        updater.layout, updater.frozen, updater.order_rule = layout, frozen, rule
+        layout, still, fresh = _pair_states(updater, order, arrays, swhere, rule, null)
+        updater.layout, updater.frozen, updater.order_rule = layout, still, rule
         r_file, b_file, why = _gradient_scale(updater.optimizer, loss, batch_size)
+    if fresh:
+        _warn(
+            f"load_trainer: {swhere} holds no optimizer state for {[order[i] for i in sorted(fresh)]}: as MXNet's "
+            "Updater, their state is created fresh at their first update (pass frozen=[...] for parameters with "
+            "grad_req 'null', which MXNet never updates)"
+        )
     return TrainerCheckpoint(
         names=tuple(order),
         trainable=tuple(n for i, n in enumerate(order) if i in layout),
-        frozen=tuple(n for i, n in enumerate(order) if i in frozen),
+        frozen=tuple(n for i, n in enumerate(order) if i in still),
+        fresh=tuple(n for i, n in enumerate(order) if i in fresh),
         params=dict(zip(order, jax.device_put([arrays[n] for n in order]), strict=True)),
         updater=updater,
         mxnet_version=version,
@@ -220,21 +241,109 @@ def _trainer_keys(
             raise ValueError(
                 f"load_trainer: `names` has {len(keys)} keys, the .params file {pwhere} {len(file_names)} parameters"
             )
-        if version == "2" and set(keys) == set(file_names):
+        if set(keys) == set(file_names):
             key_of = {n: n for n in file_names}
         else:
-            for pos, (f, k) in enumerate(zip(file_names, keys, strict=True)):
-                leaf = f.rsplit(".", 1)[-1]
-                if not (k == leaf or k.endswith("_" + leaf) or k.endswith("." + leaf)):
-                    raise ValueError(
-                        f"load_trainer: names[{pos}] = {k!r} does not pair with the .params file's ({pwhere}) "
-                        f"parameter {pos}, {f!r} (it should end with {leaf!r}): pass list(net.collect_params().keys()) in "
-                        "collect_params() order (the order save_parameters writes)"
-                    )
-            key_of = dict(zip(file_names, keys, strict=True))
+            key_of = _pair_by_name(keys, file_names, pwhere)
     if len(set(key_of.values())) != len(key_of):
         raise ValueError("load_trainer: `names` holds a key twice")
     return key_of
+
+
+_PREFIXES = ("arg:", "aux:")
+
+
+def _strip_prefixes(arrays: dict[str, np.ndarray], pwhere: str) -> dict[str, np.ndarray]:
+    """The file's arrays by the names MXNet loads them by: ``load_parameters`` / ``Block.load_dict`` strip the
+    legacy ``arg:`` / ``aux:`` prefixes of ``Module.save_checkpoint`` files. Two names that strip to one are
+    refused (a name that would match two parameters)."""
+    out: dict[str, np.ndarray] = {}
+    seen: dict[str, str] = {}
+    for name, a in arrays.items():
+        key = name[4:] if name.startswith(_PREFIXES) else name
+        if key in seen:
+            raise ValueError(
+                f"load_trainer: {pwhere} holds {seen[key]!r} and {name!r}, which MXNet both loads as parameter "
+                f"{key!r} (load_parameters strips the legacy arg: / aux: prefixes): refused"
+            )
+        seen[key] = name
+        out[key] = a
+    return out
+
+
+def _net_order(file_names: list[str]) -> list[str]:
+    """The file's names in the net's order (``collect_params()``'s: depth first, a block's own parameters
+    before its children, a Sequential's numbered children in numeric order, other children and a block's
+    own parameters in the order the file first names them), whatever the order of the file's records."""
+    first: dict[str, int] = {}
+    for n in file_names:
+        parts = n.split(".")
+        for k in range(1, len(parts) + 1):
+            first.setdefault(".".join(parts[:k]), len(first))
+
+    def key(n: str) -> tuple:
+        parts = n.split(".")
+        out: list[tuple] = []
+        for k, p in enumerate(parts[:-1]):
+            out.append((0, int(p), 0) if p.isdigit() else (1, 0, first[".".join(parts[: k + 1])]))
+        out.append((-1, 0, first[n]))  # a block's own parameters before its children
+        return tuple(out)
+
+    return sorted(file_names, key=key)
+
+
+def _leaf_of(key: str, leaves: set[str]) -> str | None:
+    """The longest leaf name that ends ``key`` (``key`` itself, or after a ``_`` or a ``.``)."""
+    hits = [x for x in leaves if key == x or key.endswith("_" + x) or key.endswith("." + x)]
+    return max(hits, key=len) if hits else None
+
+
+def _pair_by_name(keys: list[str], file_names: list[str], pwhere: str) -> dict[str, str]:
+    """``{.params name: collect_params() key}`` for ``keys`` in ``collect_params()`` order (MXNet 1.x): each key
+    with a parameter of the leaf name it ends with, in the net's order among those (:func:`_net_order`)."""
+    groups: dict[str, list[str]] = {}
+    for n in _net_order(file_names):
+        groups.setdefault(n.rsplit(".", 1)[-1], []).append(n)
+    leaves = set(groups)
+    key_of: dict[str, str] = {}
+    for pos, k in enumerate(keys):
+        leaf = _leaf_of(k, leaves)
+        if leaf is None:
+            raise ValueError(
+                f"load_trainer: names[{pos}] = {k!r} matches no parameter of the .params file {pwhere} (it ends "
+                f"with none of their leaf names {sorted(leaves)}): pass list(net.collect_params().keys()) or a "
+                "dict {params_name: collect_params_key}"
+            )
+        if not groups[leaf]:
+            taken = [c for c, n in key_of.items() if n.rsplit(".", 1)[-1] == leaf]
+            raise ValueError(
+                f"load_trainer: names[{pos}] = {k!r} ends with {leaf!r}, like {taken}: more keys than the "
+                f".params file {pwhere} has parameters named {leaf!r}, so a name would match two things: pass a "
+                "dict {params_name: collect_params_key}"
+            )
+        key_of[k] = groups[leaf].pop(0)
+    return {n: k for k, n in key_of.items()}
+
+
+_RUNNING = ("running_mean", "running_var", "moving_mean", "moving_var")
+
+
+def _frozen_names(frozen: Any, alias: Mapping[str, str], file_names: list[str], pwhere: str) -> set[str]:
+    """The ``.params`` names of the parameters with grad_req ``'null'``: ``frozen`` (by ``.params`` or
+    ``collect_params()`` name), and BatchNorm's running statistics."""
+    if frozen is None:
+        frozen = ()
+    if isinstance(frozen, (str, bytes)) or not isinstance(frozen, (Sequence, set, frozenset)):
+        raise TypeError(
+            f"load_trainer: `frozen` must be a list of parameter names, got {type(frozen).__name__}"
+        )
+    out = set()
+    for k in frozen:
+        if k not in alias:
+            raise ValueError(f"load_trainer: `frozen` names {k!r}, not a parameter of {pwhere} {file_names}")
+        out.add(alias[k])
+    out.update(n for n in file_names if n.rsplit(".", 1)[-1].endswith(_RUNNING))
+    return out
 
 
 def _multipliers(
@@ -260,10 +369,11 @@ def _multipliers(
 
 
 def _pair_states(
-    updater: Any, order: list[str], arrays: Mapping[str, np.ndarray], swhere: str, rule: str
-) -> tuple[dict, dict]:
-    """``(layout, frozen)``: each index with a state paired with its parameter (shapes checked), the others
-    frozen (no state: MXNet never updates them)."""
+    updater: Any, order: list[str], arrays: Mapping[str, np.ndarray], swhere: str, rule: str, null: set[str]
+) -> tuple[dict, dict, set]:
+    """``(layout, frozen, fresh)``: each index with a state paired with its parameter (shapes checked); the
+    others frozen when their name is in ``null`` (grad_req ``'null'``: MXNet never updates them), else in the
+    layout too and ``fresh`` (MXNet's Updater creates their state at their first update)."""
     opt = updater.optimizer
     stray = sorted((i for i in updater.states if not (isinstance(i, int) and 0 <= i < len(order))), key=str)
     if stray:
@@ -271,10 +381,15 @@ def _pair_states(
             f"load_trainer: {swhere} holds states for indices {stray}, but the .params file has {len(order)} "
             f"parameters (indices 0..{len(order) - 1}): not the files of one run? Index order: {rule}"
         )
-    layout, frozen = {}, {}
+    layout, frozen, fresh = {}, {}, set()
     cache = _ShapeCache(opt)
     for i, n in enumerate(order):
         a = arrays[n]
+        if n in null and i in updater.states:
+            raise ValueError(
+                f"load_trainer: index {i} (parameter {n!r}) has an optimizer state in {swhere}, but it has "
+                "grad_req 'null' (a running statistic, or named in `frozen`), which MXNet never updates: refused"
+            )
         if i in updater.states:
             st = updater.states[i]
             _check_dtype(opt, i, n, a.dtype, updater.layout[i][2], swhere)
@@ -286,9 +401,12 @@ def _pair_states(
                     f"Index order: {rule}"
                 )
             layout[i] = (n, tuple(a.shape), a.dtype)
-        else:
+        elif n in null:
             frozen[i] = (n, tuple(a.shape), a.dtype)
-    return layout, frozen
+        else:
+            layout[i] = (n, tuple(a.shape), a.dtype)
+            fresh.add(i)
+    return layout, frozen, fresh
 
 
 def _check_dtype(opt: Any, i: int, n: str, dtype: np.dtype, made_for: Any, swhere: str) -> None:

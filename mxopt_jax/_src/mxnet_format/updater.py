@@ -186,12 +186,13 @@ def load_updater(
 
     cap = check_max_bytes(max_bytes)
     data, where = source(path_or_bytes, "states", cap)
-    states, mxo = _read_states(data, where, cap)
+    budget = Budget(where, len(data), cap)  # reading the file and building its states: one budget
+    states, mxo = _read_states(data, where, cap, budget)
     return resume(
         states,
         mxo,
         where,
-        Budget(where, len(data), cap),
+        budget,
         optimizer,
         param_dict=param_dict,
         mxnet_version=mxnet_version,
@@ -332,6 +333,11 @@ def _convert_states(
                 f"{'1.9.1' if v1 else '2.0'} {name} states{why}"
             ) from None
         host[idx] = to_host(opt, idx, conv, is_mp, where, cache)
+        # the device arrays each index's state becomes (an array shared by several indices, once per use)
+        budget.charge(
+            sum(a.nbytes + 128 for a in jax.tree.leaves(host[idx])),
+            f"the state of index {idx!r} on the device",
+        )
     idx2name = getattr(opt, "idx2name", {}) or {}
     layout = {
         i: (idx2name.get(i), _weight_shape(opt, i, st, cache, dtypes[i]), dtypes[i]) for i, st in host.items()
@@ -398,6 +404,11 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
     a = vars(o)
     kw: dict[str, Any] = {}
     aliases = _ALIASES_19.get(name, {}) if v1 else {}
+    for p in sorted(_NOT_MXNET.get(name, set()) & set(a)):
+        raise ValueError(
+            f"{where}: the optimizer has an attribute {p!r}, which MXNet's {o.mx_class} does not have (it is "
+            "mxopt_jax's own constructor argument, never in an MXNet file): refused"
+        )
     for p in _own_names(cls):
         src = aliases.get(p, p)
         if src in a:
@@ -427,6 +438,8 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
         agg = min(agg, 45)
     sched = file_scheduler(a, where, lr_scheduler)
     lr = a.get("lr")
+    if lr is None and sched is None:
+        lr = 0.01  # MXNet's constructor: learning_rate=None without a scheduler is 0.01
     if name == "adadelta" and v1:
         lr, sched = 1.0, None
     base = dict(
@@ -453,6 +466,11 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
     opt.wd_mult = dict(a.get("wd_mult") or {})
     _restore_counts(opt, a)
     return opt
+
+
+#: mxopt_jax's constructor arguments that MXNet's class of that name does not have (a file holding one was not
+#: written by MXNet; SGLD's noise stream is seeded afresh, as MXNet draws from its global generator).
+_NOT_MXNET = {"sgld": {"seed"}}
 
 
 def _own_names(cls: type) -> list[str]:
