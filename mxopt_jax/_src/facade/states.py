@@ -54,9 +54,11 @@ _DTYPES = {
 }
 _SKIP_ATTRS = {"param_dict", "_prep", "_own", "_index_update_count"}
 
-#: The budget of an archive, however small (bytes): the MXNet reader's (``mxnet_format.limits.FLOOR_BYTES``).
+#: The budget of any file mxopt_jax reads, however small (bytes); the MXNet reader uses it too
+#: (``mxnet_format.limits.FLOOR_BYTES``).
 FLOOR_BYTES = 64 * 2**20
-#: The budget of an archive in multiples of its size: the MXNet reader's (``mxnet_format.limits.RATIO``).
+#: The budget of a file in multiples of its size (the larger of the two applies); the MXNet reader uses it
+#: too (``mxnet_format.limits.RATIO``).
 RATIO = 32
 #: The deepest nesting of the manifest's JSON (arrays and objects); the tagged encoding takes three levels
 #: per level of data, MXNet's reader allows 64 levels of data.

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-#: The budget of any file, however small (bytes).
-FLOOR_BYTES = 64 * 2**20
-#: The budget of a file, in multiples of its size (the larger of the two applies).
-RATIO = 32
+# The budget of any file, however small (bytes), and in multiples of its size (the larger of the two applies):
+# one budget for every file mxopt_jax reads, owned by the facade's state format (the lower layer) and used here.
+from ..facade.states import FLOOR_BYTES, RATIO
+
 #: The deepest nesting of containers (and of MARKs in a pickle) a file may hold.
 MAX_DEPTH = 64
 #: The most tuples a pickle may use as dictionary keys (tuples are hashed from their items, which a file can
