@@ -26,15 +26,15 @@ from .. import OPTIMIZERS
 from .checks import (
     cpu_devices,
     devices_count,
-    expect_host_devices,
     names_arg,
     non_negative_int_arg,
     positive_int_arg,
 )
+from .distributed import configure_jax
 from .figures import PLOT_HINT
 from .plan import CHECK_BATCHING, MAX_STUDIES
 
-__all__ = ["DEPRECATED", "build_parser", "configure_jax", "main", "problems_epilog"]
+__all__ = ["DEPRECATED", "build_parser", "main", "problems_epilog"]
 
 #: Old spellings still taken, with a notice: old flag -> new flag.
 DEPRECATED = {"--optimizers": "--contenders", "--batching-check": "--check-batching"}
@@ -430,65 +430,6 @@ def _devices_text() -> str:
     info = process_info()
     where = f" in {info['processes']} processes" if info["processes"] > 1 else ""
     return f"{info['devices']} {info['platform']} device(s){where}"
-
-
-def configure_jax(
-    devices: int | None = None,
-    cache: bool = True,
-    *,
-    coordinator: str | None = None,
-    num_processes: int | None = None,
-    process_id: int | None = None,
-    distributed: str | None = None,
-) -> None:
-    """Set up JAX for a study, before its first computation (the command line calls it first thing).
-
-    ``devices``: on CPU, the host device count of this process (default: one per core, at most 8) through
-    ``--xla_force_host_platform_device_count``, so the runs are sharded over the cores (flags already in
-    ``XLA_FLAGS`` are kept); on a GPU or TPU the hardware decides, and
-    :func:`mxopt_jax.compare.distributed.study_devices` picks the first ``devices``.
-    ``cache``: JAX's persistent compilation cache in ``$MXOPT_JAX_CACHE`` or ``~/.cache/mxopt_jax/jax``, so a
-    second study with the same programs skips compilation.
-    ``coordinator``, ``num_processes``, ``process_id``: join a study of several processes
-    (:func:`mxopt_jax.compare.distributed.initialize`: process 0's ``HOST:PORT``, the number of processes,
-    this one's index); ``distributed="auto"``: JAX detects what is not given from the cluster (SLURM, ...).
-    Bad launch arguments raise ``ValueError`` here, before anything starts.
-    All of it must happen before JAX initializes its backend; afterwards the device count and the cache have
-    no effect and joining raises ``RuntimeError``. JAX offers no public way to tell whether it has started, so
-    the host device count is compared once it is known (when :func:`~mxopt_jax.compare.study` starts), and a
-    warning says when the request came too late to take effect.
-    """
-    import warnings
-
-    from .distributed import check_launch, initialize
-
-    if distributed not in (None, "auto"):
-        raise ValueError(f"distributed must be None or 'auto', got {distributed!r}")
-    if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int) or devices < 1):
-        raise ValueError(f"devices must be an int >= 1 (devices per process), got {devices!r}")
-    auto = distributed == "auto"
-    check_launch(coordinator, num_processes, process_id, auto=auto)
-
-    import jax
-
-    flags = os.environ.get("XLA_FLAGS", "")
-    n = devices or min(cpu_devices(), 8)
-    if "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = " ".join([flags, f"--xla_force_host_platform_device_count={n}"]).strip()
-        expect_host_devices(n, requested=devices is not None)  # checked when the study starts
-    elif devices is not None:
-        warnings.warn(
-            f"configure_jax(devices={devices}): XLA_FLAGS already sets the host device count ({flags!r}); kept",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    if cache:
-        path = os.environ.get("MXOPT_JAX_CACHE") or os.path.join(
-            os.path.expanduser("~"), ".cache", "mxopt_jax", "jax"
-        )
-        jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-    initialize(coordinator, num_processes, process_id, auto=auto)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
