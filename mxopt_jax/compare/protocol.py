@@ -141,14 +141,6 @@ class Preset:
         offsets = (np.arange(self.grid_points) - below) * self.spacing
         return canonical(float(center) * 10.0**offsets)
 
-    def selection_seeds(self) -> list[int]:
-        """The selection seeds: ``0 .. seeds - 1``."""
-        return list(range(self.seeds))
-
-    def confirmation_seeds(self) -> list[int]:
-        """The confirmation seeds: ``CONFIRM_OFFSET .. CONFIRM_OFFSET + confirm_seeds - 1``."""
-        return list(range(CONFIRM_OFFSET, CONFIRM_OFFSET + self.confirm_seeds))
-
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
