@@ -7,6 +7,7 @@ lazy import is caught too.
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import pathlib
 
@@ -292,6 +293,21 @@ def test_the_report_and_the_store_read_files_through_one_module():
             ), m
     assert "compare.serialize" in graph["compare.store"]
     assert any("compare.serialize" in graph[m] for m in graph if m.startswith("compare.report"))
+
+
+def test_importing_the_study_api_does_not_import_the_command_line():
+    """``import mxopt_jax.compare`` (the study's API) loads neither the command line nor argparse's parser:
+    ``configure_jax`` lives beside ``distributed``, which the command line imports, not the other way round."""
+    import subprocess
+    import sys
+
+    code = "import sys, mxopt_jax.compare; print('mxopt_jax.compare.cli' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+    graph = import_graph()
+    assert "compare.cli" not in graph["compare"]
+    assert "configure_jax" in vars(importlib.import_module("mxopt_jax.compare.distributed"))
 
 
 def test_the_study_never_imports_the_tour():

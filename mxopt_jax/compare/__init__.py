@@ -23,15 +23,15 @@ and family of optimizers, one compiled program trains every run at once. Its pie
   a study keeps its work in as it runs;
 * :mod:`~mxopt_jax.compare.report` — tables, files, plots, the HTML page and the protocol's text;
 * :mod:`~mxopt_jax.compare.study` — :func:`study`, which runs it all and returns a :class:`Study`;
-* :mod:`~mxopt_jax.compare.distributed` — a study on many processes (``jax.distributed``): the launch, and
-  the one gate for what a study writes (process 0 writes);
+* :mod:`~mxopt_jax.compare.distributed` — JAX set up for a study (:func:`~mxopt_jax.compare.distributed.
+  configure_jax`: host devices, compilation cache) and a study on many processes (``jax.distributed``): the
+  launch, and the one gate for what a study writes (process 0 writes);
 * :mod:`~mxopt_jax.compare.cli` — the command line (``mxopt-jax compare``, ``report``, ``agree``).
 
 The visual tour of the optimizers on 2-D test functions (``mxopt-jax tour``) is its own sub-package,
 :mod:`mxopt_jax.compare.tour`; the study never imports it.
 """
 
-from .cli import configure_jax
 from .contenders import OPTAX_BASELINES, Contender, contender, default_contenders
 from .plan import Plan, PlanError
 from .preflight import PreflightError
@@ -64,7 +64,6 @@ __all__ = [
     "Study",
     "StudyResult",
     "compare_studies",
-    "configure_jax",
     "contender",
     "default_contenders",
     "study",

@@ -26,15 +26,14 @@ from .. import OPTIMIZERS
 from .checks import (
     cpu_devices,
     devices_count,
-    expect_host_devices,
     names_arg,
-    non_negative_int_arg,
     positive_int_arg,
 )
+from .distributed import configure_jax
 from .figures import PLOT_HINT
-from .plan import CHECK_BATCHING, MAX_STUDIES
+from .plan import MAX_STUDIES
 
-__all__ = ["DEPRECATED", "build_parser", "configure_jax", "main", "problems_epilog"]
+__all__ = ["DEPRECATED", "build_parser", "main", "problems_epilog"]
 
 #: Old spellings still taken, with a notice: old flag -> new flag.
 DEPRECATED = {"--optimizers": "--contenders", "--batching-check": "--check-batching"}
@@ -64,29 +63,6 @@ def _problems_arg(value: str) -> list[str]:
     from .problems import PROBLEMS
 
     return names_arg(value, list(PROBLEMS), "problem", {"all": list(PROBLEMS)})
-
-
-def _seeds_arg(what: str) -> Any:
-    def parse(value: str) -> int:
-        try:
-            n = int(value)
-        except ValueError:
-            n = 0
-        if n < 2:
-            raise argparse.ArgumentTypeError(f"must be an integer >= 2 (how many {what}), got {value!r}")
-        return n
-
-    return parse
-
-
-def _studies_arg(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= MAX_STUDIES:
-        raise argparse.ArgumentTypeError(f"must be an integer from 1 to {MAX_STUDIES}, got {value!r}")
-    return n
 
 
 def problems_epilog() -> str:
@@ -238,74 +214,64 @@ def _preset_words(name: str) -> str:
     return f"{p.grid_points} rates x {p.seeds} seeds, {p.confirm_seeds} confirmation seeds"
 
 
-def _plan_args(p: argparse.ArgumentParser) -> None:
-    """One flag per setting of the plan (:data:`mxopt_jax.compare.plan.SETTINGS`); every default is "not
-    given": the preset's, or the resumed study's."""
-    from .plan import SETTINGS
-    from .schedules import SCHEDULES
-    from .search import DEFAULT_TRIALS, SEARCHES
+def _setting_arg(name: str) -> Any:
+    """The flag type of integer setting ``name``: the number, checked by the plan
+    (:func:`mxopt_jax.compare.plan.check_setting`), its words the usage error."""
+    from .plan import check_setting
 
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {value!r}") from None
+        try:
+            check_setting(name, n)
+        except (ValueError, TypeError) as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return n
+
+    return parse
+
+
+def _setting_help() -> dict[str, str]:
+    """What each setting's flag adds to the plan's words (:data:`mxopt_jax.compare.plan.SETTINGS`)."""
+    from .search import DEFAULT_TRIALS
+
+    return {
+        "preset": f" (quick: {_preset_words('quick')}, short budgets: it ranks early progress, minutes on 2 CPU "
+        f"cores; full: {_preset_words('full')}, full budgets: the rankings to cite; default: quick)",
+        "seeds": ": how many, 0, 1, ... (default: the preset's)",
+        "confirm_seeds": ": how many, 1000, 1001, ... (default: the preset's)",
+        "search": " (default: grid)",
+        "trials": f" (needs --search random; default: {DEFAULT_TRIALS})",
+        "search_seed": " (default: 0)",
+        "schedule": " (default: constant)",
+        "studies": f" (1 to {MAX_STUDIES}; default: 1): the report gives the spread across them",
+        "extend": " (default: 2)",
+        "check_batching": ": the check that no result depends on the other runs batched with it (default: best)",
+        "group_by": " (default: family)",
+    }
+
+
+def _plan_args(p: argparse.ArgumentParser) -> None:
+    """One flag per setting of the plan, made from :data:`mxopt_jax.compare.plan.SETTINGS` (``--confirm-seeds``
+    for ``confirm_seeds``): a named setting's choices are the plan's (:data:`~mxopt_jax.compare.plan.CHOICES`),
+    an integer one is checked by the plan (:func:`~mxopt_jax.compare.plan.check_setting`); every default is "not
+    given": the preset's, or the resumed study's."""
+    from .plan import CHOICES, SETTINGS
+
+    more = _setting_help()
     g = p.add_argument_group("the study's settings (default: the preset's, or the resumed study's)")
+    for key, words in SETTINGS.items():
+        flag, choices = "--" + key.replace("_", "-"), CHOICES.get(key)
+        if choices:
+            g.add_argument(flag, dest=key, choices=choices, default=None, help=words + more[key])
+        else:
+            g.add_argument(
+                flag, dest=key, type=_setting_arg(key), default=None, metavar="N", help=words + more[key]
+            )
     g.add_argument(
-        "--preset",
-        choices=("quick", "full"),
-        default=None,
-        help=f"quick: {_preset_words('quick')}, short budgets: it ranks early progress (minutes on 2 CPU cores); "
-        f"full: {_preset_words('full')}, full budgets: the rankings to cite (default: quick)",
-    )
-    for flag, key, what, first in (
-        ("--seeds", "seeds", "selection seeds", "0, 1, ..."),
-        ("--confirm-seeds", "confirm_seeds", "confirmation seeds", "1000, 1001, ..."),
-    ):
-        g.add_argument(
-            flag,
-            type=_seeds_arg(what),
-            default=None,
-            metavar="N",
-            help=f"{SETTINGS[key]}: how many, {first} (an integer >= 2)",
-        )
-    g.add_argument("--search", choices=SEARCHES, default=None, help=f"{SETTINGS['search']} (default: grid)")
-    g.add_argument(
-        "--trials",
-        type=positive_int_arg,
-        default=None,
-        metavar="N",
-        help=f"{SETTINGS['trials']} (needs --search random; default: {DEFAULT_TRIALS})",
-    )
-    g.add_argument(
-        "--search-seed",
-        type=non_negative_int_arg,
-        default=None,
-        metavar="N",
-        help=f"{SETTINGS['search_seed']} (default: 0)",
-    )
-    g.add_argument(
-        "--schedule",
-        choices=tuple(SCHEDULES),
-        default=None,
-        help=f"{SETTINGS['schedule']} (default: constant)",
-    )
-    g.add_argument(
-        "--studies",
-        type=_studies_arg,
-        default=None,
-        metavar="N",
-        help=f"{SETTINGS['studies']} (1 to {MAX_STUDIES}; default: 1): the report gives the spread across them",
-    )
-    g.add_argument(
-        "--extend",
-        type=non_negative_int_arg,
-        default=None,
-        metavar="N",
-        help=f"{SETTINGS['extend']} (an integer >= 0; default: 2)",
-    )
-    g.add_argument("--batching-check", dest="check_batching", choices=CHECK_BATCHING, help=argparse.SUPPRESS)
-    g.add_argument(
-        "--check-batching",
-        choices=CHECK_BATCHING,
-        default=None,
-        help="re-run chosen configurations in every slot of their program, the check that no result depends on "
-        "the other runs batched with it: the best contender of each family, all of them, or none (default: best)",
+        "--batching-check", dest="check_batching", choices=CHOICES["check_batching"], help=argparse.SUPPRESS
     )
 
 
@@ -432,65 +398,6 @@ def _devices_text() -> str:
     return f"{info['devices']} {info['platform']} device(s){where}"
 
 
-def configure_jax(
-    devices: int | None = None,
-    cache: bool = True,
-    *,
-    coordinator: str | None = None,
-    num_processes: int | None = None,
-    process_id: int | None = None,
-    distributed: str | None = None,
-) -> None:
-    """Set up JAX for a study, before its first computation (the command line calls it first thing).
-
-    ``devices``: on CPU, the host device count of this process (default: one per core, at most 8) through
-    ``--xla_force_host_platform_device_count``, so the runs are sharded over the cores (flags already in
-    ``XLA_FLAGS`` are kept); on a GPU or TPU the hardware decides, and
-    :func:`mxopt_jax.compare.distributed.study_devices` picks the first ``devices``.
-    ``cache``: JAX's persistent compilation cache in ``$MXOPT_JAX_CACHE`` or ``~/.cache/mxopt_jax/jax``, so a
-    second study with the same programs skips compilation.
-    ``coordinator``, ``num_processes``, ``process_id``: join a study of several processes
-    (:func:`mxopt_jax.compare.distributed.initialize`: process 0's ``HOST:PORT``, the number of processes,
-    this one's index); ``distributed="auto"``: JAX detects what is not given from the cluster (SLURM, ...).
-    Bad launch arguments raise ``ValueError`` here, before anything starts.
-    All of it must happen before JAX initializes its backend; afterwards the device count and the cache have
-    no effect and joining raises ``RuntimeError``. JAX offers no public way to tell whether it has started, so
-    the host device count is compared once it is known (when :func:`~mxopt_jax.compare.study` starts), and a
-    warning says when the request came too late to take effect.
-    """
-    import warnings
-
-    from .distributed import check_launch, initialize
-
-    if distributed not in (None, "auto"):
-        raise ValueError(f"distributed must be None or 'auto', got {distributed!r}")
-    if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int) or devices < 1):
-        raise ValueError(f"devices must be an int >= 1 (devices per process), got {devices!r}")
-    auto = distributed == "auto"
-    check_launch(coordinator, num_processes, process_id, auto=auto)
-
-    import jax
-
-    flags = os.environ.get("XLA_FLAGS", "")
-    n = devices or min(cpu_devices(), 8)
-    if "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = " ".join([flags, f"--xla_force_host_platform_device_count={n}"]).strip()
-        expect_host_devices(n, requested=devices is not None)  # checked when the study starts
-    elif devices is not None:
-        warnings.warn(
-            f"configure_jax(devices={devices}): XLA_FLAGS already sets the host device count ({flags!r}); kept",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-    if cache:
-        path = os.environ.get("MXOPT_JAX_CACHE") or os.path.join(
-            os.path.expanduser("~"), ".cache", "mxopt_jax", "jax"
-        )
-        jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-    initialize(coordinator, num_processes, process_id, auto=auto)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mxopt-jax`` and ``python -m mxopt_jax``."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -552,8 +459,6 @@ def _compare_command(args: argparse.Namespace) -> int:
     from .store import open_folder
 
     given = _given(args)
-    if args.trials is not None and args.search != "random" and args.resume is None:
-        return _fail("argument --trials: needs --search random")
     problem = _check_launch(args)
     if problem:
         return _fail(problem)
@@ -568,6 +473,8 @@ def _compare_command(args: argparse.Namespace) -> int:
     stored: dict[str, Any] | None = None
     plan: Plan | None = None
     try:
+        if args.resume is None:  # every setting checked, by the plan, before the folder is touched
+            plan = Plan.make(**{k: v for k, v in given.items() if v is not None})
         if writer:
             store = open_folder(
                 root, resume=args.resume is not None, what="--resume" if args.resume else "--out"
@@ -575,8 +482,6 @@ def _compare_command(args: argparse.Namespace) -> int:
             if args.resume is not None:
                 stored = store.read_spec()
                 plan = Plan.from_dict(stored["plan"]).resumed(**given)  # refused before anything starts
-        if args.resume is None:
-            plan = Plan.make(**{k: v for k, v in given.items() if v is not None})  # every setting checked
     except PlanError as e:
         return _fail(f"--resume {shlex.quote(str(root))}: {e}")
     except (ValueError, TypeError) as e:

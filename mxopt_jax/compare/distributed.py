@@ -9,8 +9,10 @@ writes** (the report, the records, the plots, the progress bar, anything printed
 
 * :func:`initialize` checks the launch arguments locally (a clear ``ValueError`` before anything compiles
   and before JAX waits for processes that will never come) and joins the processes;
-  :func:`mxopt_jax.compare.configure_jax` calls it, and ``mxopt-jax compare --coordinator HOST:PORT
+  :func:`configure_jax` calls it, and ``mxopt-jax compare --coordinator HOST:PORT
   --num-processes N --process-id I`` (or ``--distributed auto`` under SLURM, Open MPI, ...) does the same.
+* :func:`configure_jax`: JAX set up for a study before its first computation (host devices, the compilation
+  cache, joining the processes); the command line calls it first thing.
 * :func:`is_writer`: the one gate for anything a study writes (files, stdout): ``True`` in process 0 (and in a
   study of one process). Whatever writes a study's output calls it.
 * :func:`process_info`: platform, process and device counts (the report states them).
@@ -23,8 +25,11 @@ import os
 import re
 from typing import Any
 
+from .checks import cpu_devices, expect_host_devices
+
 __all__ = [
     "check_launch",
+    "configure_jax",
     "initialize",
     "is_writer",
     "parse_address",
@@ -200,3 +205,60 @@ def study_devices(per_process: int | None = None) -> list[Any]:
     for d in devices:
         by_process.setdefault(int(d.process_index), []).append(d)
     return [d for p in sorted(by_process) for d in by_process[p][:per_process]]
+
+
+def configure_jax(
+    devices: int | None = None,
+    cache: bool = True,
+    *,
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    distributed: str | None = None,
+) -> None:
+    """Set up JAX for a study, before its first computation (the command line calls it first thing).
+
+    ``devices``: on CPU, the host device count of this process (default: one per core, at most 8) through
+    ``--xla_force_host_platform_device_count``, so the runs are sharded over the cores (flags already in
+    ``XLA_FLAGS`` are kept); on a GPU or TPU the hardware decides, and
+    :func:`mxopt_jax.compare.distributed.study_devices` picks the first ``devices``.
+    ``cache``: JAX's persistent compilation cache in ``$MXOPT_JAX_CACHE`` or ``~/.cache/mxopt_jax/jax``, so a
+    second study with the same programs skips compilation.
+    ``coordinator``, ``num_processes``, ``process_id``: join a study of several processes
+    (:func:`mxopt_jax.compare.distributed.initialize`: process 0's ``HOST:PORT``, the number of processes,
+    this one's index); ``distributed="auto"``: JAX detects what is not given from the cluster (SLURM, ...).
+    Bad launch arguments raise ``ValueError`` here, before anything starts.
+    All of it must happen before JAX initializes its backend; afterwards the device count and the cache have
+    no effect and joining raises ``RuntimeError``. JAX offers no public way to tell whether it has started, so
+    the host device count is compared once it is known (when :func:`~mxopt_jax.compare.study` starts), and a
+    warning says when the request came too late to take effect.
+    """
+    import warnings
+
+    if distributed not in (None, "auto"):
+        raise ValueError(f"distributed must be None or 'auto', got {distributed!r}")
+    if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int) or devices < 1):
+        raise ValueError(f"devices must be an int >= 1 (devices per process), got {devices!r}")
+    auto = distributed == "auto"
+    check_launch(coordinator, num_processes, process_id, auto=auto)
+
+    import jax
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    n = devices or min(cpu_devices(), 8)
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = " ".join([flags, f"--xla_force_host_platform_device_count={n}"]).strip()
+        expect_host_devices(n, requested=devices is not None)  # checked when the study starts
+    elif devices is not None:
+        warnings.warn(
+            f"configure_jax(devices={devices}): XLA_FLAGS already sets the host device count ({flags!r}); kept",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    if cache:
+        path = os.environ.get("MXOPT_JAX_CACHE") or os.path.join(
+            os.path.expanduser("~"), ".cache", "mxopt_jax", "jax"
+        )
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    initialize(coordinator, num_processes, process_id, auto=auto)

@@ -34,8 +34,10 @@ __all__ = [
     "SETTINGS",
     "STUDY_CONFIRM_STRIDE",
     "STUDY_SEED_STRIDE",
+    "CHOICES",
     "Plan",
     "PlanError",
+    "check_setting",
     "check_settings",
 ]
 
@@ -66,6 +68,16 @@ SETTINGS: dict[str, str] = {
     "extend": "times a grid may be extended past the edge where its chosen rate sits",
     "check_batching": "re-run the chosen configuration in every slot of its program: best, all or none",
     "group_by": "one compiled program per family of contenders, or per contender (none)",
+}
+
+
+#: The settings given by name, and the names each may take (the others are integers: counts, seeds, sizes).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "preset": tuple(PRESETS),
+    "search": tuple(_search.SEARCHES),
+    "schedule": tuple(_schedules.SCHEDULES),
+    "check_batching": CHECK_BATCHING,
+    "group_by": GROUP_BY,
 }
 
 
@@ -370,6 +382,45 @@ class Plan:
                 + "\n  ".join(differ)
             )
         return dataclasses.replace(self, schedule_hook=hook) if hook is not None else self
+
+
+def check_setting(name: str, value: Any) -> Any:
+    """One setting checked alone, exactly as a :class:`Plan` checks it, and the value a plan holds for it
+    (seeds and confirmation seeds as a count or a list, a number of trials as a random search takes it). The
+    command line's flags call it, so a bad flag is refused with the plan's own words. What depends on two
+    settings (trials without a random search, confirmation seeds that are also selection seeds, studies whose
+    seeds meet) is checked when the plan is made.
+
+    Raises
+    ------
+    TypeError
+        ``name`` not a setting; ``value`` of the wrong type.
+    ValueError
+        ``value`` out of the setting's range, or not one of its names (:data:`CHOICES`).
+    """
+    check_settings({name: value})
+    return _CHECKS[name](value)
+
+
+def _check_search_seed(value: Any) -> int:
+    _search.generator(value, "")  # checks the seed
+    return int(value)
+
+
+#: Each setting's own check (:func:`check_setting`); ``tests/app/test_plan.py`` holds it to :data:`SETTINGS`.
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "preset": _preset,
+    "seeds": lambda v: _seeds(v, "seeds", 0),
+    "confirm_seeds": lambda v: _seeds(v, "confirm_seeds", CONFIRM_OFFSET),
+    "search": lambda v: _choice(v, "search", CHOICES["search"]),
+    "trials": lambda v: _search.check_search("random", v),
+    "search_seed": _check_search_seed,
+    "schedule": lambda v: _choice(v, "schedule", CHOICES["schedule"]),
+    "studies": lambda v: _studies(v),
+    "extend": extend_count,
+    "check_batching": lambda v: _choice(v, "check_batching", CHECK_BATCHING),
+    "group_by": lambda v: _choice(v, "group_by", GROUP_BY),
+}
 
 
 def check_settings(settings: Mapping[str, Any]) -> None:

@@ -141,14 +141,6 @@ class Preset:
         offsets = (np.arange(self.grid_points) - below) * self.spacing
         return canonical(float(center) * 10.0**offsets)
 
-    def selection_seeds(self) -> list[int]:
-        """The selection seeds: ``0 .. seeds - 1``."""
-        return list(range(self.seeds))
-
-    def confirmation_seeds(self) -> list[int]:
-        """The confirmation seeds: ``CONFIRM_OFFSET .. CONFIRM_OFFSET + confirm_seeds - 1``."""
-        return list(range(CONFIRM_OFFSET, CONFIRM_OFFSET + self.confirm_seeds))
-
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -299,7 +291,7 @@ def quartiles(values: Sequence[float] | np.ndarray, better: str = "lower") -> tu
             x = a + frac * (b - a)
         out.append(float(direction.orient(x)))
     lo_, med, hi_ = out
-    return (lo_, med, hi_) if better == "lower" else (hi_, med, lo_)
+    return (lo_, med, hi_) if direction.sign > 0 else (hi_, med, lo_)
 
 
 @dataclasses.dataclass
@@ -512,7 +504,8 @@ def select(
     majority of the seeds got there (:func:`time_to_target`).
     """
     better = str(getattr(problem, "better", "lower"))
-    sign = Direction(better).sign
+    direction = Direction(better)
+    sign = direction.sign
     val = np.asarray(records.val, np.float64)
     if val.ndim != 3:
         raise ValueError(f"records.val must be (G, S, E), got shape {val.shape}")
@@ -559,13 +552,13 @@ def select(
         lr=float(records.lrs[index]),
         scores=scores,
         val_final=val_final[index].copy(),
-        val_mean=_mean(val_final[index], sign),
+        val_mean=_mean(val_final[index], direction.worst),
         val_ci=ci_halfwidth(val_final[index], level),
         test=test.copy(),
-        test_mean=_mean(test, sign),
+        test_mean=_mean(test, direction.worst),
         test_ci=ci_halfwidth(test, level),
         best_val=best,
-        best_val_mean=_mean(best, sign),
+        best_val_mean=_mean(best, direction.worst),
         steps_to_target=stt.copy(),
         time_to_target=time_to_target(stt),
         reached=int(np.isfinite(stt).sum()),
@@ -596,10 +589,11 @@ def _diverged(records: Records, fields: Sequence[str] = ("train_loss", "val", "t
     return bad
 
 
-def _mean(v: np.ndarray, sign: float = 1.0) -> float:
-    """Mean, the worst value (``sign * inf``) when a value is not finite (a diverged seed)."""
+def _mean(v: np.ndarray, worst: float = math.inf) -> float:
+    """Mean, the ``worst`` value (:attr:`Direction.worst <mxopt_jax.compare.direction.Direction.worst>`) when
+    a value is not finite (a diverged seed)."""
     v = np.asarray(v, np.float64)
-    return float(v.mean()) if np.all(np.isfinite(v)) else sign * math.inf
+    return float(v.mean()) if np.all(np.isfinite(v)) else worst
 
 
 # --------------------------------------------------------------------------- ranks

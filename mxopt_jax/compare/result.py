@@ -175,6 +175,19 @@ def identical_groups(
     return [g for g in groups.values() if len(g) > 1]
 
 
+def _tuned(roles: Mapping[str, Records], problem: Problem, contender: Contender, search: str) -> Selection:
+    """The tuned selection of one contender on one problem: chosen on its selection runs, reported on its
+    confirmation runs (:func:`~mxopt_jax.compare.protocol.select`); in a random search the edge flags are the
+    trials' (:func:`mxopt_jax.compare.search.edges`: the index of a trial says nothing about its place among the
+    values tried)."""
+    rec = roles["selection"]
+    sel = protocol.select(rec, problem, confirmation=roles["confirmation"])
+    if search != "random":
+        return sel
+    edges = _search.edges({"learning_rate": rec.lrs, **rec.hparams}, sel.index, contender.hyperparameters)
+    return dataclasses.replace(sel, edges=edges, on_edge=edges.get("learning_rate"))
+
+
 # --------------------------------------------------------------------------- the result
 @dataclasses.dataclass
 class StudyResult:
@@ -392,18 +405,7 @@ class StudyResult:
             per = {n: per[n] for n in order if n in per}
             records[name] = per
             p = known[name]
-            tuned[name] = {
-                n: protocol.select(r["selection"], p, confirmation=r["confirmation"]) for n, r in per.items()
-            }
-            if (
-                plan.search == "random"
-            ):  # the index of a trial says nothing about its place among the values tried
-                for n, sel in tuned[name].items():
-                    rec = per[n]["selection"]
-                    sel.edges = _search.edges(
-                        {"learning_rate": rec.lrs, **rec.hparams}, sel.index, by_name[n].hyperparameters
-                    )
-                    sel.on_edge = sel.edges.get("learning_rate")
+            tuned[name] = {n: _tuned(r, p, by_name[n], plan.search) for n, r in per.items()}
             one_shot[name] = {n: protocol.select(r["default"], p) for n, r in per.items()}
             identical[name] = {
                 "tuned": identical_groups(

@@ -159,8 +159,45 @@ def study(
     t_start = time.perf_counter()
     problems = _problem_list(problems)
     check_settings(settings)
-    cs = resolve(contenders)
-    writer = is_writer()  # in a study of several processes only process 0 creates or writes anything
+    plan, store, stored_spec, stored = _open(plan, settings, out, resume)
+    checks.check_host_devices()  # a configure_jax that came too late is said now
+    problems = [_preset_target(p, plan.preset) for p in problems]
+    problems, cs, restored = _union(problems, resolve(contenders), stored_spec, plan)
+    order, jobs = _jobs(problems, cs, plan, stored, restored, store)
+    progress = _progress(progress)
+    data = _preflight(problems, jobs, plan, progress)
+    if store is not None:
+        _write_spec(store, plan, problems, cs, data, stored_spec, restored[0])
+    results = {key: saved.result for key, saved in stored.items()}
+    if jobs:
+        _run_all(jobs, plan, progress, devices, store, on_program, results)
+    if progress is not None:
+        progress("done", 1.0)
+    wall_before = sum(saved.wall_s for saved in stored.values())
+    ordered = [results[k] for k in order if k in results] + [r for k, r in results.items() if k not in order]
+    result = Study.assemble(
+        plan,
+        problems,
+        cs,
+        ordered,
+        wall_s=time.perf_counter() - t_start + wall_before,
+        resumed={"programs": len(stored), "wall_s": wall_before} if stored else None,
+    )
+    if store is not None:
+        result.write(store.root, plots=plots and _has_matplotlib())
+    return result
+
+
+def _open(
+    plan: Plan | Preset | str | None,
+    settings: dict[str, Any],
+    out: str | Path | None,
+    resume: str | Path | None,
+) -> tuple[Plan, Store | None, dict[str, Any] | None, dict[str, Saved]]:
+    """The study's plan and folder: a new plan (and ``out``, checked), or a resumed folder's stored plan held
+    against what was given, its spec and its saved programs. In a study of several processes only process 0
+    creates or writes anything."""
+    writer = is_writer()
     store: Store | None = None
     stored_spec: dict[str, Any] | None = None
     stored: dict[str, Saved] = {}
@@ -171,51 +208,69 @@ def study(
             )
         store = open_folder(resume, resume=True) if writer else Store(resume)
         stored_spec = store.read_spec()
-        plan = _resumed(Plan.from_dict(stored_spec["plan"]), plan, settings)
+        made = _resumed(Plan.from_dict(stored_spec["plan"]), plan, settings)
         stored = store.read_programs()
     else:
-        plan = _plan(plan, settings)
+        made = _plan(plan, settings)
         if out is not None:
             store = open_folder(out, resume=False) if writer else Store(out)
-    if not plan.runnable:
+    if not made.runnable:
         raise ValueError(
-            f"schedule {plan.schedule!r} is a hook of your own, known here by name only: pass it again "
-            f"(schedule={plan.schedule}) to run the study"
+            f"schedule {made.schedule!r} is a hook of your own, known here by name only: pass it again "
+            f"(schedule={made.schedule}) to run the study"
         )
-    checks.check_host_devices()  # a configure_jax that came too late is said now
-    problems = [_preset_target(p, plan.preset) for p in problems]
+    return made, store, stored_spec, stored
 
-    # the union with what a resumed folder holds: problems and contenders saved there and not given come back
-    # from their saved descriptions (they cannot train: nothing of theirs may be missing)
-    restored_p: set[str] = set()
-    restored_c: set[str] = set()
-    if stored_spec is not None:
-        given_p, given_c = {p.name: p for p in problems}, {c.name: c for c in cs}
-        problems = [
-            given_p.get(n) or _preset_target(restore_problem(info), plan.preset)
-            for n, info in stored_spec["problems"].items()
-        ] + [p for p in problems if p.name not in stored_spec["problems"]]
-        cs = [given_c.get(n) or restore_contender(info) for n, info in stored_spec["contenders"].items()] + [
-            c for c in cs if c.name not in stored_spec["contenders"]
-        ]
-        restored_p = {p.name for p in problems if p.name not in given_p}
-        restored_c = {c.name for c in cs if c.name not in given_c}
 
-    # the programs: every (problem, group); a program saved in the folder is not run again, a group with some
-    # contenders saved runs the others only
+def _union(
+    problems: list[Problem], cs: list[Contender], stored_spec: dict[str, Any] | None, plan: Plan
+) -> tuple[list[Problem], list[Contender], tuple[set[str], set[str]]]:
+    """The problems and contenders with what a resumed folder holds: those saved there and not given come back
+    from their saved descriptions (they cannot train: nothing of theirs may be missing); and the names of the
+    restored ``(problems, contenders)``."""
+    if stored_spec is None:
+        return problems, cs, (set(), set())
+    given_p, given_c = {p.name: p for p in problems}, {c.name: c for c in cs}
+    problems = [
+        given_p.get(n) or _preset_target(restore_problem(info), plan.preset)
+        for n, info in stored_spec["problems"].items()
+    ] + [p for p in problems if p.name not in stored_spec["problems"]]
+    cs = [given_c.get(n) or restore_contender(info) for n, info in stored_spec["contenders"].items()] + [
+        c for c in cs if c.name not in stored_spec["contenders"]
+    ]
+    restored = (
+        {p.name for p in problems if p.name not in given_p},
+        {c.name for c in cs if c.name not in given_c},
+    )
+    return problems, cs, restored
+
+
+Job = tuple[Problem, list[Contender], str]
+
+
+def _jobs(
+    problems: list[Problem],
+    cs: list[Contender],
+    plan: Plan,
+    stored: Mapping[str, Saved],
+    restored: tuple[set[str], set[str]],
+    store: Store | None,
+) -> tuple[list[str], list[Job]]:
+    """Every program's key in the order an uninterrupted study makes them, and the programs to run: every
+    (problem, group) not saved in the folder; a group with some contenders saved runs the others only (their
+    own program). Refused when a missing run belongs to a restored problem or contender."""
+    restored_p, restored_c = restored
     done_by: dict[str, set[str]] = {}
     for saved in stored.values():
         done_by.setdefault(saved.result.problem, set()).update(saved.result.records)
-    order: list[str] = []  # every program's key, in the order an uninterrupted study makes them
-    jobs: list[tuple[Problem, list[Contender], str]] = []
+    order: list[str] = []
+    jobs: list[Job] = []
     for p in problems:
         for g in _groups(cs, plan.group_by):
             key = program_key(p.name, g[0].family if plan.group_by == "family" else g[0].name)
             order.append(key)
             missing = [c for c in g if c.name not in done_by.get(p.name, set())]
-            if missing and len(missing) < len(
-                g
-            ):  # contenders added to a family saved earlier: their own program
+            if missing and len(missing) < len(g):  # contenders added to a family saved earlier
                 key += "__" + program_key("", "+".join(c.name for c in missing)).lstrip("_")
                 order.append(key)
             if missing:
@@ -231,11 +286,23 @@ def study(
             f"study: {store.root if store else ''} holds problems or contenders that were not given, and these "
             f"runs of them are missing: {', '.join(cannot)}; pass those problems and contenders too"
         )
+    return order, jobs
 
-    # before the first compile: every contender traced on every problem (nothing compiled, seconds)
+
+def _progress(progress: Progress | bool | None) -> Progress | None:
+    """The progress callback: ``True`` a bar, ``False`` none, ``None`` a bar where a person watches."""
     if progress is None or isinstance(progress, bool):
         show = interactive() if progress is None else progress
-        progress = StudyProgress() if show else None
+        return StudyProgress() if show else None
+    return progress
+
+
+def _preflight(
+    problems: list[Problem], jobs: list[Job], plan: Plan, progress: Progress | None
+) -> dict[str, tuple[Any, ...]]:
+    """Before the first compile: every contender traced on every problem it will run on (nothing compiled,
+    seconds), and each problem's direction and target held against an untrained model; the problems' data
+    (read once, for the preflight and the folder's fingerprints)."""
     if jobs and progress is not None:
         n_c = len({c.name for _, group, _ in jobs for c in group})
         n_p = len({p.name for p, _, _ in jobs})
@@ -260,24 +327,47 @@ def study(
     for p in problems:  # the metric's direction and the target, held against an untrained model
         if p.name in need:
             preflight.check_direction(p, p.target, data.get(p.name))
+    return data
 
-    if store is not None:
-        fingerprints = [
-            stored_spec["problems"][p.name]
-            if p.name in restored_p and stored_spec is not None
-            else problem_fingerprint(p, data.get(p.name))
-            for p in problems
-        ]
-        doc = spec(plan, fingerprints, cs)
-        if stored_spec is not None:
-            differ = differences(stored_spec, doc)
-            if differ:
-                raise ResumeError(
-                    f"resume: {str(store.root)!r} holds a study made with other definitions or versions; resume "
-                    "it with the same ones, or start a new folder. What differs:\n  " + "\n  ".join(differ)
-                )
-        store.write_spec(doc)
 
+def _write_spec(
+    store: Store,
+    plan: Plan,
+    problems: list[Problem],
+    cs: list[Contender],
+    data: Mapping[str, tuple[Any, ...]],
+    stored_spec: dict[str, Any] | None,
+    restored_p: set[str],
+) -> None:
+    """The folder's spec (plan, problems' fingerprints, contenders), refused when a resumed folder's differs."""
+    fingerprints = [
+        stored_spec["problems"][p.name]
+        if p.name in restored_p and stored_spec is not None
+        else problem_fingerprint(p, data.get(p.name))
+        for p in problems
+    ]
+    doc = spec(plan, fingerprints, cs)
+    if stored_spec is not None:
+        differ = differences(stored_spec, doc)
+        if differ:
+            raise ResumeError(
+                f"resume: {str(store.root)!r} holds a study made with other definitions or versions; resume "
+                "it with the same ones, or start a new folder. What differs:\n  " + "\n  ".join(differ)
+            )
+    store.write_spec(doc)
+
+
+def _run_all(
+    jobs: list[Job],
+    plan: Plan,
+    progress: Progress | None,
+    devices: Sequence[jax.Device] | None,
+    store: Store | None,
+    on_program: Callable[[ProgramResult], None] | None,
+    results: dict[str, ProgramResult],
+) -> None:
+    """Compile and run ``jobs`` into ``results`` (:func:`_run_jobs`), the progress bar counting work units; on
+    an interruption, say where the finished programs are saved."""
     G, S, C = plan.trials or plan.preset.grid_points, len(plan.seeds), len(plan.confirm_seeds)
     capacity = max(G * S, 2 * C)
     # work units for the progress bar: a compile ~ 4 units, a contender's runs ~ 1 unit per study (measured on CPU)
@@ -303,32 +393,15 @@ def study(
             name=f"{p.name}/{group[0].family}",
         )
 
-    results: dict[str, ProgramResult] = {key: saved.result for key, saved in stored.items()}
-    wall_before = sum(saved.wall_s for saved in stored.values())
-    if jobs:
-        try:
-            _run_jobs(jobs, build, tick, progress, plan, store, on_program, results)
-        except BaseException as e:
-            if store is not None:
-                e.add_note(
-                    f"The finished programs are saved in {str(store.root)!r}; continue the study with "
-                    f"study(..., resume={str(store.root)!r}) (or mxopt-jax compare --resume {store.root})."
-                )
-            raise
-    if progress is not None:
-        progress("done", 1.0)
-    ordered = [results[k] for k in order if k in results] + [r for k, r in results.items() if k not in order]
-    result = Study.assemble(
-        plan,
-        problems,
-        cs,
-        ordered,
-        wall_s=time.perf_counter() - t_start + wall_before,
-        resumed={"programs": len(stored), "wall_s": wall_before} if stored else None,
-    )
-    if store is not None:
-        result.write(store.root, plots=plots and _has_matplotlib())
-    return result
+    try:
+        _run_jobs(jobs, build, tick, progress, plan, store, on_program, results)
+    except BaseException as e:
+        if store is not None:
+            e.add_note(
+                f"The finished programs are saved in {str(store.root)!r}; continue the study with "
+                f"study(..., resume={str(store.root)!r}) (or mxopt-jax compare --resume {store.root})."
+            )
+        raise
 
 
 def _problem_list(problems: Any) -> list[Problem]:

@@ -34,9 +34,9 @@ def _code(argv):
         ),
         (
             ["compare", "--seeds", "1"],
-            "argument --seeds: must be an integer >= 2 (how many selection seeds), got '1'",
+            "argument --seeds: need at least 2 seeds for confidence intervals, got [0]",
         ),
-        (["compare", "--confirm-seeds", "x"], "argument --confirm-seeds: must be an integer >= 2 (how many"),
+        (["compare", "--confirm-seeds", "x"], "argument --confirm-seeds: must be an integer, got 'x'"),
         (
             ["compare", "--problems", "nope"],
             "argument --problems: unknown problem(s) 'nope'; known: digits_mlp",
@@ -45,9 +45,12 @@ def _code(argv):
             ["compare", "--contenders", "adamm"],
             "argument --contenders: unknown contender(s) 'adamm'; known: ",
         ),
-        (["compare", "--studies", "0"], "argument --studies: must be an integer from 1 to 20, got '0'"),
-        (["compare", "--extend", "-1"], "argument --extend: must be >= 0, got -1"),
-        (["compare", "--trials", "4"], "argument --trials: needs --search random"),
+        (
+            ["compare", "--studies", "0"],
+            "argument --studies: studies must be an integer between 1 and 20, got 0",
+        ),
+        (["compare", "--extend", "-1"], "argument --extend: extend must be an integer >= 0, got -1"),
+        (["compare", "--trials", "4"], "trials: only a random search takes a number of trials"),
         (["compare", "--problem", "logreg"], "unrecognized arguments: --problem logreg"),
         (["report"], "the following arguments are required: DIR"),
         (["agree", "a"], "the following arguments are required: DIR_B"),
@@ -61,16 +64,29 @@ def test_every_usage_error_is_one_line(argv, words, capsys):
     assert captured.out == ""
 
 
-def test_the_seed_options_say_the_same_in_help_and_in_errors(capsys):
+def test_the_setting_flags_are_the_plans_settings_checked_by_the_plan(capsys):
+    """One flag per setting of the plan, its words the plan's (SETTINGS), its choices the plan's (CHOICES), and
+    a bad value refused with the plan's own message (check_setting): no second check in the command line."""
+    from mxopt_jax.compare.plan import CHOICES, SETTINGS, check_setting
+
     with pytest.raises(SystemExit):
         cli.main(["compare", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert (
-        "--seeds N the selection seeds (the runs that choose): how many, 0, 1, ... (an integer >= 2)" in text
-    )
-    assert "how many, 1000, 1001, ... (an integer >= 2)" in text
-    assert _code(["compare", "--seeds", "1"]) == 2
-    assert "(how many selection seeds)" in capsys.readouterr().err
+    for key, words in SETTINGS.items():
+        flag = "--" + key.replace("_", "-")
+        assert f"{flag} " in text and " ".join(words.split()) in text, key
+        if key in CHOICES:
+            assert "{" + ",".join(CHOICES[key]) + "}" in text, key
+    assert "--seeds N the selection seeds (the runs that choose): how many, 0, 1, ..." in text
+    for flag, key, value in (
+        ("--seeds", "seeds", 1),
+        ("--studies", "studies", 0),
+        ("--extend", "extend", -1),
+    ):
+        with pytest.raises(ValueError) as plan_says:
+            check_setting(key, value)
+        assert _code(["compare", flag, str(value)]) == 2
+        assert f"argument {flag}: {plan_says.value}" in capsys.readouterr().err
 
 
 def test_old_spellings_keep_working_with_a_notice(capsys):

@@ -73,7 +73,7 @@ def test_negative_extend(capsys):
         cli.main(["compare", "--extend", "-1"])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "argument --extend: must be >= 0, got -1" in err and "Traceback" not in err
+    assert "argument --extend: extend must be an integer >= 0, got -1" in err and "Traceback" not in err
     with pytest.raises(ValueError, match="extend must be an integer >= 0, got -1"):
         compare.study(_mlp_problem(), ["adam"], TINY, extend=-1)
 

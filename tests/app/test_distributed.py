@@ -293,7 +293,7 @@ def test_auto_detection_joins_the_processes_of_a_slurm_job():
     port = _free_port(65535 - 2**12 + 1, 65535)
     job = str(port - (65535 - 2**12 + 1) + 2**12 * 7)
     code = (
-        "import json; from mxopt_jax.compare import configure_jax, distributed; "
+        "import json; from mxopt_jax.compare import distributed; from mxopt_jax.compare.distributed import configure_jax; "
         "configure_jax(1, cache=False, distributed='auto'); print(json.dumps(distributed.process_info()))"
     )
     slurm = dict(SLURM_JOB_ID=job, SLURM_STEP_NODELIST="localhost", SLURM_NTASKS="2")

@@ -128,3 +128,16 @@ def test_a_new_setting_is_one_field_of_the_plan():
     params = inspect.signature(study).parameters
     assert not set(params) & set(SETTINGS) - {"plan"}  # settings come as **settings, checked by the plan
     assert plan_module.__doc__ and "one value" in plan_module.__doc__
+
+
+def test_every_setting_has_its_own_check_and_a_flag():
+    """check_setting checks each setting alone as the plan does (the command line's flags call it)."""
+    from mxopt_jax.compare import cli
+    from mxopt_jax.compare.plan import _CHECKS, SETTINGS, check_setting
+
+    assert list(_CHECKS) == list(SETTINGS)
+    assert check_setting("seeds", 3) == (0, 1, 2) and check_setting("confirm_seeds", 2) == (1000, 1001)
+    assert check_setting("preset", "full") == PRESETS["full"] and check_setting("trials", 4) == 4
+    with pytest.raises(TypeError, match="unknown setting"):
+        check_setting("seed", 3)
+    assert set(SETTINGS) <= set(vars(cli.build_parser().parse_args(["compare"])))

@@ -35,7 +35,8 @@ SCRIPT = textwrap.dedent(
     import dataclasses, json, math, sys
     sys.path.insert(0, {here!r})
     from tiny_problems import mlp_problem as _mlp_problem
-    from mxopt_jax.compare import PRESETS, configure_jax, report, study
+    from mxopt_jax.compare import PRESETS, report, study
+    from mxopt_jax.compare.distributed import configure_jax
     from mxopt_jax.compare.study import Study
 
     configure_jax(devices=1, cache=False)

@@ -466,7 +466,7 @@ def test_cli_takes_the_search_flags(capsys):
     )
     assert (args.search, args.trials, args.schedule, args.search_seed) == ("random", 4, "warmup-cosine", 2)
     assert main(["compare", "--trials", "4"]) == 2
-    assert "argument --trials: needs --search random" in capsys.readouterr().err
+    assert "trials: only a random search takes a number of trials" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         build_parser().parse_args(["compare", "--schedule", "step"])
 

@@ -7,7 +7,7 @@ scikit-learn is imported lazily (it belongs to the app's optional ``study`` extr
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -22,6 +22,7 @@ __all__ = [
     "softmax_cross_entropy",
     "standardize",
     "stratified_split",
+    "preset_targets",
     "targets_text",
 ]
 
@@ -122,10 +123,19 @@ TARGET_RULE = (
 )
 
 
-def targets_text(metric: str, targets: dict[str, float], measured: str) -> str:
-    """The description's sentence on the targets: ``"Targets: validation <metric> <= q (quick preset), <= f
-    (full preset). Why: <rule>. Measured: <measured>"``."""
+def preset_targets(quick: float, full: float) -> dict[str, Any]:
+    """A built-in problem's targets, one per preset, each calibrated at that preset's budget
+    (:data:`TARGET_RULE`), as :class:`~mxopt_jax.compare.problems.base.Problem` takes them:
+    ``Problem(..., **preset_targets(quick=q, full=f))`` sets ``targets`` and ``target`` (the full budget's; the
+    study reads :meth:`~mxopt_jax.compare.problems.base.Problem.target_for`)."""
+    return {"target": float(full), "targets": {"quick": float(quick), "full": float(full)}}
+
+
+def targets_text(metric: str, targets: Mapping[str, Any], measured: str) -> str:
+    """The description's sentence on the targets (``targets``: :func:`preset_targets`'s): ``"Targets:
+    validation <metric> <= q (quick preset), <= f (full preset). Why: <rule>. Measured: <measured>"``."""
+    per = targets["targets"]
     return (
-        f"Targets: validation {metric} <= {targets['quick']:g} (quick preset), <= {targets['full']:g} (full "
+        f"Targets: validation {metric} <= {per['quick']:g} (quick preset), <= {per['full']:g} (full "
         f"preset). Why: {TARGET_RULE}. Measured: {measured}"
     )

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._common import load_sklearn, standardize, stratified_split, targets_text
+from ._common import load_sklearn, preset_targets, standardize, stratified_split, targets_text
 from .base import Batch, Params, Problem, Splits
 
 __all__ = ["CANCER_SPLIT", "L2", "logreg"]
@@ -44,7 +44,7 @@ def _loss(params: Params, batch: Batch) -> jax.Array:
 def logreg() -> Problem:
     """Breast cancer (569 x 30), logistic regression with L2 1e-2; metric: held-out log-loss."""
     steps, quick, batch, every = 600, 200, 32, 4
-    targets = {"quick": 0.142, "full": 0.141}
+    targets = preset_targets(quick=0.142, full=0.141)
     return Problem(
         name="logreg",
         title="breast cancer, logistic regression",
@@ -73,8 +73,7 @@ def logreg() -> Problem:
         loss=_loss,
         metric=_log_loss,
         metric_name="log-loss",
-        target=targets["full"],
-        targets=targets,
+        **targets,
         steps=steps,
         batch_size=batch,
         eval_every=every,

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._common import softmax_cross_entropy, targets_text
+from ._common import preset_targets, softmax_cross_entropy, targets_text
 from .base import Batch, Params, Problem, Splits
 
 __all__ = ["CONTEXT", "CORPUS_SPLIT", "VOCAB", "char_lm", "corpus"]
@@ -157,7 +157,7 @@ def n_params() -> int:
 def char_lm() -> Problem:
     """Character-level LM on a generated corpus: context 8, embeddings 28x8, tanh 64; metric: bits/char."""
     steps, quick, batch, every = 1200, 400, 32, 20
-    targets = {"quick": 2.01, "full": 1.41}
+    targets = preset_targets(quick=2.01, full=1.41)
     return Problem(
         name="char_lm",
         title=f"characters, MLP language model (context {CONTEXT})",
@@ -186,8 +186,7 @@ def char_lm() -> Problem:
         loss=_loss,
         metric=_bits,
         metric_name="bits/char",
-        target=targets["full"],
-        targets=targets,
+        **targets,
         steps=steps,
         batch_size=batch,
         eval_every=every,

@@ -10,6 +10,7 @@ from ._common import (
     dense_init,
     digits_raw,
     param_count,
+    preset_targets,
     softmax_cross_entropy,
     standardize,
     stratified_split,
@@ -56,7 +57,7 @@ def digits_mlp() -> Problem:
     """Digits (1797 8x8 images, 10 classes), MLP 64-128-10 (tanh), cross-entropy; metric: error %."""
     n = param_count(_SIZES)
     steps, quick, batch, every = 900, 300, 64, 10
-    targets = {"quick": 3.73, "full": 3.45}
+    targets = preset_targets(quick=3.73, full=3.45)
     return Problem(
         name="digits_mlp",
         title="digits, MLP 64-128-10",
@@ -79,8 +80,7 @@ def digits_mlp() -> Problem:
         loss=_loss,
         metric=_metric,
         metric_name="error %",
-        target=targets["full"],
-        targets=targets,
+        **targets,
         steps=steps,
         batch_size=batch,
         eval_every=every,

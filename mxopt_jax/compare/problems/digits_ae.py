@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._common import dense_init, digits_raw, param_count, stratified_split, targets_text
+from ._common import dense_init, digits_raw, param_count, preset_targets, stratified_split, targets_text
 from .base import Batch, Params, Problem, Splits
 from .digits import DIGITS_SPLIT
 
@@ -44,7 +44,7 @@ def autoencoder() -> Problem:
     """Digits autoencoder 64-48-32-16-8-16-32-48-64 (tanh, sigmoid output), MSE; metric: held-out MSE."""
     n = param_count(AE_SIZES)
     steps, quick, batch, every = 900, 300, 32, 10
-    targets = {"quick": 0.0517, "full": 0.0311}
+    targets = preset_targets(quick=0.0517, full=0.0311)
     return Problem(
         name="autoencoder",
         title="digits, deep autoencoder 64-...-8-...-64",
@@ -68,8 +68,7 @@ def autoencoder() -> Problem:
         loss=_mse,
         metric=_mse,
         metric_name="MSE",
-        target=targets["full"],
-        targets=targets,
+        **targets,
         steps=steps,
         batch_size=batch,
         eval_every=every,

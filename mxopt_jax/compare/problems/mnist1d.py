@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._common import SPLIT_SEED, softmax_cross_entropy, stratified_split, targets_text
+from ._common import SPLIT_SEED, preset_targets, softmax_cross_entropy, stratified_split, targets_text
 from .base import Batch, Params, Problem, Splits, State
 
 __all__ = [
@@ -308,7 +308,7 @@ def mnist1d_mlp() -> Problem:
     loss, metric = _stateless(_mlp_logits)
     n = _count(_mlp_init)
     steps, batch, every = 1000, 50, 50
-    targets = {"quick": 43.5, "full": 43.5}
+    targets = preset_targets(quick=43.5, full=43.5)
     return Problem(
         name="mnist1d_mlp",
         title="MNIST-1D, MLP 40-100-100-10",
@@ -334,8 +334,7 @@ def mnist1d_mlp() -> Problem:
         loss=loss,
         metric=metric,
         metric_name="error %",
-        target=targets["full"],
-        targets=targets,
+        **targets,
         steps=steps,
         batch_size=batch,
         eval_every=every,
@@ -347,7 +346,7 @@ def mnist1d_cnn() -> Problem:
     loss, metric = _stateless(_cnn_logits)
     n = _count(_cnn_init)
     steps, batch, every = 440, 50, 22
-    targets = {"quick": 42.8, "full": 42.8}
+    targets = preset_targets(quick=42.8, full=42.8)
     return Problem(
         name="mnist1d_cnn",
         title="MNIST-1D, CNN 3x25 channels",
@@ -374,8 +373,7 @@ def mnist1d_cnn() -> Problem:
         loss=loss,
         metric=metric,
         metric_name="error %",
-        target=targets["full"],
-        targets=targets,
+        **targets,
         steps=steps,
         batch_size=batch,
         eval_every=every,
@@ -386,7 +384,7 @@ def mnist1d_bn() -> Problem:
     """MNIST-1D, the paper's CNN with BatchNorm after each convolution (model state); metric: error %."""
     n = _count(_bn_init)
     steps, batch, every = 320, 50, 16
-    targets = {"quick": 29.4, "full": 29.4}
+    targets = preset_targets(quick=29.4, full=29.4)
     return Problem(
         name="mnist1d_bn",
         title="MNIST-1D, CNN with BatchNorm",
@@ -416,8 +414,7 @@ def mnist1d_bn() -> Problem:
         loss=_bn_loss,
         metric=_bn_metric,
         metric_name="error %",
-        target=targets["full"],
-        targets=targets,
+        **targets,
         steps=steps,
         batch_size=batch,
         eval_every=every,

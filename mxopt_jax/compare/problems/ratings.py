@@ -15,7 +15,7 @@ import numpy as np
 
 from mxopt_jax.sparse import lookup
 
-from ._common import targets_text
+from ._common import preset_targets, targets_text
 from .base import Batch, Params, Problem, Splits
 
 __all__ = ["ITEMS", "RATINGS_SPLIT", "USERS", "recommender"]
@@ -103,7 +103,7 @@ def n_params() -> int:
 def recommender() -> Problem:
     """Synthetic ratings, matrix factorization with row-sparse user/item tables; metric: RMSE."""
     steps, quick, batch, every = 600, 200, 512, 10
-    targets = {"quick": 1.03, "full": 0.809}
+    targets = preset_targets(quick=1.03, full=0.809)
     return Problem(
         name="recommender",
         title=f"ratings, matrix factorization {USERS:,} users x {ITEMS:,} items",
@@ -130,8 +130,7 @@ def recommender() -> Problem:
         loss=_loss,
         metric=_rmse,
         metric_name="RMSE",
-        target=targets["full"],
-        targets=targets,
+        **targets,
         steps=steps,
         batch_size=batch,
         eval_every=every,

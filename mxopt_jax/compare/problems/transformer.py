@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._common import targets_text
+from ._common import preset_targets, targets_text
 from .base import Batch, Params, Problem, Splits
 from .charlm import CORPUS_SPLIT, VOCAB, corpus
 
@@ -142,7 +142,7 @@ def _bits(params: Params, batch: Batch) -> jax.Array:
 def char_transformer() -> Problem:
     """A 2-layer, 2-head pre-LayerNorm transformer LM on ``char_lm``'s corpus; metric: bits/char."""
     steps, batch, every = 360, 8, 18
-    targets = {"quick": 2.71, "full": 2.71}
+    targets = preset_targets(quick=2.71, full=2.71)
     n_val = (CORPUS_SPLIT[1] - 1) // CONTEXT
     n_test = (CORPUS_SPLIT[2] - 1) // CONTEXT
     return Problem(
@@ -178,8 +178,7 @@ def char_transformer() -> Problem:
         loss=_loss,
         metric=_bits,
         metric_name="bits/char",
-        target=targets["full"],
-        targets=targets,
+        **targets,
         steps=steps,
         batch_size=batch,
         eval_every=every,

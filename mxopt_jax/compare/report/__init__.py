@@ -2,9 +2,10 @@
 (:mod:`.plots`), the protocol's text (:mod:`.text`), the HTML page (:mod:`.html`), the whole study rendered and
 written (:mod:`.render`), how far two saved studies agree (:mod:`.agreement`).
 
-They read a :class:`~mxopt_jax.compare.result.StudyResult` (its :class:`~mxopt_jax.compare.records.Records`
-and :class:`~mxopt_jax.compare.protocol.Selection` objects) only; the figures need matplotlib (imported
-lazily).
+They read a :class:`~mxopt_jax.compare.result.StudyResult` (its :class:`~mxopt_jax.compare.records.Records`,
+:class:`~mxopt_jax.compare.protocol.Selection` objects and its analysis,
+:class:`~mxopt_jax.compare.analysis.StudyAnalysis`) only: they test, select and rank nothing themselves; the
+figures need matplotlib (imported lazily).
 """
 
 from . import export, plots, render, tables, text

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import schedules as _schedules
 from ..direction import Direction
+from ..plan import Plan
 from ..protocol import (
     BOOTSTRAP_REPLICATES,
     BOOTSTRAP_SEED,
@@ -110,7 +111,8 @@ def describe(
       one_shot: whether the study also ran the one-shot mode (every contender at its default rate).
       level, tau_max: the interval's level and the profile's largest ratio.
       width: line width of the wrapped paragraphs.
-      seeds, confirm_seeds: the selection and the confirmation seeds that ran (default: the preset's).
+      seeds, confirm_seeds: the selection and the confirmation seeds that ran (default: those of a
+        :class:`~mxopt_jax.compare.plan.Plan` of ``preset``, the plan owning the seeds).
       settings: ``{contender: (description, {setting: value})}``: what each contender ran with besides what
         was tuned.
       search, trials, search_seed: ``"grid"`` or ``"random"`` (:mod:`mxopt_jax.compare.search`), the trials per
@@ -119,9 +121,10 @@ def describe(
       test: the tables' paired test (:data:`mxopt_jax.compare.stats.TESTS`).
     """
     pct = f"{100 * level:g} %"
-    if preset is not None:
-        seeds = list(seeds) if seeds is not None else preset.selection_seeds()
-        confirm_seeds = list(confirm_seeds) if confirm_seeds is not None else preset.confirmation_seeds()
+    if preset is not None and (seeds is None or confirm_seeds is None):  # the seeds a plan of it runs
+        plan = Plan(preset)
+        seeds = list(plan.seeds) if seeds is None else list(seeds)
+        confirm_seeds = list(plan.confirm_seeds) if confirm_seeds is None else list(confirm_seeds)
     by_contender = _per_problem_grids(grids or {}, [p.name for p in problems])
     sizes = sorted({len(g) for per in by_contender.values() for g in per.values()})
     paras = []
