@@ -141,9 +141,11 @@ def test_identical_label():
 
 
 def _rows(text: str) -> list[str]:
+    """The rows of a table's first part (a wide table is split into parts, each under its own header)."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("-")) + 1
-    return [line for line in lines[start:] if line.strip()[:1].isdigit()]
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()[:1].isdigit()), len(lines))
+    return lines[start:end]
 
 
 def test_problem_table_lists_every_contender_once(study):
@@ -177,12 +179,12 @@ def test_problem_table_marks_edges_and_ranks_in_order(study):
     inner = dataclasses.replace(sels[2], on_edge=None)
     text = tables.format_problem(analyse_table([low, high, inner]), p)
     assert f"{low.lr:.3g}<" in text and f"{high.lr:.3g}>" in text
-    assert "smallest / largest of its grid" in text
+    # the marks are explained once, in "How to read these tables", when a table has them
+    assert "smallest / largest of its grid" in tables.how_to_read(analyse([low, high, inner]))
     sets = [r.split()[0].split("-") for r in _rows(text)]
     ranks = [(int(x[0]), int(x[-1])) for x in sets]  # rank sets "2" or "1-3": rows in their order
     assert ranks == sorted(ranks) and all(lo <= hi for lo, hi in ranks)
-    no_edge = tables.format_problem(analyse_table([inner]), p)
-    assert "smallest / largest" not in no_edge
+    assert "smallest / largest" not in tables.how_to_read(analyse([inner]))
 
 
 def test_mean_ci_format():
@@ -301,13 +303,13 @@ def test_plots_save_pngs(study, tmp_path):
         tmp_path / "many", plots.draw_all(study.problems[0], recs, sels, identical=identical)
     )
     # one problem: no performance profile (on one problem it says nothing the table does not)
-    assert [p.name for p in paths] == ["sensitivity.png", "curves.png"] * 2
+    assert [p.name for p in paths] == ["sensitivity.png", "curves.png", "loss.png"] * 2
     two = [r for r in study.records if r.contender in many and r.problem in ("digits_mlp", "logreg")]
     both = [s for s in study.tuned if s.contender in many and s.problem in ("digits_mlp", "logreg")]
     profile = analyse(both, identical=identical).rankings["tuned"].profile
     figs = plots.draw_all([study.problems[0], study.problems[-1]], two, both, profile, identical=identical)
     paths += plots.save_all(tmp_path / "two", figs)
-    assert [p.name for p in paths[-3:]] == ["sensitivity.png", "curves.png", "profile.png"]
+    assert [p.name for p in paths[-4:]] == ["sensitivity.png", "curves.png", "loss.png", "profile.png"]
     for p in paths:
         data = p.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
@@ -371,20 +373,20 @@ def test_protocol_prints_each_workloads_grid_as_it_ran():
     assert "  sgd  2 rates 0.01 .. 0.1" in flat
 
 
-def test_curves_legend_of_each_row_shows_that_workloads_rates():
-    """The legend showed the last workload's chosen rates on every row: each workload's validation panel has
-    its own legend of the rates chosen on it."""
+def test_curves_legend_of_each_panel_names_its_contenders_and_rates():
+    """The legend showed the last workload's chosen rates on every row, and named the contenders only below
+    the figure: each panel is titled with its problem and its own legend names each contender with the rate
+    chosen on that problem."""
     pytest.importorskip("matplotlib")
     probs = [problem("digits_mlp"), problem("logreg")]
     recs = [r for r in synthetic_records(("adam", "sgd"), [PROBLEMS[0], PROBLEMS[-1]])]
     sels = [P.select(r, next(p for p in probs if p.name == r.problem)) for r in recs]
     fig = plots.plot_curves(probs, recs, sels)
-    rows = fig.axes[0::2]  # one column: the validation panels are axes 0 and 2
-    shown = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in rows]
-    want = [[f"{s.lr:.3g}" for s in sels if s.problem == p.name] for p in probs]
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == ["digits_mlp", "logreg"]
+    shown = [[t.get_text() for t in ax.get_legend().get_texts()] for ax in panels]
+    want = [[f"{s.contender}  {s.lr:.3g}" for s in sels if s.problem == p.name] for p in probs]
     assert shown == want and want[0] != want[1]
-    below = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
-    assert below == ["adam", "sgd"]  # the legend below names the contenders only
 
 
 def test_sensitivity_plot_marks_and_counts_trials_above_its_axis():
