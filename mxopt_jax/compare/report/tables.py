@@ -303,11 +303,11 @@ def _guide_problem(test: str, level: float, rtol: float, pct: str, edges: bool, 
         "(k/R: seeds that reached it); time to target: those steps x ms/step.",
         "fastest trial: the performance profile's time: per selection seed the fewest steps any rate tried "
         "needed, then the steps by which a majority of seeds got there.",
-        "ms/step: one run's time per step, amortized over the runs batched together; diverged: report seeds, "
-        "then selection runs (rate x seed).",
+        "ms/step: one run's time per step, amortized over the runs batched together; div. report: the report "
+        "seeds that diverged (k/R); div. selection: the selection runs that diverged (of rate x seed runs).",
         "Report seeds (the confirmation runs of the chosen rate): test, median, rank, group, best val, steps "
-        "to target, time to target, diverged (report). Selection runs (every rate tried on the selection "
-        "seeds): fastest trial, ms/step, diverged (selection).",
+        "to target, time to target, div. report. Selection runs (every rate tried on the selection "
+        "seeds): fastest trial, ms/step, div. selection.",
     ]
     return out
 
@@ -461,8 +461,8 @@ def problem_table(table: TableAnalysis, problem: Problem | None = None, title: s
         "time to target",
         "fastest trial",
         "ms/step",
-        "diverged (report)",
-        "diverged (selection)",
+        "div. report",
+        "div. selection",
     ]
     rows = []
     for n in table.order:
