@@ -568,7 +568,11 @@ def overall_table(ranking: Ranking, title: str | None = None) -> Table:
         _see("overall")
         + ("" if several else " One problem: no bootstrap interval (it resamples the problems).")
     ]
-    return Table(title, head, rows, "<" + ">" * (len(head) - 1), notes, keep=(0,), guide="overall")
+    first = len(head) - len(problems)  # the summary columns; the problems' rank sets
+    groups = (tuple(range(1, first)), tuple(range(first, len(head))))
+    return Table(
+        title, head, rows, "<" + ">" * (len(head) - 1), notes, keep=(0,), guide="overall", groups=groups
+    )
 
 
 def format_overall(ranking: Ranking, title: str | None = None) -> str:
@@ -620,24 +624,32 @@ def modes_table(
         c = change(n)
         return (c if math.isfinite(c) else math.inf, tuned.mean_rank(n), n)
 
-    head = ["contender", *problems, "one-shot mean", "tuned mean", "change"]
+    head = ["contender", "one-shot mean", "tuned mean", "change", *problems]
     rows = []
     for n in sorted(names, key=key):
         c = change(n)
         rows.append(
             [
                 label(n, identical),
-                *(cell(p, n) for p in problems),
                 _fmt_rank(one_shot.mean_rank(n)),
                 _fmt_rank(tuned.mean_rank(n)),
                 f"{c:+.2f}" if math.isfinite(c) else "-",
+                *(cell(p, n) for p in problems),
             ]
         )
     title = title or (
         "== One-shot (default rate) -> tuned: rank set per problem and mean rank (largest gain from tuning first)"
     )
+    groups = ((1, 2, 3), tuple(range(4, len(head))))  # the means; the problems' rank sets
     return Table(
-        title, head, rows, "<" + ">" * (len(problems) + 3), [_see("modes")], keep=(0,), guide="modes"
+        title,
+        head,
+        rows,
+        "<" + ">" * (len(head) - 1),
+        [_see("modes")],
+        keep=(0,),
+        guide="modes",
+        groups=groups,
     )
 
 
