@@ -1,5 +1,7 @@
 """The analysis computed once and rendered: a small study's report is byte-for-byte what it was before the
-analysis layer (the fixture in ``data/analysis_golden``, written by the code before it: ``make.py`` there)."""
+analysis layer (the fixture in ``data/analysis_golden``, written by the code before it: ``make.py`` there; the
+text report and the HTML page re-rendered from the same study.json when their layout changed, their numbers
+the same)."""
 
 from __future__ import annotations
 

@@ -220,6 +220,7 @@ def test_from_json_restores_report_write_and_plots(synthetic, written, tmp_path)
         "report.html",
         "sensitivity.png",
         "curves.png",
+        "loss.png",
         "profile.png",
     }
     for name in ("report.txt", "runs.csv", "summary.csv"):
@@ -255,12 +256,11 @@ def test_from_json_reloads_a_file_written_before_the_plan(synthetic, written, tm
 def test_notebook_display_is_html_tables_and_figures(synthetic):
     page = synthetic._repr_html_()
     assert page.startswith("<div class='mxopt-study'>") and "<!DOCTYPE" not in page
-    assert (
-        page.count("<table>") == 6
-    )  # two problems x (tuned, one-shot), and the overall ranking of each mode
+    # two problems x (tuned, one-shot), the overall ranking of each mode, one-shot against tuned
+    assert page.count("<table>") == 7
     assert "<h2>Overall ranking</h2>" in page and "mean rank" in page and "P(best)" in page
     assert "the performance profile, ms/step and the selection divergences read the selection runs" in page
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4
     for name in ("adam", "optax.adam", "ftml", "0.0791&gt;", "sgd"):
         assert name in page
 
@@ -269,7 +269,7 @@ def test_report_html_is_one_self_contained_page(written):
     page = (written / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "src='http" not in page and "href=" not in page  # nothing outside the file
-    assert page.count("data:image/png;base64,") == 3 and "Protocol" in page and "<details open>" in page
+    assert page.count("data:image/png;base64,") == 4 and "Protocol" in page and "<details open>" in page
 
 
 def _chromium() -> str | None:
@@ -294,7 +294,7 @@ def test_report_html_opens_in_a_browser(written, tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout.split('data-probe="', 1)[1].split('"', 1)[0].replace("&quot;", '"'))
-    assert found == {"tables": 6, "rows": 24, "images": 3, "decoded": 3}
+    assert found == {"tables": 7, "rows": 28, "images": 4, "decoded": 4}
 
 
 # --------------------------------------------------------------------------- plots
@@ -349,11 +349,13 @@ def test_curves_show_the_reported_runs_and_the_training_loss(synthetic):
     digits = synthetic.problems[0]
     recs = [r for r in synthetic.all_records() if r.problem == "digits"]
     fig = plots.plot_curves([digits], recs, synthetic.selections(), synthetic.families)
-    labels = [ax.get_ylabel() for ax in fig.axes]
-    assert labels[0].startswith("digits\nval") and labels[1].startswith("digits\ntrain loss")
+    assert fig.axes[0].get_title() == "digits" and fig.axes[0].get_ylabel().startswith("val error %")
     conf = next(r for r in recs if r.contender == "adam" and r.role == "confirmation")
     np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), conf.val[0].mean(axis=0))
     assert "confirmation seeds" in fig.get_supxlabel()
+    loss = plots.plot_curves([digits], recs, synthetic.selections(), synthetic.families, what="loss")
+    assert loss.axes[0].get_ylabel().startswith("train loss")
+    np.testing.assert_allclose(loss.axes[0].lines[0].get_ydata(), conf.train_loss[0].mean(axis=0))
 
 
 def test_no_profile_for_one_problem(synthetic):
@@ -364,7 +366,7 @@ def test_no_profile_for_one_problem(synthetic):
     figs = plots.draw_all(
         synthetic.problems[:1], synthetic.all_records(), one, profile, families=synthetic.families
     )
-    assert list(figs) == ["sensitivity.png", "curves.png"]
+    assert list(figs) == ["sensitivity.png", "curves.png", "loss.png"]
 
 
 # --------------------------------------------------------------------------- progress

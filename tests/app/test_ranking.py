@@ -86,14 +86,28 @@ def contender(name: str, test, *, mode: str = "tuned", stt=None, corrupt=None) -
 
 
 def _rows(text: str) -> list[list[str]]:
-    """The rows of the first table in ``text``: cells split on runs of 2+ spaces."""
+    """The rows of the first table in ``text``: cells split on runs of 2+ spaces; a table split into parts
+    (each under its own header and rule, repeating the contender) joined back, row by row."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("-")) + 1
-    out = []
-    for line in lines[start:]:
-        if not line.strip()[:1].isdigit():
+    rules = [i for i, line in enumerate(lines) if line.startswith("-")]
+    out: list[list[str]] = []
+    for k, r in enumerate(rules):
+        end = rules[k + 1] - 1 if k + 1 < len(rules) else len(lines)
+        part = []
+        for line in lines[r + 1 : end]:
+            if not line.strip() or line.startswith(
+                ("This table:", "See ", "power:", "chosen configurations")
+            ):
+                break
+            part.append(re.split(r"\s{2,}", line.strip()))
+        if k == 0:
+            out = [row for row in part if row[0][:1].isdigit()]
+            if len(out) < len(part):
+                break  # the first table ended: what follows is another
+        elif len(part) == len(out) and all(row[0] == o[2] for row, o in zip(part, out, strict=True)):
+            out = [o + row[1:] for o, row in zip(out, part, strict=True)]  # the same rows, more columns
+        else:
             break
-        out.append(re.split(r"\s{2,}", line.strip()))
     return out
 
 
@@ -137,10 +151,10 @@ def summary_ranks(sels, identical=None) -> dict[str, str]:
 
 
 def overall_ranks(sels, identical=None) -> dict[str, str]:
-    """The per-problem rank sets of the overall table."""
+    """The per-problem rank sets of the overall table (one problem: its last column)."""
     text = tables.format_overall(analyse(sels, identical=identical).rankings[sels[0].mode])
-    return {r[0].split(" (= ")[0]: r[4] for r in (re.split(r"\s{2,}", x.strip()) for x in text.splitlines()[3:])
-            if len(r) > 5 and r[4][:1].isdigit()}  # fmt: skip
+    return {r[0].split(" (= ")[0]: r[-1] for r in (re.split(r"\s{2,}", x.strip()) for x in text.splitlines()[3:])
+            if len(r) > 5 and r[-1][:1].isdigit()}  # fmt: skip
 
 
 def every_rank(sels, identical=None) -> list[dict[str, str]]:
@@ -335,27 +349,32 @@ def test_a_diverged_report_seed_is_reported_and_ranked_as_a_lost_seed(field, see
 
 # --------------------------------------------------------------------------- what the tables say
 def test_table_notes_state_the_interval_and_the_test():
+    """What the columns read is said once, in "How to read these tables"; what is particular to the table (its
+    pairs, its margin) in its reference line."""
     sels = [contender("a", STABLE), contender("b", UNSTABLE)]
-    text = " ".join(tables.format_problem(analyse_table(sels), PROBLEM).split())
+    analysis = analyse(sels)
+    guide = " ".join(tables.how_to_read(analysis).split())
     for phrase in (
         "half-width of the 95% Student-t interval of the mean",
         "can reach past the metric's range",
         "median [quartiles]: over every report seed, a diverged seed counting as the worst value",
         "paired by seed",
         "Wilcoxon's signed-rank test (exact, two-sided)",
-        "Holm's correction over the table's 1 pair(s)",
+        "Holm's correction over the table's pairs",
         "level 5 %",
         "two entries that share a letter were not shown to differ",
         "rounding twins (within 0.0001 relative on every seed)",
-        "no practical margin",
-        "the simultaneous rank set [1 + entries shown better, 2 - entries shown worse]",
+        "the simultaneous rank set [1 + entries shown better, E - entries shown worse]",
         "Report seeds (the confirmation runs of the chosen rate): test, median, rank, group",
         "Selection runs (every rate tried on the selection seeds): fastest trial",
     ):
-        assert phrase in text, phrase
+        assert phrase in guide, phrase
+    text = " ".join(tables.format_problem(analyse_table(sels), PROBLEM).split())
+    assert 'This table: 1 pair(s), Holm at 5 %; no practical margin. See "How to read these tables"' in text
     assert "power:" not in text  # 10 seeds, one pair: the test can show a difference
+    assert "Student-t" not in text  # the explanations are not repeated under the table
     wide = [dataclasses.replace(s, margin=0.25) for s in sels]
-    assert "differences of at most 0.25 error % (the problem's practical margin) are not claimed" in " ".join(
+    assert "practical margin 0.25 error %" in " ".join(
         tables.format_problem(analyse_table(wide), PROBLEM).split()
     )
 
@@ -401,10 +420,10 @@ def test_overall_table_shows_the_bootstrap_interval_and_p_best():
     assert "95% bootstrap (problems)" in lines[1] and "P(best)" in lines[1]
     rows = {re.split(r"\s{2,}", line.strip())[0]: re.split(r"\s{2,}", line.strip()) for line in lines[3:6]}
     # a: shown better than b and c on every problem (rank set 1); b and c: not told apart (2-3, middle 2.5)
-    assert rows["a"][1:4] == ["1.00", "[1.00, 1.00]", "1.00"] and rows["a"][4:7] == ["1", "1", "1"]
-    assert rows["b"][1:4] == ["2.50", "[2.50, 2.50]", "0.00"] and rows["c"][4] == "2-3"
+    assert rows["a"][1:4] == ["1.00", "[1.00, 1.00]", "1.00"] and rows["a"][6:9] == ["1", "1", "1"]
+    assert rows["b"][1:4] == ["2.50", "[2.50, 2.50]", "0.00"] and rows["c"][6] == "2-3"
     assert sum(float(r[3]) for r in rows.values()) == pytest.approx(1.0)
-    flat = " ".join(text.split())
+    flat = " ".join(tables.how_to_read(analyse(every)).split())  # the columns, explained once
     assert "1000 resamples of the problems" in flat and "nothing re-tested" in flat
     assert "numpy seed 0" in flat and "Neither claims a difference that no table's test showed" in flat
     assert "a majority of the selection seeds" in flat and "read from the selection runs" in flat

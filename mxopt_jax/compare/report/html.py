@@ -1,12 +1,16 @@
 """A study as one self-contained HTML page: ``report.html`` beside ``report.txt``, and a notebook's display.
 
-:func:`html_report` renders the tables of each problem (tuned and one-shot), the figures (PNG embedded as
-base64: the file needs nothing beside it), the batching check, the timings, the protocol as it ran and the
-whole text report. A :class:`~mxopt_jax.compare.study.Study` shows it in a notebook (``_repr_html_``).
+:func:`html_report` renders the text report's sections in its order, as HTML tables: with independent
+studies the tables across them first, then the first study's (labelled with it): the overall ranking, each
+problem's tables (tuned and one-shot), one-shot against tuned; then "How to read these tables", the figures (PNG
+embedded as base64: the file needs nothing beside it), the batching check, the timings, the protocol as it ran
+and the whole text report (folded). A :class:`~mxopt_jax.compare.study.Study` shows it in a notebook
+(``_repr_html_``).
 
 The tables are the text report's (:func:`~mxopt_jax.compare.report.tables.problem_table`,
-:func:`~mxopt_jax.compare.report.tables.overall_table`) rendered as HTML tables, with the same notes: the
-page, the text and ``summary.csv`` show the same rank sets and groups (all read from the study's analysis,
+:func:`~mxopt_jax.compare.report.tables.overall_table`, :func:`~mxopt_jax.compare.report.tables.modes_table`,
+:func:`~mxopt_jax.compare.report.tables.across_table`) rendered as HTML tables, with the same reference lines:
+the page, the text and ``summary.csv`` show the same rank sets and groups (all read from the study's analysis,
 :attr:`~mxopt_jax.compare.result.StudyResult.analysis`).
 """
 
@@ -18,19 +22,30 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..result import StudyResult
-from .tables import Table, overall_table, problem_table
+from .tables import (
+    Table,
+    across_table,
+    guide_sections,
+    modes_table,
+    overall_table,
+    problem_table,
+    study_label,
+)
 
 __all__ = ["FIGURE_CAPTIONS", "html_report"]
 
 #: What each figure shows (the captions under the embedded PNGs).
 FIGURE_CAPTIONS = {
-    "sensitivity.png": "Final validation metric against the learning rate (the selection runs): mean and 95 % "
+    "sensitivity.png": "Final validation metric against the learning rate (the selection runs), one panel per "
+    "problem (and family), its legend naming each contender as that problem's table does: mean and 95 % "
     "interval over seeds (a random search's trials as points); the chosen rate circled, a triangle pointing off "
     "the grid (or the trials) when it is the lowest or highest rate tried; a mean above the axis drawn as an open "
     "triangle at the top and counted per panel.",
-    "curves.png": "The reported runs (the chosen configuration on the confirmation seeds): validation metric and "
-    "training loss along training, mean and 95 % interval over seeds; each row's legend gives the rates chosen "
-    "on that problem.",
+    "curves.png": "The reported runs (the chosen configuration on the confirmation seeds): validation metric "
+    "along training, mean and 95 % interval over seeds; one panel per problem (and family), its legend naming "
+    "each contender as that problem's table does, with the rate chosen on that problem.",
+    "loss.png": "The same runs' training loss (mean over the steps since the previous point), panels as in the "
+    "training curves.",
     "profile.png": "Performance profiles, from the selection runs: the fraction of problems on which a "
     "contender's fastest trial (per selection seed the fewest steps any rate tried needed, then a majority of "
     "the seeds) reaches the validation target within tau times the fastest contender's steps.",
@@ -107,6 +122,45 @@ def _overall(study: StudyResult, mode: str) -> str:
     return f"<h3>{_e(title)}</h3>" + _table_html(t, 0)
 
 
+def _across(study: StudyResult) -> list[str]:
+    """The tables across the plan's independent studies (:func:`~mxopt_jax.compare.report.tables.across_table`,
+    the text report's first section); none for a study of one."""
+    across = study.analysis.across
+    if not across:
+        return []
+    metrics = {p.name: p.metric_name for p in study.problems}
+    out = [
+        f"<h2>Across {across[0].studies} independent studies</h2>",
+        "<p class='note'>The claims to cite: each study repeats the whole tuning on its own seeds and draws; "
+        "the tables below test with the study as the unit. The sections after them are the first study's.</p>",
+    ]
+    for a in across:
+        t = across_table(a, metrics.get(a.problem, "metric"), title=f"{a.problem} [{a.mode}]")
+        out.append(f"<h3>{_e(t.title)}</h3>" + _table_html(t, 3, 0))
+    return out
+
+
+def _modes(study: StudyResult, of: str) -> list[str]:
+    """The one-shot-against-tuned table (:func:`~mxopt_jax.compare.report.tables.modes_table`)."""
+    r = study.analysis.rankings
+    if len(r) < 2:
+        return []
+    t = modes_table(r["tuned"], r["one-shot"], study.analysis.identical_both)
+    return [f"<h2>One-shot (default rate) -> tuned{_e(of)}</h2>", _table_html(t, 0)]
+
+
+def _guide(study: StudyResult) -> list[str]:
+    """ "How to read these tables" (:func:`~mxopt_jax.compare.report.tables.guide_sections`), the text's."""
+    sections = guide_sections(study.analysis)
+    if not sections:
+        return []
+    out = ["<h2>How to read these tables</h2>"]
+    for name, items in sections:
+        out.append(f"<h3>{_e(name[0].upper() + name[1:])}</h3>")
+        out.append("<ul class='note'>" + "".join(f"<li>{_e(x)}</li>" for x in items) + "</ul>")
+    return out
+
+
 def render_images(study: StudyResult) -> dict[str, bytes]:
     """The study's figures as PNG bytes (``{"sensitivity.png": ..., ...}``); empty without matplotlib."""
     try:
@@ -139,13 +193,13 @@ def html_report(
     notes: Sequence[str] = (),
     standalone: bool = True,
     images: Mapping[str, bytes] | None = None,
-    across: str = "",
 ) -> str:
-    """The study as HTML, results first: a whole page (``standalone``, what ``report.html`` holds) or a
-    fragment for a notebook. ``text``: the text report (shown whole, folded); ``protocol``: the protocol as it
-    ran; ``notes``: paragraphs under "Checks and timings"; ``images``: the figures as PNG bytes by file name
-    (default: drawn now, when matplotlib is installed; ``{}``: none); ``across``: the tables across independent
-    studies (text; none for one study). :func:`mxopt_jax.compare.report.render.study_html` fills these in."""
+    """The study as HTML, in the text report's order, results first: a whole page (``standalone``, what
+    ``report.html`` holds) or a fragment for a notebook. With independent studies, the tables across them
+    first, then the first study's sections, each labelled with it. ``text``: the text report (shown whole,
+    folded); ``protocol``: the protocol as it ran; ``notes``: paragraphs under "Checks and timings";
+    ``images``: the figures as PNG bytes by file name (default: drawn now, when matplotlib is installed; ``{}``:
+    none). :func:`mxopt_jax.compare.report.render.study_html` fills these in."""
     images = render_images(study) if images is None else images
     names = [
         c.name for c in study.contenders if any(c.name in study.tuned.get(p.name, {}) for p in study.problems)
@@ -163,20 +217,20 @@ def html_report(
         )
         + "</p>"
     )
+    parts += _across(study)
+    which = study_label(study.analysis)
+    of = f" ({which})" if which else ""
+    if which:
+        parts.append(
+            f"<p class='note'>{_e(which[0].upper() + which[1:])}: its overall ranking and each problem's tables "
+            "(the other studies enter only the tables across studies).</p>"
+        )
     if len(study.problems) > 0:
-        parts.append("<h2>Overall ranking</h2>")
+        parts.append(f"<h2>Overall ranking{_e(of)}</h2>")
         for mode in ("tuned", "one-shot"):
             parts.append(_overall(study, mode))
-    if across:
-        parts.append(f"<h2>Across {1 + len(study.repeats)} independent studies</h2>")
-        parts.append(
-            "<p class='note'>The claims to cite: each study repeats the whole tuning on its own seeds and draws; "
-            "the tables below test with the study as the unit. The per-problem tables after them are the first "
-            "study's.</p>"
-        )
-        parts.append(f"<pre>{_e(across)}</pre>")
     for p in study.problems:
-        parts.append(f"<h2>{_e(p.name)}: {_e(p.title)}</h2>")
+        parts.append(f"<h2>{_e(p.name)}: {_e(p.title)}{_e(of)}</h2>")
         better = p.direction.word
         relation = _e(p.direction.symbol)
         margin = float(getattr(p, "margin", 0.0))
@@ -187,6 +241,8 @@ def html_report(
         )
         for mode in ("tuned", "one-shot"):
             parts.append(_problem_table(study, p, mode))
+    parts += _modes(study, of)
+    parts += _guide(study)
     if images:
         parts.append("<h2>Figures</h2>")
         for name, data in images.items():

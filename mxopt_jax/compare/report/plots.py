@@ -177,17 +177,54 @@ def _target_line(ax: Any, target: float) -> None:
         ax.axhline(target, **_TARGET)
 
 
-def _panels(
-    rows: int, names: Sequence[str], families: Mapping[str, str] | None, height: float
-) -> tuple[Figure, np.ndarray, list[tuple[str, list[str]]]]:
+def _grid(
+    probs: Sequence[Problem], names: Sequence[str], families: Mapping[str, str] | None, height: float
+) -> tuple[Figure, dict[tuple[int, int], Any], list[tuple[str, list[str]]]]:
+    """A figure with one panel per problem and family: rows are problems and columns families when the
+    contenders are split by family, else the problems fill rows of up to three panels. Returns the figure,
+    ``{(problem index, family index): axes}`` and the families' ``(name, members)``; unused axes are hidden."""
     groups = _groups(names, families)
-    ncols = len(groups)
-    legend_rows = max(math.ceil(len(m) / (1 if len(m) <= 4 else 2)) for _, m in groups)
-    fig = figures.figure(
-        figsize=(3.4 * ncols + 0.8 + (2.0 if ncols == 1 else 0), height * rows + 1.1 + 0.2 * legend_rows)
+    n = len(probs)
+    if len(groups) > 1:
+        nrows, ncols = n, len(groups)
+        where = {(r, c): (r, c) for r in range(n) for c in range(ncols)}
+    else:
+        ncols = min(3, n)
+        nrows = math.ceil(n / ncols)
+        where = {(r, 0): divmod(r, ncols) for r in range(n)}
+    fig = figures.figure(figsize=(4.2 * ncols + 0.6, height * nrows + 1.3))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for r in range(nrows):
+        for c in range(ncols):
+            if (r, c) not in where.values():
+                axes[r][c].set_visible(False)
+    return fig, {k: axes[v[0]][v[1]] for k, v in where.items()}, groups
+
+
+def _identity(
+    problem: str,
+    identical: Mapping[str, Sequence[str]] | None,
+    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None,
+) -> dict[str, list[str]]:
+    """The identical contenders of ``problem``'s table (``identical_by_problem``), else those identical on
+    every problem (``identical``): what a panel of that problem folds and names, as the table does."""
+    if identical_by_problem is not None and problem in identical_by_problem:
+        return {k: list(v) for k, v in identical_by_problem[problem].items()}
+    return {k: list(v) for k, v in (identical or {}).items()}
+
+
+def _panel_legend(ax: Any) -> None:
+    """A small legend inside the panel: its contenders, named where the lines are."""
+    ax.legend(
+        loc="best",
+        fontsize=6.5,
+        handlelength=1.6,
+        framealpha=0.8,
+        borderpad=0.3,
+        labelspacing=0.2,
+        ncol=2 if len(ax.lines) > 5 else 1,
+        columnspacing=0.8,
     )
-    axes = fig.subplots(rows, ncols, squeeze=False, sharex="row", sharey="row")
-    return fig, axes, groups
 
 
 def _final_stats(r: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -223,8 +260,12 @@ def plot_sensitivity(
     selections: Sequence[Selection],
     families: Mapping[str, str] | None = None,
     identical: Mapping[str, Sequence[str]] | None = None,
+    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> Figure:
-    """Learning-rate sensitivity: final validation metric against the rate, one row per problem.
+    """Learning-rate sensitivity: final validation metric against the rate, one panel per problem (and
+    family; laid out as :func:`plot_curves`), each titled with its problem and naming its contenders in its own
+    legend as that problem's table does (``identical_by_problem``: the table's identical contenders, drawn once
+    and named in one entry, ``"sgd (= lbsgd, ccsgd, test)"``; ``identical``: those identical everywhere).
 
     Per contender: the mean over seeds (line and dots) and its 95 % Student-t interval (band), the chosen rate
     circled, or marked with a triangle pointing off the grid when it is the grid's smallest or largest (the
@@ -240,28 +281,30 @@ def plot_sensitivity(
     }
     sels = {p.name: _selections(per[p.name], selections) for p in probs}
     names = _shown(per, sels, identical)
-    fig, axes, groups = _panels(len(probs), names, families, 2.7)
+    fig, place, groups = _grid(probs, names, families, 2.8)
     any_bad = any_edge = any_trials = any_above = False
     for row, p in enumerate(probs):
         recs = per[p.name]
-        means = {n: _final_stats(recs[n]) for n in recs if n in names}  # the range: drawn lines only
+        ident = _identity(p.name, identical, identical_by_problem)
+        drawn = set(_shown({p.name: recs}, {}, ident))
+        means = {n: _final_stats(recs[n]) for n in recs if n in names and n in drawn}  # drawn lines only
         allv = np.concatenate([m[0] for m in means.values()]) if means else np.array([])
         picked = np.array([means[n][0][s.index] for n, s in sels[p.name].items() if n in means])
         lo, hi, logy = _ylim(allv, picked, p.metric_name, p.target)
         row_bad = any(m[3].any() for m in means.values())
         any_bad |= row_bad
         for col, (family, members) in enumerate(groups):
-            ax = axes[row][col]
+            ax = place[(row, col)]
             clip = _strip(ax, lo, hi, logy, row_bad)
-            diverging = [n for n in members if n in recs and means[n][3].any()]
+            diverging = [n for n in members if n in means and means[n][3].any()]
             gap = min(0.03, (_STRIP - 0.05) / max(len(diverging) - 1, 1))
             top = 1 - _STRIP if row_bad else 1.0  # the top of the data area, in axes coordinates
             above = 0  # finite means above the y range in this panel: marked at its top and counted
             rising = [
-                n for n in members if n in recs and (np.isfinite(means[n][0]) & (means[n][0] > hi)).any()
+                n for n in members if n in means and (np.isfinite(means[n][0]) & (means[n][0] > hi)).any()
             ]
             for i, n in enumerate(members):
-                if n not in recs:
+                if n not in means:
                     continue
                 style = _style(i, len(members))
                 mean, low, high, bad = means[n]
@@ -275,7 +318,7 @@ def plot_sensitivity(
                     mean,
                     marker="o",
                     markersize=3.5 if trials else 2.5,
-                    label=label(n, identical),
+                    label=label(n, ident),
                     **shape,
                 )
                 if not trials:
@@ -347,13 +390,11 @@ def plot_sensitivity(
             )  # minor ticks on 25 log axes cost seconds to lay out, add nothing
             ax.grid(True, **figures.GRID)
             ax.tick_params(labelsize=8)
-            if row == 0 and family:
-                ax.set_title(family, fontsize=9.5)
-            if col == 0:
-                ax.set_ylabel(f"{p.name}\nfinal val {p.metric_name}" + (" (log)" if logy else ""), fontsize=9)
-            if row == len(probs) - 1:
-                ax.set_xlabel("learning rate", fontsize=9)
-                figures.legend_below(ax, len(members))
+            ax.set_title(f"{p.name} · {family}" if family else p.name, fontsize=9.5)
+            ax.set_ylabel(f"final val {p.metric_name}" + (" (log)" if logy else ""), fontsize=8.5)
+            ax.set_xlabel("learning rate", fontsize=8.5)
+            if ax.get_legend_handles_labels()[1]:
+                _panel_legend(ax)
     note = f"Mean over the selection seeds, band: its {_PCT} interval; ○ the chosen rate"
     if any_trials:
         note = (
@@ -381,91 +422,83 @@ def plot_curves(
     selections: Sequence[Selection],
     families: Mapping[str, str] | None = None,
     identical: Mapping[str, Sequence[str]] | None = None,
+    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    what: str = "val",
 ) -> Figure:
-    """The reported runs along training: validation metric and training loss against steps, mean over seeds
-    with its 95 % interval; two rows per problem.
+    """The reported runs along training: the validation metric (``what="val"``, ``curves.png``) or the
+    training loss (``what="loss"``, ``loss.png``) against steps, mean over seeds with its 95 % interval.
 
-    The reported runs are the chosen rate's confirmation records (fresh seeds) where ``records`` hold them,
-    else the selection runs at the chosen rate. The legend below names the contenders; each problem's
-    validation panel has its own legend of the rates chosen on that problem (and how many seeds diverged, which
-    breaks the mean)."""
+    One panel per problem (and per family when more than
+    :data:`~mxopt_jax.compare.figures.ONE_PANEL_MAX` contenders are drawn: rows are problems, columns families;
+    else the problems fill rows of up to three panels). Each panel is titled with its problem (and family) and
+    names its contenders in its own legend, as that problem's table does (``identical_by_problem``: the
+    table's identical contenders, drawn once; ``identical``: those identical everywhere), with the rate chosen
+    on that problem (and how many seeds diverged, which breaks the mean). The reported runs are the chosen
+    rate's confirmation records (fresh seeds) where ``records`` hold them, else the selection runs at the
+    chosen rate."""
+    if what not in ("val", "loss"):
+        raise ValueError(f"plot_curves: what must be 'val' or 'loss', got {what!r}")
     probs = _as_list(problems)
     per = {p.name: _tuned_records(records, p.name) for p in probs}
     conf = {p.name: _confirmation(records, p.name) for p in probs}
     sels = {p.name: _selections(per[p.name], selections) for p in probs}
     names = _shown(per, sels, identical)
-    fig, axes, groups = _panels(2 * len(probs), names, families, 2.1)
+    fig, place, groups = _grid(probs, names, families, 2.6)
     fresh = all(n in conf[p.name] for p in probs for n in sels[p.name])
     for row, p in enumerate(probs):
         recs, chosen = per[p.name], sels[p.name]
+        ident = _identity(p.name, identical, identical_by_problem)
+        drawn = _shown({p.name: recs}, {}, ident)
         bands: dict[str, Any] = {}
         for n, r in recs.items():
-            if n not in chosen:
+            if n not in chosen or n not in drawn:
                 continue
             src, g = (conf[p.name][n], 0) if n in conf[p.name] else (r, chosen[n].index)
-            v = np.asarray(src.val, np.float64)[g]  # (S, E)
-            loss = np.asarray(src.train_loss, np.float64)[g]
-            bad = int((~np.isfinite(v[:, -1])).sum())
-            steps = np.asarray(src.eval_steps, np.float64)
-            bands[n] = (steps, mean_band(v, axis=0), mean_band(loss, axis=0), bad)
-        allv = np.concatenate([s[1][0] for s in bands.values()]) if bands else np.array([])
-        finals = np.array([s[1][0][-1] for s in bands.values()])
-        lo, hi, logy = _ylim(allv, finals, p.metric_name, p.target, factor=5.0)
-        losses = np.concatenate([s[2][0] for s in bands.values()]) if bands else np.array([])
-        # the loss axis as the metric's: around the final losses, a blow-up (SGLD at a huge rate) leaves the top
-        llo, lhi, loss_log = _ylim(losses, np.array([s[2][0][-1] for s in bands.values()]), "", math.nan, 5.0)
+            curve = src.val if what == "val" else src.train_loss
+            v = np.asarray(curve, np.float64)[g]  # (S, E)
+            bad = int((~np.isfinite(np.asarray(src.val, np.float64)[g][:, -1])).sum())
+            bands[n] = (np.asarray(src.eval_steps, np.float64), mean_band(v, axis=0), bad)
+        allv = np.concatenate([b[1][0] for b in bands.values()]) if bands else np.array([])
+        finals = np.array([b[1][0][-1] for b in bands.values()])
+        if what == "val":
+            lo, hi, logy = _ylim(allv, finals, p.metric_name, p.target, factor=5.0)
+        else:  # the loss axis as the metric's: around the final losses (a blow-up leaves the top)
+            lo, hi, logy = _ylim(allv, finals, "", math.nan, 5.0)
         for col, (family, members) in enumerate(groups):
-            ax, lax = axes[2 * row][col], axes[2 * row + 1][col]
-            rates: tuple[list[Any], list[str]] = ([], [])  # this row's chosen rates, its own legend
+            ax = place[(row, col)]
             for i, n in enumerate(members):
                 if n not in bands:
                     continue
-                steps, (mean, low, high), (lmean, llow, lhigh), bad = bands[n]
+                steps, (mean, low, high), bad = bands[n]
                 style = _style(i, len(members))
-                rates[0].append(ax.plot(steps, mean, **style)[0])
-                rates[1].append(f"{chosen[n].lr:.3g}" + (f", {bad} diverged" if bad else ""))
+                if what == "loss" and logy:
+                    low = np.where(low > 0, low, np.nan)
+                rate = f"{chosen[n].lr:.3g}" + (f", {bad} diverged" if bad else "")
+                ax.plot(steps, mean, label=f"{label(n, ident)}  {rate}", **style)
                 ax.fill_between(steps, low, high, color=style["color"], alpha=figures.BAND_ALPHA, linewidth=0)
-                lax.plot(steps, lmean, label=label(n, identical), **style)
-                if loss_log:
-                    llow = np.where(llow > 0, llow, np.nan)
-                lax.fill_between(
-                    steps, llow, lhigh, color=style["color"], alpha=figures.BAND_ALPHA, linewidth=0
-                )
-            if rates[0]:
-                ax.legend(
-                    *rates,
-                    title="rate",
-                    loc="upper right",
-                    fontsize=7.5,
-                    title_fontsize=7.5,
-                    ncol=2 if len(rates[0]) > 4 else 1,
-                    handlelength=1.8,
-                    columnspacing=0.8,
-                    framealpha=0.85,
-                    borderpad=0.3,
-                    labelspacing=0.25,
-                )
-            _target_line(ax, p.target)
+            if what == "val":
+                _target_line(ax, p.target)
             _set_y(ax, lo, hi, logy)
-            _set_y(lax, llo, lhi, loss_log)
-            for a in (ax, lax):
-                a.grid(True, **figures.GRID)
-                a.tick_params(labelsize=8)
-            if row == 0 and family:
-                ax.set_title(family, fontsize=9.5)
-            if col == 0:
-                ax.set_ylabel(f"{p.name}\nval {p.metric_name}" + (" (log)" if logy else ""), fontsize=9)
-                lax.set_ylabel(f"{p.name}\ntrain loss" + (" (log)" if loss_log else ""), fontsize=9)
-            if row == len(probs) - 1:
-                lax.set_xlabel("step", fontsize=9)
-                figures.legend_below(lax, len(members), offset=-0.28)
+            ax.grid(True, **figures.GRID)
+            ax.tick_params(labelsize=8)
+            ax.set_title(f"{p.name} · {family}" if family else p.name, fontsize=9.5)
+            unit = f"val {p.metric_name}" if what == "val" else "train loss"
+            ax.set_ylabel(unit + (" (log)" if logy else ""), fontsize=8.5)
+            ax.set_xlabel("step", fontsize=8.5)
+            if ax.get_legend_handles_labels()[1]:
+                _panel_legend(ax)
     runs = "the chosen rate on the confirmation seeds" if fresh else "the chosen rate on the selection seeds"
+    shown = (
+        "validation metric"
+        if what == "val"
+        else "training loss (mean over the steps since the previous point)"
+    )
     figures.titles(
         fig,
-        "Training curves of the reported runs",
-        f"Runs at {runs}: validation metric and training loss (mean over the steps since the previous point), "
-        f"mean over seeds, band: its {_PCT} interval; legend below: contender; in each problem's validation "
-        "panel: the rate chosen on that problem; dashed: the target.",
+        "Training curves of the reported runs" if what == "val" else "Training loss of the reported runs",
+        f"Runs at {runs}: {shown}, mean over seeds, band: its {_PCT} interval; each panel's legend: contender "
+        "(= those identical to it in that problem's table) and the rate chosen on that problem"
+        + ("; dashed: the target." if what == "val" else "."),
     )
     return fig
 
@@ -532,8 +565,9 @@ def draw_all(
     profile: Profile | None = None,
     **style: Any,
 ) -> dict[str, Figure]:
-    """The figures by file name: ``sensitivity.png``, ``curves.png`` and, given a ``profile`` of two problems
-    or more, ``profile.png``; ``style``: the plots' ``families`` and ``identical``. Only records and selections
+    """The figures by file name: ``sensitivity.png``, ``curves.png``, ``loss.png`` and, given a ``profile`` of two problems
+    or more, ``profile.png``; ``style``: the plots' ``families``, ``identical`` and ``identical_by_problem``
+    (the profile reads the first two). Only records and selections
     of ``problems`` are drawn. ``selections`` are the tuned ones (one-shot selections are used only when there
     are no tuned ones); one-shot records (one rate) are left out of the sensitivity plot, confirmation records
     (when given) are the curves."""
@@ -545,9 +579,12 @@ def draw_all(
     out = {
         "sensitivity.png": plot_sensitivity(probs, records, tuned, **style),
         "curves.png": plot_curves(probs, records, tuned, **style),
+        "loss.png": plot_curves(probs, records, tuned, what="loss", **style),
     }
     if profile is not None and profile.problems >= 2:
-        out["profile.png"] = plot_profile(profile, **style)
+        out["profile.png"] = plot_profile(
+            profile, **{k: v for k, v in style.items() if k in ("families", "identical")}
+        )
     return out
 
 
@@ -569,6 +606,7 @@ def draw_study(
         ranking.profile if ranking is not None else None,
         families=families,
         identical=analysis.identical.get(mode, {}),
+        identical_by_problem={p: t.identical for p, t in analysis.tables_of(mode).items()},
     )
 
 

@@ -131,7 +131,7 @@ def format_across(study: Study) -> str:
         f"== Across {1 + len(study.repeats)} independent studies (each repeats the whole tuning on its own "
         "seeds and search draws: the claims to cite; the tables after these are the first study's)"
     )
-    return "\n\n".join([head, *parts])
+    return "\n\n".join(["\n".join(tables.wrap(head, indent="   ")), *parts])
 
 
 def format_study(study: Study) -> str:
@@ -144,8 +144,8 @@ def format_study(study: Study) -> str:
         [
             *([across] if across else []),
             text.rstrip("\n"),
-            batching_note(study),
-            timing_note(study),
+            "\n".join(tables.wrap(batching_note(study), indent="  ")),
+            "\n".join(tables.wrap(timing_note(study), indent="  ")),
             describe_study(study),
         ]
     )
@@ -181,7 +181,6 @@ def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes
         format_study(study),
         describe_study(study),
         [batching_note(study), timing_note(study)],
-        across=format_across(study),
         standalone=standalone,
         images=images,
     )
@@ -190,7 +189,7 @@ def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes
 def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: bool = True) -> list[Path]:
     """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json``, ``report.html`` (one
     self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, ``sensitivity.png``,
-    ``curves.png`` and (two problems or more) ``profile.png`` into ``out_dir``; returns the paths. Without
+    ``curves.png``, ``loss.png`` and (two problems or more) ``profile.png`` into ``out_dir``; returns the paths. Without
     ``data``, the records (``runs.csv``, ``study.json``) are left as they are: only what is rendered from them
     is written (``mxopt-jax report``). In a study of several processes only process 0 writes; the others write
     nothing and return ``[]``."""

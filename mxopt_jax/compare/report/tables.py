@@ -13,6 +13,7 @@ it is a test that Holm's correction kept. The tables read the analysis and compu
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -26,7 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "EDGE_MARKS",
+    "GUIDES",
+    "WIDTH",
     "Table",
+    "across_table",
     "claims_note",
     "fmt_lr",
     "fmt_mean_ci",
@@ -36,16 +40,24 @@ __all__ = [
     "format_overall",
     "format_problem",
     "format_report",
+    "guide_sections",
+    "how_to_read",
     "label",
+    "modes_table",
     "overall_table",
     "problem_table",
+    "reference_lines",
+    "study_label",
+    "table_body",
     "test_words",
+    "text_table",
+    "wrap",
 ]
 
 #: Marks appended to a chosen rate on the grid's edge.
 EDGE_MARKS = {"low": "<", "high": ">"}
 _EDGE_NOTE = (
-    "< / >: chosen rate is the smallest / largest of its grid (random search: a chosen value, the rate or "
+    "< / > after a rate: the chosen rate is the smallest / largest of its grid (random search: a chosen value, the rate or "
     "another hyperparameter, that is the lowest / highest of that hyperparameter among the trials); the best "
     "value may lie beyond it."
 )
@@ -123,17 +135,58 @@ def fmt_ms(v: float) -> str:
     return f"{v:.{max(0, 2 - math.floor(math.log10(abs(v))))}f}"
 
 
-def text_table(head: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> list[str]:
-    """Fixed-width lines: ``align`` has one ``<`` or ``>`` per column."""
+#: The widest line the text report prints (a terminal's width): wider tables are split into parts, longer
+#: paragraphs wrapped. Only a word longer than this, or a table whose repeated columns and one more column are
+#: wider, can pass it.
+WIDTH = 120
+
+
+def text_table(
+    head: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    align: str,
+    width: int = WIDTH,
+    keep: Sequence[int] = (),
+    groups: Sequence[Sequence[int]] = (),
+) -> list[str]:
+    """Fixed-width lines: ``align`` has one ``<`` or ``>`` per column. A table wider than ``width`` is split
+    into parts, one after another (each with its header and rule): each part repeats the ``keep`` columns (the
+    contender) and takes, in order, as many of the ``groups`` of the other columns (default: one group per
+    column; a group is never split unless it alone is too wide) as fit."""
     widths = [max(len(h), *(len(r[c]) for r in rows)) if rows else len(h) for c, h in enumerate(head)]
 
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(f"{c:{a}{w}}" for c, a, w in zip(cells, align, widths, strict=True)).rstrip()
+    def lines(cols: Sequence[int]) -> list[str]:
+        def line(cells: Sequence[str]) -> str:
+            return "  ".join(f"{cells[c]:{align[c]}{widths[c]}}" for c in cols).rstrip()
 
-    out = [line(head)]
-    out.append("-" * len(out[0]))
-    out += [line(r) for r in rows]
-    return out
+        first = line(head)
+        return [first, "-" * len(first), *(line(r) for r in rows)]
+
+    def span(cols: Sequence[int]) -> int:
+        return sum(widths[k] + 2 for k in cols) - 2
+
+    kept = [c for c in keep if 0 <= c < len(head)]
+    if span(range(len(head))) <= width or len(kept) == len(head):
+        return lines(range(len(head)))
+    units = [[c for c in g if c not in kept] for g in groups] or [
+        [c] for c in range(len(head)) if c not in kept
+    ]
+    units = [u for g in units for u in ([g] if span([*kept, *g]) <= width else [[c] for c in g]) if u]
+    parts: list[list[int]] = []
+    for unit in units:
+        if parts and span([*kept, *parts[-1], *unit]) <= width:
+            parts[-1] += unit
+        else:
+            parts.append(list(unit))
+    return [line for part in parts for line in lines(sorted({*kept, *part}))]
+
+
+def wrap(text: str, width: int = WIDTH, indent: str = "") -> list[str]:
+    """``text`` as lines of at most ``width`` characters (continuations indented by ``indent``); a word is
+    never broken, so only a word longer than ``width`` passes it."""
+    return textwrap.wrap(
+        text, width=width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    ) or [""]
 
 
 class Table(NamedTuple):
@@ -144,8 +197,12 @@ class Table(NamedTuple):
       head: the column names.
       rows: the cells, one list of text per row, in display order.
       align: one ``<`` or ``>`` per column.
-      notes: what each column reads and claims, one sentence group per line.
+      notes: the table's short reference: what is particular to it (its pairs, its margin, a power warning)
+        and which part of "How to read these tables" (:func:`how_to_read`) explains its columns.
       extra: lines printed between the rows and the notes (the chosen configurations of a random search).
+      keep: the columns every part repeats when the text splits a wide table (:func:`text_table`); ``groups``:
+        the columns kept together in a part.
+      guide: the part of "How to read these tables" that explains the columns (a key of :data:`GUIDES`).
     """
 
     title: str
@@ -154,10 +211,41 @@ class Table(NamedTuple):
     align: str
     notes: list[str]
     extra: tuple[str, ...] = ()
+    keep: tuple[int, ...] = ()
+    guide: str = ""
+    groups: tuple[tuple[int, ...], ...] = ()
 
 
-def _render(t: Table) -> str:
-    return "\n".join([t.title, *text_table(t.head, t.rows, t.align), *t.extra, *t.notes])
+def table_body(t: Table, width: int = WIDTH) -> list[str]:
+    """A table's title (wrapped), its rows (split into parts where wider than ``width``) and its extra lines."""
+    return [
+        *wrap(t.title, width, "   "),
+        *text_table(t.head, t.rows, t.align, width, t.keep, t.groups),
+        *t.extra,
+    ]
+
+
+def reference_lines(t: Table, width: int = WIDTH) -> list[str]:
+    """The short reference under a table (:attr:`Table.notes`), wrapped to ``width``."""
+    return [line for note in t.notes for line in wrap(note, width, "  ")]
+
+
+def _render(t: Table, width: int = WIDTH) -> str:
+    return "\n".join([*table_body(t, width), *reference_lines(t, width)])
+
+
+#: The parts of "How to read these tables", in the order printed, by :attr:`Table.guide` key.
+GUIDES = {
+    "across": "across-studies tables",
+    "overall": "overall tables",
+    "problem": "problem tables",
+    "modes": "one-shot -> tuned",
+}
+
+
+def _see(guide: str) -> str:
+    """The reference to the part of "How to read these tables" that explains a table's columns."""
+    return f'See "How to read these tables" ({GUIDES[guide]}).'
 
 
 # --------------------------------------------------------------------------- tables
@@ -170,23 +258,12 @@ def test_words(test: str = TEST) -> str:
 
 
 def claims_note(table: TableAnalysis, metric: str = "metric") -> list[str]:
-    """What a table's letters and rank sets claim, and how they were decided; a warning when the table cannot
-    separate anything (the exact test's smallest p-value above Holm's first threshold)."""
+    """What is particular to a table's claims (its pairs, its level, its practical margin; how they are
+    decided is in :func:`how_to_read`), and a warning when the table cannot separate anything (the exact test's
+    smallest p-value above Holm's first threshold)."""
     c = table
-    E = len(table.entries)
-    margin = (
-        f"differences of at most {table.margin:g} {metric} (the problem's practical margin) are not claimed; "
-        if table.margin
-        else "no practical margin (the problem sets none); "
-    )
-    out = [
-        f"group: two entries that share a letter were not shown to differ; two with no letter in common were: "
-        f"{test_words(c.test)}, paired by seed, Holm's correction over the table's {c.pairs} pair(s), level "
-        f"{100 * c.level:g} %; {margin}rounding twins (within {c.rtol:g} relative on every seed) are never "
-        "separated; a diverged seed is the worst value on its seed. rank: the simultaneous rank set [1 + entries "
-        f"shown better, {E} - entries shown worse] (each bound counts rejected tests only; 1-{E}: not shown to "
-        "differ from any)."
-    ]
+    margin = f"practical margin {table.margin:g} {metric}" if table.margin else "no practical margin"
+    out = [f"This table: {c.pairs} pair(s), Holm at {100 * c.level:g} %; {margin}."]
     if c.test == "wilcoxon" and c.pairs and table.needed_seeds > table.seeds:
         need = table.needed_seeds
         out.append(
@@ -196,6 +273,131 @@ def claims_note(table: TableAnalysis, metric: str = "metric") -> list[str]:
             f"least {need} report seeds (--confirm-seeds {need}), or fewer contenders."
         )
     return out
+
+
+def _guide_problem(test: str, level: float, rtol: float, pct: str, edges: bool, configs: bool) -> list[str]:
+    """The columns of a problem's table, explained once."""
+    out = [
+        "rank: the simultaneous rank set [1 + entries shown better, E - entries shown worse] (E entries; each "
+        "bound counts rejected tests only; 1-E: not shown to differ from any, which is not equal).",
+        "group: two entries that share a letter were not shown to differ; two with no letter in common were: "
+        f"{test_words(test)}, paired by seed, Holm's correction over the table's pairs (the line under the table "
+        f"says how many), level {100 * level:g} %; differences within the problem's practical margin (under "
+        f"the table) are not claimed; rounding twins (within {rtol:g} relative on every seed) are never "
+        "separated; a diverged seed is the worst value on its seed.",
+        'contender: contenders identical in the table (the same runs) are one entry, "sgd (= ccsgd, test)".',
+        f"test: mean over the report seeds ± the half-width of the {pct} Student-t interval of the mean "
+        "(symmetric, so it can reach past the metric's range, e.g. below 0; with diverged report seeds: over "
+        "the finite ones, k/R finite); the claims do not read the interval.",
+        "median [quartiles]: over every report seed, a diverged seed counting as the worst value.",
+        "lr: the chosen rate; best val: the best validation value over the run (mean over seeds).",
+    ]
+    if edges:
+        out.append(_EDGE_NOTE)
+    if configs:
+        out.append(
+            "chosen configurations (random search): the chosen value of every hyperparameter besides the rate."
+        )
+    out += [
+        "steps to target: the steps by which a majority of the report seeds reached the validation target "
+        "(k/R: seeds that reached it); time to target: those steps x ms/step.",
+        "fastest trial: the performance profile's time: per selection seed the fewest steps any rate tried "
+        "needed, then the steps by which a majority of seeds got there.",
+        "ms/step: one run's time per step, amortized over the runs batched together; div. report: the report "
+        "seeds that diverged (k/R); div. selection: the selection runs that diverged (of rate x seed runs).",
+        "Report seeds (the confirmation runs of the chosen rate): test, median, rank, group, best val, steps "
+        "to target, time to target, div. report. Selection runs (every rate tried on the selection "
+        "seeds): fastest trial, ms/step, div. selection.",
+    ]
+    return out
+
+
+def _guide_overall(ranking: Ranking) -> list[str]:
+    """The columns of the overall tables, explained once."""
+    boot = ranking.bootstrap
+    pct = f"{100 * boot.level:g}%"
+    return [
+        "mean rank: the mean over the problems of the middle of the contender's rank set on each (its table's "
+        "'rank' column, (low + high) / 2: 1 when shown better than every other entry, the middle when shown "
+        "neither better nor worse than any).",
+        f"{pct} bootstrap (problems): the {(1 - boot.level) / 2:.1%} and {(1 + boot.level) / 2:.1%} percentiles "
+        f"of the mean rank over {boot.replicates.shape[0]} resamples of the problems (numpy seed {ranking.seed}), "
+        "each problem's tests kept as they are (nothing re-tested): how much the ranking depends on which "
+        "problems were run; a table of one problem has no such column. P(best): share of the resamples in which "
+        "it has the lowest mean rank (ties split). Neither claims a difference that no table's test showed.",
+        "targets: problems where a majority of the selection seeds had a rate reaching the validation target; "
+        "profile score: AlgoPerf's, the normalized area under the performance profile (linear tau from 1 to "
+        f"{ranking.profile.tau_max:g}) of the fastest trial's steps to target, both read from the selection runs "
+        "(1: fastest everywhere).",
+        "one column per problem: the table's rank set; -: not run there.",
+    ]
+
+
+def _guide_modes() -> list[str]:
+    return [
+        "rank sets: each table's (one-shot -> tuned); mean: of the sets' middles, as the overall table; change: "
+        "tuned mean rank minus one-shot mean rank (negative: moved up with tuning). A change compares two "
+        "tables' rank sets; it is not itself a test."
+    ]
+
+
+def _guide_across(across: AcrossStudies) -> list[str]:
+    return [
+        "rank, group: the across-studies test, the study as the unit: per pair and study the median paired "
+        "difference over the seeds, Student's t over the studies (studies - 1 degrees of freedom), Holm over the "
+        f"table's pairs, level {100 * across.level:g} %: its claims hold whatever the tuning's luck (it needs "
+        "about 5 studies to show a 2-standard-deviation difference).",
+        f"in every study: the letters of the claims each study made on its own ({test_words(across.test)}, Holm "
+        "over its table), kept where all studies agree; agreement is not a test (with tuning luck, identical "
+        "contenders are still claimed different in every study).",
+        "lr spread: log10(largest / smallest chosen rate) over the studies, in decades (0: the same rate every "
+        "time); test medians: the median over each study's report seeds, per study; mean ± 95% t: the mean over "
+        "the studies with its Student-t interval over the studies (the tuning's luck and the seeds together).",
+    ]
+
+
+def guide_sections(analysis: StudyAnalysis) -> list[tuple[str, list[str]]]:
+    """The parts of "How to read these tables" that ``analysis``'s tables need, in :data:`GUIDES`' order:
+    ``[(part name, [explanation, ...]), ...]`` (what :func:`how_to_read` prints and the HTML page lists)."""
+    out: list[tuple[str, list[str]]] = []
+    if analysis.across:
+        out.append((GUIDES["across"], _guide_across(analysis.across[0])))
+    ranking = next(iter(analysis.rankings.values()), None)
+    if ranking is not None:
+        out.append((GUIDES["overall"], _guide_overall(ranking)))
+    tables = analysis.all_tables()
+    if tables:
+        t0, s0 = tables[0], tables[0].selections[0]
+        sels = [s for t in tables for s in t.selections]
+        out.append(
+            (
+                GUIDES["problem"],
+                _guide_problem(
+                    t0.test,
+                    t0.level,
+                    t0.rtol,
+                    f"{100 * s0.level:g}%",
+                    any(s.on_edge or s.edges for s in sels),
+                    any(k != "learning_rate" for s in sels if s.mode == "tuned" for k in s.config),
+                ),
+            )
+        )
+    if len(analysis.rankings) == 2:
+        out.append((GUIDES["modes"], _guide_modes()))
+    return out
+
+
+def how_to_read(analysis: StudyAnalysis, width: int = WIDTH) -> str:
+    """ "How to read these tables": every column of the report's tables explained once, per kind of table
+    (each table's reference line names its part); empty when there is no table."""
+    sections = guide_sections(analysis)
+    if not sections:
+        return ""
+    lines = ["== How to read these tables"]
+    for name, items in sections:
+        lines.append(f"{name[0].upper()}{name[1:]}:")
+        lines += [line for item in items for line in wrap(f"  {item}", width, "    ")]
+    return "\n".join(lines)
 
 
 def _fmt_test(s: Selection) -> str:
@@ -259,8 +461,8 @@ def problem_table(table: TableAnalysis, problem: Problem | None = None, title: s
         "time to target",
         "fastest trial",
         "ms/step",
-        "diverged (report)",
-        "diverged (selection)",
+        "div. report",
+        "div. selection",
     ]
     rows = []
     for n in table.order:
@@ -285,24 +487,10 @@ def problem_table(table: TableAnalysis, problem: Problem | None = None, title: s
             ]
         )
     extra = tuple(format_configs([by[n] for n in table.order], identical)) if s0.mode == "tuned" else ()
-    notes = [
-        f"test: mean over the {s0.seeds} report seeds ± the half-width of the {pct} Student-t interval of the "
-        "mean (symmetric, so it can reach past the metric's range, e.g. below 0; with diverged report seeds: over "
-        "the finite ones, k/R finite); median [quartiles]: over every report seed, a diverged seed counting as the "
-        "worst value; the claims do not read the interval.",
-        *claims_note(table, metric),
-    ]
-    if any(s.on_edge or s.edges for s in sels):
-        notes.append(_EDGE_NOTE)
-    notes.append(
-        "Report seeds (the confirmation runs of the chosen rate): test, median, rank, group, best val, steps to "
-        "target (the steps by which a majority of the report seeds reached the target; k/R: seeds that reached "
-        "it), time to target (those steps x ms/step), diverged (report). Selection runs (every rate tried on the "
-        "selection seeds): fastest trial (the profile's time: per seed the fewest steps any rate tried needed, "
-        "then the steps by which a majority of seeds got there), ms/step (one run's time per step, amortized over "
-        "the runs batched together), diverged (selection: rate x seed runs)."
-    )
-    return Table(title, head, rows, ">><" + ">" * 10, notes, extra)
+    notes = [*claims_note(table, metric)]
+    notes[0] += " " + _see("problem")
+    groups = ((0, 1, 3, 4, 5, 6), (7, 8, 9), (10, 11, 12))  # the test values; the targets; time, divergence
+    return Table(title, head, rows, ">><" + ">" * 10, notes, extra, (2,), "problem", groups)
 
 
 def format_problem(table: TableAnalysis, problem: Problem | None = None, title: str | None = None) -> str:
@@ -346,14 +534,15 @@ def overall_table(ranking: Ranking, title: str | None = None) -> Table:
     problems = ranking.problems
     row = {n: i for i, n in enumerate(ranking.names)}
     pct = f"{100 * boot.level:g}%"
+    several = len(problems) > 1  # one problem: no interval (the bootstrap resamples the problems)
     head = [
         "contender",
         "mean rank",
-        f"{pct} bootstrap (problems)",
+        *([f"{pct} bootstrap (problems)"] if several else []),
         "P(best)",
-        *problems,
         "targets",
         f"profile score (tau<={tau_max:g})",
+        *problems,
     ]
     rows = []
     for n in ranking.order:
@@ -363,29 +552,27 @@ def overall_table(ranking: Ranking, title: str | None = None) -> Table:
             [
                 label(n, identical),
                 f"{ranking.mean_rank(n):.2f}",
-                f"[{boot.low[i]:.2f}, {boot.high[i]:.2f}]" if math.isfinite(boot.low[i]) else "-",
+                *(
+                    [f"[{boot.low[i]:.2f}, {boot.high[i]:.2f}]" if math.isfinite(boot.low[i]) else "-"]
+                    if several
+                    else []
+                ),
                 f"{boot.p_first[i]:.2f}",
-                *cells,
                 f"{ranking.reached[n]}/{len(problems)}",
                 f"{ranking.score(n):.3f}",
+                *cells,
             ]
         )
     title = title or f"== Overall: {len(problems)} problem(s)"
     notes = [
-        "mean rank: the mean over the problems of the middle of the contender's rank set on each (its table's "
-        "'rank' column, (low + high) / 2: 1 when shown better than every other entry, the middle when shown "
-        f"neither better nor worse than any); {pct} bootstrap (problems): the {(1 - boot.level) / 2:.1%} and "
-        f"{(1 + boot.level) / 2:.1%} percentiles of the mean rank over {boot.replicates.shape[0]} resamples of the "
-        f"problems (numpy seed {ranking.seed}), each problem's tests kept as they are (nothing re-tested): how much "
-        "the ranking depends on which problems were run (one problem: no interval); P(best): share of the resamples "
-        "in which it has the lowest mean rank (ties split). Neither claims a difference that no table's test "
-        "showed; per problem: the table's rank set.",
-        "targets: problems where a majority of the selection seeds had a rate reaching the validation target; "
-        "profile score: AlgoPerf's, the normalized area under the performance profile (linear tau from 1 to "
-        f"{tau_max:g}) of the fastest trial's steps to target, both read from the selection runs (1: fastest "
-        "everywhere).",
+        _see("overall")
+        + ("" if several else " One problem: no bootstrap interval (it resamples the problems).")
     ]
-    return Table(title, head, rows, "<>>>" + ">" * len(problems) + ">>", notes)
+    first = len(head) - len(problems)  # the summary columns; the problems' rank sets
+    groups = (tuple(range(1, first)), tuple(range(first, len(head))))
+    return Table(
+        title, head, rows, "<" + ">" * (len(head) - 1), notes, keep=(0,), guide="overall", groups=groups
+    )
 
 
 def format_overall(ranking: Ranking, title: str | None = None) -> str:
@@ -400,6 +587,16 @@ def format_modes(
     identical: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
 ) -> str:
+    """The one-shot-against-tuned table as text (:func:`modes_table`'s cells)."""
+    return _render(modes_table(tuned, one_shot, identical, title))
+
+
+def modes_table(
+    tuned: Ranking,
+    one_shot: Ranking,
+    identical: Mapping[str, Sequence[str]] | None = None,
+    title: str | None = None,
+) -> Table:
     """One-shot against tuned: per problem ``one-shot rank set -> tuned rank set``, the mean rank in each mode
     (the mean of the rank sets' middles, as the overall table) and its change (negative: tuning helped it more
     than the others), largest improvement first.
@@ -427,29 +624,33 @@ def format_modes(
         c = change(n)
         return (c if math.isfinite(c) else math.inf, tuned.mean_rank(n), n)
 
-    head = ["contender", *problems, "one-shot mean", "tuned mean", "change"]
+    head = ["contender", "one-shot mean", "tuned mean", "change", *problems]
     rows = []
     for n in sorted(names, key=key):
         c = change(n)
         rows.append(
             [
                 label(n, identical),
-                *(cell(p, n) for p in problems),
                 _fmt_rank(one_shot.mean_rank(n)),
                 _fmt_rank(tuned.mean_rank(n)),
                 f"{c:+.2f}" if math.isfinite(c) else "-",
+                *(cell(p, n) for p in problems),
             ]
         )
     title = title or (
         "== One-shot (default rate) -> tuned: rank set per problem and mean rank (largest gain from tuning first)"
     )
-    lines = [title, *text_table(head, rows, "<" + ">" * (len(problems) + 3))]
-    lines.append(
-        "rank sets: each table's (one-shot -> tuned); mean: of the sets' middles, as the overall table; change: "
-        "tuned mean rank minus one-shot mean rank (negative: moved up with tuning). A change compares two tables' "
-        "rank sets; it is not itself a test."
+    groups = ((1, 2, 3), tuple(range(4, len(head))))  # the means; the problems' rank sets
+    return Table(
+        title,
+        head,
+        rows,
+        "<" + ">" * (len(head) - 1),
+        [_see("modes")],
+        keep=(0,),
+        guide="modes",
+        groups=groups,
     )
-    return "\n".join(lines)
 
 
 def _fmt_rank(v: float) -> str:
@@ -461,7 +662,12 @@ def _fmt_value(v: float) -> str:
 
 
 def format_across(across: AcrossStudies, metric: str = "metric", title: str | None = None) -> str:
-    """One table over ``N`` independent studies (:func:`~mxopt_jax.compare.protocol.across_studies`): per
+    """One table over ``N`` independent studies as text (:func:`across_table`'s cells)."""
+    return _render(across_table(across, metric, title))
+
+
+def across_table(across: AcrossStudies, metric: str = "metric", title: str | None = None) -> Table:
+    """The cells of one table over ``N`` independent studies (:func:`~mxopt_jax.compare.protocol.across_studies`): per
     contender the rank set and letters of the across-studies test (the claims that hold whatever the tuning's
     luck), the letters of the claims made in every study, the chosen rate in each study and how many decades
     apart they lie, the median test value in each study and the mean over studies with its Student-t interval
@@ -477,9 +683,9 @@ def format_across(across: AcrossStudies, metric: str = "metric", title: str | No
         "in every study",
         "contender",
         "lr per study",
-        "lr spread (decades)",
-        f"test {metric} per study (median)",
-        "mean over studies ± 95% t",
+        "lr spread",
+        f"test {metric} medians",
+        "mean ± 95% t",
     ]
     rows = []
     for k in order:
@@ -498,38 +704,53 @@ def format_across(across: AcrossStudies, metric: str = "metric", title: str | No
     agree = a.agreement()
     title = title or f"== {a.problem} [{a.mode}] across {N} independent studies"
     notes = [
-        f"rank, group: the across-studies test, the study as the unit: per pair and study the median paired "
-        f"difference over the seeds, Student's t over the {N} studies ({N - 1} degrees of freedom), Holm over the "
-        f"table's {agree['pairs']} pair(s), level {100 * a.level:g} %: its claims hold whatever the tuning's luck "
-        "(it needs about 5 studies to show a 2-standard-deviation difference). in every study: the letters of the "
-        f"claims each study made on its own ({test_words(a.test)}, Holm over its table), kept where all {N} agree; "
-        "agreement is not a test (with tuning luck, identical contenders are still claimed different in every "
-        "study). lr spread: log10(largest / smallest chosen rate) over the studies (0: the same rate every time).",
+        f"Student's t over {N} studies, Holm over {agree['pairs']} pair(s) at {100 * a.level:g} %. "
+        + _see("across"),
         f"agreement over {agree['pairs']} pair(s): {agree['claimed']} shown to differ in at least one study, "
         f"{agree['replicated']} in every study the same way, {agree['contradicted']} one way in a study and the "
         f"other way in another, {agree['unreplicated']} in some studies only; {agree['shown']} shown by the "
         "across-studies test.",
     ]
-    return "\n".join([title, *text_table(head, rows, ">>><<>>>"), *notes])
+    return Table(title, head, rows, ">>><<>>>", notes, keep=(3,), guide="across")
+
+
+def study_label(analysis: StudyAnalysis) -> str:
+    """``"study 1 of 3"`` when the analysis holds several independent studies (its tables are the first
+    study's), else ``""``."""
+    return f"study 1 of {analysis.across[0].studies}" if analysis.across else ""
 
 
 def format_report(analysis: StudyAnalysis, problems: Sequence[Problem] = (), protocol: str = "") -> str:
     """The whole text report of a study's analysis, results first: the overall tables (what won where, and how
-    sure), one table per problem (tuned, then one-shot), the one-shot-against-tuned table, then ``protocol``.
+    sure), one table per problem (tuned, then one-shot), the one-shot-against-tuned table, "How to read these
+    tables" (:func:`how_to_read`: every column explained once), then ``protocol``. With several independent
+    studies these are the first study's, under a heading that says so, the overall tables labelled with it.
 
     Identity is the analysis's, per table: each table folds the contenders identical in it, the overall tables
     those identical on every problem in that mode, the one-shot-against-tuned table those identical in both.
     """
     known = {p.name: p for p in problems}
     tables = [format_problem(t, known.get(t.problem)) for t in analysis.tables.values()]
+    which = study_label(analysis)
+    of = f" ({which})" if which else ""
     overall = []
-    titles = {"tuned": None, "one-shot": "== Overall, one-shot: {} problem(s)"}
     for mode, ranking in analysis.rankings.items():
-        title = titles[mode]
-        overall.append(format_overall(ranking, title.format(len(ranking.tables)) if title else None))
+        kind = "Overall" if mode == "tuned" else "Overall, one-shot"
+        overall.append(format_overall(ranking, f"== {kind}{of}: {len(ranking.tables)} problem(s)"))
     if len(analysis.rankings) == 2:
         tables.append(
             format_modes(analysis.rankings["tuned"], analysis.rankings["one-shot"], analysis.identical_both)
         )
-    parts = overall + tables + ([protocol] if protocol else [])
+    head = []
+    if which:
+        head = [
+            "\n".join(
+                wrap(
+                    f"== {which[0].upper()}{which[1:]}: its overall ranking and each problem's tables (the other "
+                    "studies enter only the tables across studies)"
+                )
+            )
+        ]
+    guide = how_to_read(analysis)
+    parts = head + overall + tables + ([guide] if guide else []) + ([protocol] if protocol else [])
     return "\n\n".join(parts) + "\n"

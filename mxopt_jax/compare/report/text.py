@@ -22,7 +22,7 @@ from ..protocol import (
     Preset,
 )
 from ..space import Hyperparameter
-from .tables import test_words
+from .tables import WIDTH, test_words, wrap
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -304,10 +304,12 @@ def describe(
         steps = preset.steps(p) if preset is not None else p.steps
         direction = Direction(getattr(p, "better", "lower"))
         margin = float(getattr(p, "margin", 0.0))
-        lines.append(
+        lines += wrap(
             f"  {p.name}: {p.title}; {steps} steps, batch {p.batch_size}; metric {p.metric_name} "
             f"({direction.word} is better), target {direction.symbol} {p.target:g}; practical "
-            f"margin {f'{margin:g} {p.metric_name}' if margin else '0 (none)'}"
+            f"margin {f'{margin:g} {p.metric_name}' if margin else '0 (none)'}",
+            WIDTH,
+            "      ",
         )
     names = list(contenders)
     w = max((len(n) for n in names), default=0)
@@ -326,11 +328,13 @@ def describe(
             if len(same) == 1:
                 lines.append(f"  {n:<{w}}  {_grid_text(next(iter(per.values())))}")
             else:
-                lines.append(
+                lines += wrap(
                     f"  {n:<{w}}  "
                     + "; ".join(
                         f"{_grid_text(np.asarray(g))} ({', '.join(probs)})" for g, probs in same.items()
-                    )
+                    ),
+                    WIDTH,
+                    " " * (w + 4),
                 )
     elif spaces:
         lines.append(
@@ -338,7 +342,7 @@ def describe(
         )
         for n in names:
             hps = spaces.get(n, ())
-            lines.append(f"  {n:<{w}}  " + ", ".join(_space_text(h) for h in hps))
+            lines += wrap(f"  {n:<{w}}  " + ", ".join(_space_text(h) for h in hps), WIDTH, " " * (w + 4))
     else:
         lines.append("Contenders: " + ", ".join(names))
     if settings:
@@ -352,5 +356,7 @@ def describe(
                 continue
             desc, values = settings[n]
             listing = ", ".join(f"{k}={_settings_text(v)}" for k, v in values.items())
-            lines.append(f"  {n:<{w}}  {listing or '-'}" + (f"  [{desc}]" if desc else ""))
+            lines += wrap(
+                f"  {n:<{w}}  {listing or '-'}" + (f"  [{desc}]" if desc else ""), WIDTH, " " * (w + 4)
+            )
     return "\n".join(lines)
