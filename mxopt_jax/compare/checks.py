@@ -12,6 +12,9 @@ import contextlib
 import math
 import numbers
 import os
+import shlex
+import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -30,6 +33,8 @@ __all__ = [
     "output_dir",
     "positive_int_arg",
     "problem_object",
+    "program_command",
+    "resume_command",
 ]
 
 T = TypeVar("T")
@@ -151,6 +156,26 @@ def problem_object(
     raise TypeError(
         f"{what} must be Problem objects (see mxopt_jax.compare.problems), got {type(value).__name__}"
     )
+
+
+def program_command() -> str:
+    """This program as a shell command that runs as printed, for the commands the app tells a user to type
+    (``... compare --resume DIR``): ``mxopt-jax`` when that name on the ``PATH`` is this very program; the
+    script's own path when it was started as ``mxopt-jax`` from elsewhere (``.venv/bin/mxopt-jax``, the
+    README's set-up, which puts nothing on the ``PATH``); otherwise (``python -m mxopt_jax``, a notebook, a
+    script) this interpreter's path with ``-m mxopt_jax``."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "mxopt-jax" and os.path.isfile(argv0):
+        found = shutil.which("mxopt-jax")
+        if found and os.path.realpath(found) == os.path.realpath(argv0):
+            return "mxopt-jax"
+        return shlex.quote(os.path.abspath(argv0))
+    return f"{shlex.quote(sys.executable or 'python3')} -m mxopt_jax"
+
+
+def resume_command(folder: str | os.PathLike[str]) -> str:
+    """The command that continues the study kept in ``folder``, as it runs when pasted into a shell."""
+    return f"{program_command()} compare --resume {shlex.quote(str(folder))}"
 
 
 def output_dir(

@@ -30,6 +30,7 @@ from .checks import (
     names_arg,
     non_negative_int_arg,
     positive_int_arg,
+    resume_command,
 )
 from .figures import PLOT_HINT
 from .plan import CHECK_BATCHING, MAX_STUDIES
@@ -648,7 +649,7 @@ def _compare(
         flush=True,
     )
     progress = StudyProgress()
-    resume_cmd = f"mxopt-jax compare --resume {shlex.quote(str(root))}"
+    resume_cmd = resume_command(root)
     try:
         result = study(
             problems,
@@ -691,7 +692,7 @@ def _compare(
     )
     print()
     print(
-        f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program: --resume {shlex.quote(str(root))} "
+        f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program: {resume_command(root)} "
         "continues or extends the study)"
     )
     return 0

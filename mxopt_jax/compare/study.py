@@ -314,7 +314,7 @@ def study(
             if store is not None:
                 e.add_note(
                     f"The finished programs are saved in {str(store.root)!r}; continue the study with "
-                    f"study(..., resume={str(store.root)!r}) (or mxopt-jax compare --resume {store.root})."
+                    f"study(..., resume={str(store.root)!r}) (or {checks.resume_command(store.root)})."
                 )
             raise
     if progress is not None:
