@@ -22,6 +22,7 @@ import optax
 from .. import FAMILIES as _FAMILIES
 from .. import OPTIMIZERS
 from .. import sparse as _sparse
+from .checks import unknown_name
 from .space import Hyperparameter
 from .space import kind as _kind
 from .space import names as _names
@@ -607,10 +608,12 @@ def default_contenders() -> list[Contender]:
     return [mxopt_contender(n) for n in OPTIMIZERS] + list(OPTAX_BASELINES.values())
 
 
-def resolve(names: Sequence[str | Contender] | None) -> list[Contender]:
+def resolve(names: Sequence[str | Contender] | str | Contender | None) -> list[Contender]:
     """Contenders from names (``"adam"``, ``"optax.adam"``, ``"all"``, ``"mxopt"``, ``"optax"``) or objects."""
     if names is None:
         return default_contenders()
+    if isinstance(names, str | Contender):  # one contender, not a sequence of characters
+        names = [names]
     out: list[Contender] = []
     for item in names:
         if isinstance(item, Contender):
@@ -626,8 +629,11 @@ def resolve(names: Sequence[str | Contender] | None) -> list[Contender]:
         elif isinstance(item, str) and item in OPTIMIZERS:
             out.append(mxopt_contender(item))
         else:
-            known = ", ".join([*OPTIMIZERS, *OPTAX_BASELINES, "all", "mxopt", "optax"])
-            raise ValueError(f"unknown optimizer {item!r}; known: {known}")
+            raise ValueError(
+                unknown_name(
+                    "contender", item, [*OPTIMIZERS, *OPTAX_BASELINES], groups=("all", "mxopt", "optax")
+                )
+            )
     seen: set[str] = set()
     unique = []
     for c in out:
@@ -635,5 +641,5 @@ def resolve(names: Sequence[str | Contender] | None) -> list[Contender]:
             seen.add(c.name)
             unique.append(c)
     if not unique:
-        raise ValueError("no optimizers given")
+        raise ValueError("no contenders given")
     return unique

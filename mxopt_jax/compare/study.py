@@ -110,7 +110,7 @@ class Study(StudyResult):
 
 
 def study(
-    problems: Sequence[Problem] | Problem,
+    problems: Sequence[Problem | str] | Problem | str,
     contenders: Sequence[str | Contender] | None = None,
     plan: Plan | Preset | str | None = None,
     *,
@@ -125,7 +125,9 @@ def study(
     """Run the protocol on ``problems`` for ``contenders`` (names, :class:`Contender` objects, or ``None``: all).
 
     Args:
-      problems: one :class:`~mxopt_jax.compare.problems.base.Problem` or several (a user's own included).
+      problems: one :class:`~mxopt_jax.compare.problems.base.Problem` or several (a user's own included), or
+        built-in problems by name (``"logreg"``, ``["digits_mlp", "logreg"]``, ``"all"``:
+        :data:`~mxopt_jax.compare.problems.PROBLEMS`).
       contenders: names (``"adam"``, ``"optax.adam"``, ``"all"``, ``"mxopt"``, ``"optax"``) or contenders
         (:func:`mxopt_jax.compare.contenders.contender` wraps any optax optimizer factory).
       plan: the protocol: a :class:`~mxopt_jax.compare.plan.Plan`, or a preset (``"quick"`` (default),
@@ -334,12 +336,25 @@ def study(
 
 
 def _problem_list(problems: Any) -> list[Problem]:
-    from .problems import PROBLEMS  # to name a factory passed for a problem
+    """The problems of a study: :class:`Problem` objects, or built-in problems by name (``"logreg"``, or
+    ``"all"``), as contenders are given by name; one or a sequence."""
+    from .problems import PROBLEMS  # built-in problems by name; to name a factory passed for a problem
 
-    problems = [problems] if isinstance(problems, Problem) else problems
+    problems = [problems] if isinstance(problems, Problem | str) else problems
     if callable(problems) or not isinstance(problems, Sequence):
         problems = [checks.problem_object(problems, Problem, PROBLEMS)]
-    out = [checks.problem_object(p, Problem, PROBLEMS) for p in problems]
+    named: list[Any] = []
+    for p in problems:
+        if isinstance(p, str):
+            if p != "all" and p not in PROBLEMS:
+                raise ValueError(checks.unknown_name("problem", p, list(PROBLEMS), groups=("all",)))
+            if p == "all":
+                named.extend(factory() for factory in PROBLEMS.values())
+            else:
+                named.append(PROBLEMS[p]())
+        else:
+            named.append(p)
+    out = [checks.problem_object(p, Problem, PROBLEMS) for p in named]
     if not out:
         raise ValueError("study: no problems given")
     names = [p.name for p in out]

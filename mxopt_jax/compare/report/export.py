@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..checks import atomic_file
 from ..protocol import Selection, compare_table
 from ..records import Records
 from ..serialize import csv_number, pandas, read_csv
@@ -96,7 +97,7 @@ def write_csv(path: str | Path, records_list: Iterable[Records]) -> Path:
     path = Path(path)
     records_list = list(records_list)
     extra = _extra(k for r in records_list for k in r.hparams)
-    with path.open("w", newline="") as f:
+    with atomic_file(path, newline="") as f:  # whole or not at all (a full disk)
         w = csv.writer(f)
         w.writerow([*RUN_COLUMNS, *extra])
         for r in records_list:
@@ -155,7 +156,7 @@ def write_summary_csv(
             for s in group:
                 n = s.contender
                 ranks[id(s)] = (table.rank(n), table.rank_high(n), table.letters(n))
-    with path.open("w", newline="") as f:
+    with atomic_file(path, newline="") as f:  # whole or not at all (a full disk)
         w = csv.writer(f)
         w.writerow([*SUMMARY_COLUMNS, *extra])
         for s in sels:
