@@ -128,7 +128,7 @@ def problems_epilog() -> str:
     lines = [
         textwrap.fill(
             "problems (nothing is downloaded; --problems NAMES; *: the quick preset's default set, the full preset "
-            "runs all):",
+            "runs all; each preset has its own target and budget):",
             cols,
         )
     ]
@@ -139,9 +139,15 @@ def problems_epilog() -> str:
         params = f"{found.group(1)} parameters; " if found else ""
         quick = f" (quick {p.quick_steps})" if p.quick_steps else ""
         reach = "<=" if p.better == "lower" else ">="
+        quick_t, full_t = p.target_for("quick"), p.target_for("full")
+        targets = (
+            f"target {reach} {full_t:g}"
+            if quick_t == full_t
+            else f"target {reach} {quick_t:g} (quick), {full_t:g} (full)"
+        )
         entry = (
-            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.better} is better), target {reach} "
-            f"{p.target:g}; {p.steps} steps{quick}, batch {p.batch_size}"
+            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.better} is better), {targets}; "
+            f"{p.steps} steps{quick}, batch {p.batch_size}"
         )
         lines.append(textwrap.fill(entry, cols, initial_indent="  ", subsequent_indent=" " * (width + 5)))
     lines += [

@@ -124,6 +124,22 @@ def test_help_lists_the_workloads_and_has_no_doubled_percent(capsys):
         assert ("*" in line.split()[0]) == (name in DEFAULT)  # the quick preset's default set is marked
         assert p.title.split(",")[0] in line, line
     assert "--resume DIR" in text and "Ctrl-C" in text
+    # each preset's target, said as such (the quick report's target is not the full preset's)
+    words = " ".join(text.split()).replace("log- loss", "log-loss")
+    for name, factory in PROBLEMS.items():
+        p = factory()
+        quick, full, reach = (
+            p.target_for("quick"),
+            p.target_for("full"),
+            "<=" if p.better == "lower" else ">=",
+        )
+        said = (
+            f"target {reach} {full:g}"
+            if quick == full
+            else f"target {reach} {quick:g} (quick), {full:g} (full)"
+        )
+        assert said in words, (name, said)
+    assert PROBLEMS["digits_mlp"]().target_for("quick") != PROBLEMS["digits_mlp"]().target_for("full")
 
 
 def test_a_factory_is_not_a_problem():
