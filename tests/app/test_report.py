@@ -422,3 +422,24 @@ def test_protocol_says_what_each_figure_reads_and_how_random_trials_are_drawn():
     assert "Common random numbers: the search seed (0) alone seeds one stream" in text
     assert "lowest (<) or the highest (>) of its hyperparameter among the contender's trials" in text
     assert "within 5%" not in text
+
+
+def test_the_report_explains_sgld_s_enormous_tuned_rate():
+    """SGLD's tuned rate runs to 1e5 and beyond (its noise N(0, sqrt(lr)) is scaled for a summed gradient, the
+    study's losses are batch means): the protocol says so beside SGLD's settings, and only there."""
+    from mxopt_jax.compare import contenders as C
+    from mxopt_jax.compare.problems import PROBLEMS
+    from mxopt_jax.compare.report.text import describe
+
+    sgld, sgd = C.resolve(["sgld", "sgd"])
+    assert C.SGLD_NOTE in sgld.description and C.SGLD_NOTE not in sgd.description
+    text = describe(
+        P.PRESETS["full"],
+        [PROBLEMS["digits_mlp"]()],
+        ["sgld", "sgd"],
+        settings={c.name: (c.description, {}) for c in (sgld, sgd)},
+    )
+    (line,) = [ln for ln in text.splitlines() if ln.strip().startswith("sgld ")]
+    words = " ".join(line.split())
+    assert "N(0, sqrt(lr))" in words and "SGLD's parametrisation, not a fault" in words
+    assert "rescale_grad = the number of training examples" in words
