@@ -261,7 +261,8 @@ class _FullDisk:
 
 
 def _fill_disk_in_runs_csv(monkeypatch, room: int = 2000) -> None:
-    """The disk fills while ``runs.csv`` is written (the largest file, the one a small disk fails on)."""
+    """The disk fills while a CSV file is written after ``room`` characters (``runs.csv``, the largest file, the
+    one a small disk fails on; ``summary.csv`` too)."""
     from mxopt_jax.compare.report import export
 
     real = csv.writer
@@ -276,8 +277,8 @@ def test_a_full_disk_leaves_no_truncated_file(tmp_path, monkeypatch):
     _fill_disk_in_runs_csv(monkeypatch)
     with pytest.raises(OSError, match="No space left on device") as e:
         study.write(tmp_path, plots=False)
-    assert e.value.filename == str(tmp_path / "runs.csv")
     assert not (tmp_path / "runs.csv").exists()  # not a truncated one
+    assert e.value.filename == str(tmp_path / "runs.csv")  # the file the user knows, not the temporary one
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # nor a temporary file
     assert (tmp_path / "report.txt").read_text() == study.report() + "\n"  # what was written before is whole
 
@@ -316,13 +317,10 @@ def test_a_full_disk_in_report_says_so_in_one_line(tmp_path, monkeypatch, capsys
     from test_outputs import synthetic_study
 
     synthetic_study().write(tmp_path / "saved", plots=False)
-    from mxopt_jax.compare.report import render
-
-    def full(path, text):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-
-    monkeypatch.setattr(render, "write_atomic", full)
-    rc = cli.main(["report", str(tmp_path / "saved"), "--out", str(tmp_path / "out"), "--no-plots"])
+    _fill_disk_in_runs_csv(monkeypatch, room=100)  # summary.csv, the CSV that report writes
+    out = tmp_path / "out"
+    rc = cli.main(["report", str(tmp_path / "saved"), "--out", str(out), "--no-plots"])
     captured = capsys.readouterr()
-    assert rc == 1 and len(captured.err.strip().splitlines()) == 1
-    assert "mxopt-jax report: error: cannot write into" in captured.err and "No space left" in captured.err
+    assert rc == 1 and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert f"mxopt-jax report: error: cannot write into {out}: No space left on device" in captured.err
+    assert not (out / "summary.csv").exists() and not [p for p in out.iterdir() if p.name.startswith(".")]
