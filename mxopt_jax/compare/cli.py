@@ -742,6 +742,8 @@ def _compare(
             flush=True,
         )
         return 130
+    except BrokenPipeError:  # a reader that stopped early: main() ends quietly
+        raise
     except OSError as e:  # a full disk, say: what finished is kept, and no file is left half-written
         progress.close()
         if not writer:
