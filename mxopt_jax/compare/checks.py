@@ -234,7 +234,8 @@ def _atomic_file(path: Path, mode: str, newline: str | None) -> Iterator[IO[Any]
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         # the usual permissions (the umask's), unlike tempfile's
-        with tmp.open(mode, **({"encoding": "utf-8", "newline": newline} if mode == "w" else {})) as f:
+        f: IO[Any] = tmp.open("w", encoding="utf-8", newline=newline) if mode == "w" else tmp.open("wb")
+        with f:
             yield f
             f.flush()
             os.fsync(f.fileno())

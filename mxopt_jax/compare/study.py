@@ -161,7 +161,7 @@ def study(
     resumed plan changed :class:`~mxopt_jax.compare.plan.PlanError`.
     """
     t_start = time.perf_counter()
-    problems = _problem_list(problems)
+    problem_list: list[Problem] = _problem_list(problems)
     check_settings(settings)
     cs = resolve(contenders)
     writer = is_writer()  # in a study of several processes only process 0 creates or writes anything
@@ -187,22 +187,22 @@ def study(
             f"(schedule={plan.schedule}) to run the study"
         )
     checks.check_host_devices()  # a configure_jax that came too late is said now
-    problems = [_preset_target(p, plan.preset) for p in problems]
+    problem_list = [_preset_target(p, plan.preset) for p in problem_list]
 
     # the union with what a resumed folder holds: problems and contenders saved there and not given come back
     # from their saved descriptions (they cannot train: nothing of theirs may be missing)
     restored_p: set[str] = set()
     restored_c: set[str] = set()
     if stored_spec is not None:
-        given_p, given_c = {p.name: p for p in problems}, {c.name: c for c in cs}
-        problems = [
+        given_p, given_c = {p.name: p for p in problem_list}, {c.name: c for c in cs}
+        problem_list = [
             given_p.get(n) or _preset_target(restore_problem(info), plan.preset)
             for n, info in stored_spec["problems"].items()
-        ] + [p for p in problems if p.name not in stored_spec["problems"]]
+        ] + [p for p in problem_list if p.name not in stored_spec["problems"]]
         cs = [given_c.get(n) or restore_contender(info) for n, info in stored_spec["contenders"].items()] + [
             c for c in cs if c.name not in stored_spec["contenders"]
         ]
-        restored_p = {p.name for p in problems if p.name not in given_p}
+        restored_p = {p.name for p in problem_list if p.name not in given_p}
         restored_c = {c.name for c in cs if c.name not in given_c}
 
     # the programs: every (problem, group); a program saved in the folder is not run again, a group with some
@@ -212,7 +212,7 @@ def study(
         done_by.setdefault(saved.result.problem, set()).update(saved.result.records)
     order: list[str] = []  # every program's key, in the order an uninterrupted study makes them
     jobs: list[tuple[Problem, list[Contender], str]] = []
-    for p in problems:
+    for p in problem_list:
         for g in _groups(cs, plan.group_by):
             key = program_key(p.name, g[0].family if plan.group_by == "family" else g[0].name)
             order.append(key)
@@ -252,7 +252,7 @@ def study(
     for p, group, _ in jobs:
         need.setdefault(p.name, []).extend(group)
     failures = preflight.trace_all(
-        [p for p in problems if p.name in need],
+        [p for p in problem_list if p.name in need],
         need,
         plan.preset.steps,
         tuned=lambda p, c: _search.tuned([c], plan.search, sparse=bool(p.tables))[c.name],
@@ -261,7 +261,7 @@ def study(
     )
     if failures:
         raise preflight.PreflightError(failures)
-    for p in problems:  # the metric's direction and the target, held against an untrained model
+    for p in problem_list:  # the metric's direction and the target, held against an untrained model
         if p.name in need:
             preflight.check_direction(p, p.target, data.get(p.name))
 
@@ -270,7 +270,7 @@ def study(
             stored_spec["problems"][p.name]
             if p.name in restored_p and stored_spec is not None
             else problem_fingerprint(p, data.get(p.name))
-            for p in problems
+            for p in problem_list
         ]
         doc = spec(plan, fingerprints, cs)
         if stored_spec is not None:
@@ -324,7 +324,7 @@ def study(
     ordered = [results[k] for k in order if k in results] + [r for k, r in results.items() if k not in order]
     result = Study.assemble(
         plan,
-        problems,
+        problem_list,
         cs,
         ordered,
         wall_s=time.perf_counter() - t_start + wall_before,
