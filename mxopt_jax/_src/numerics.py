@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable
 from typing import Any
@@ -112,10 +113,37 @@ def rate_or_one(lr: jax.Array) -> tuple[jax.Array, jax.Array]:
     return zero, jnp.where(zero, jnp.ones_like(lr), lr)
 
 
-def one_minus_pow(beta: jax.Array, t: jax.Array) -> jax.Array:
-    """``1 - beta**t`` for bias corrections, accurate for beta near 1 (``-expm1(t * log(beta))``)."""
+def one_minus_pow(beta: Any, t: jax.Array, exact: float | None = None) -> jax.Array:
+    """``1 - beta**t`` for bias corrections, accurate for beta near 1 (``-expm1(t * log(beta))``).
+
+    ``exact``: ``beta`` as the Python number it was given as. Its logarithm is then taken in double precision
+    on the host, as MXNet computes its bias corrections (in Python, in double): the float32 rounding of
+    ``beta``, which changes ``1 - beta`` by up to ``2**-24 / (1 - beta)`` of itself (1.3e-5 for 0.999,
+    1.7e-4 for 0.9999), never enters. Without it (a traced ``beta``: a schedule, ``optax.inject_hyperparams``)
+    the logarithm is taken in ``beta``'s dtype.
+    """
+    if exact is not None:
+        log_beta = math.log(exact) if exact > 0 else -math.inf
+        return -jnp.expm1(jnp.asarray(t, jnp.result_type(beta)) * log_beta)
     beta = jnp.asarray(beta)
     return -jnp.expm1(jnp.asarray(t, beta.dtype) * jnp.log(beta))
+
+
+def complement(hp: dict, name: str) -> Any:
+    """``1 - hp[name]``; from the Python number the user gave when there is one (``hp["exact"]``), computed in
+    double and rounded once, as MXNet's optimizers written in Python compute it (Nadam), rather than from the
+    float32 rounding of the rate (which changes ``1 - 0.999`` by 1.3e-5 of itself)."""
+    exact = hp.get("exact", {}).get(name)
+    if exact is None:
+        return 1 - hp[name]
+    return jnp.asarray(1.0 - exact, jnp.result_type(hp[name]))
+
+
+def bias_correction(hp: dict, name: str) -> jax.Array:
+    """``1 - hp[name]**hp["t"]``, the bias correction of a decay rate (``beta1``, ``beta2``) after ``t``
+    updates; from the Python number the user gave when there is one (``hp["exact"]``, set by the drivers), so
+    it matches MXNet's double-precision value to float32 rounding (:func:`one_minus_pow`)."""
+    return one_minus_pow(hp[name], hp["t"], hp.get("exact", {}).get(name))
 
 
 def param_sum(x: jax.Array, opts: dict | None = None, axis: Any = None, keepdims: bool = False) -> jax.Array:

@@ -243,6 +243,10 @@ def hparams(
     hp["t"] = ctx.t
     # Hyperparameters given as Python numbers > 0: quotients by them need no 0 / 0 guard (numerics.div0).
     hp["positive"] = frozenset(k for k, v in ctx.hypers.items() if is_python_number(v) and float(v) > 0)
+    # Hyperparameters given as Python numbers, at full (double) precision: what the host computes from them
+    # (the bias corrections, numerics.bias_correction) is computed from these, as MXNet does, not from their
+    # float32 rounding.
+    hp["exact"] = {k: float(v) for k, v in ctx.hypers.items() if is_python_number(v)}
     hp["name"] = name
     hp["key"] = key
     return hp

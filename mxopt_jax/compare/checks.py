@@ -1,5 +1,7 @@
 """Checks of arguments at the app's boundary (the command line and the API): one place for each rule, so
-that ``mxopt-jax compare`` and :func:`mxopt_jax.compare.study` refuse the same things with the same words.
+that ``mxopt-jax compare`` and :func:`mxopt_jax.compare.study` refuse the same things with the same words;
+and the app's two rules for the file system: an output folder is probed before anything runs
+(:func:`output_dir`), and every file is written whole or not at all (:func:`atomic_file`).
 
 Each rule is a function raising ``ValueError`` or ``TypeError`` that names the argument and its allowed range;
 :func:`argparse_type` turns one into an ``argparse`` type (its message becomes argparse's error).
@@ -9,16 +11,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import math
 import numbers
 import os
+import shlex
+import shutil
+import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, Literal, TypeVar, overload
 
 __all__ = [
+    "NameTable",
     "argparse_type",
+    "atomic_file",
+    "close_match",
+    "did_you_mean",
     "check_host_devices",
     "cpu_devices",
     "devices_count",
@@ -30,6 +40,9 @@ __all__ = [
     "output_dir",
     "positive_int_arg",
     "problem_object",
+    "program_command",
+    "resume_command",
+    "unknown_name",
 ]
 
 T = TypeVar("T")
@@ -74,6 +87,44 @@ def _count_arg(value: str, low: int) -> int:
     return n
 
 
+def close_match(name: str, known: Sequence[str]) -> str | None:
+    """The known name ``name`` is most likely a misspelling of (``difflib``'s closest, if close), or None."""
+    found = difflib.get_close_matches(str(name).lower(), list(known), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_name(what: str, name: Any, known: Sequence[str], groups: Sequence[str] = ()) -> str:
+    """The message for an unknown ``what`` (``"problem"``, ``"contender"``): the name, the close match when there
+    is one, and every known name (and group names such as ``'all'``)."""
+    near = close_match(name, [*known, *groups]) if isinstance(name, str) else None
+    hint = f" (did you mean {near!r}?)" if near else ""
+    also = f", or {', '.join(map(repr, groups))}" if groups else ""
+    return f"unknown {what} {name!r}{hint}; known: {', '.join(known)}{also}"
+
+
+def did_you_mean(near: Mapping[str, str | None], show: Callable[[str], str] = str) -> str:
+    """`` (did you mean X?)`` for one misspelt name with a close match (``near``: given -> match or None);
+    `` (did you mean X for A, Y for B?)`` for several; ``""`` when none has one."""
+    found = {given: m for given, m in near.items() if m}
+    if not found:
+        return ""
+    if len(near) == 1:
+        return f" (did you mean {show(next(iter(found.values())))}?)"
+    return f" (did you mean {', '.join(f'{show(m)} for {show(g)}' for g, m in found.items())}?)"
+
+
+class NameTable(dict[str, T]):
+    """A dict by name (such as :data:`mxopt_jax.compare.problems.PROBLEMS`) whose missing name is a
+    ``KeyError`` that says what it is, suggests the close match and lists the names (:func:`unknown_name`)."""
+
+    def __init__(self, what: str, entries: Mapping[str, T]) -> None:
+        super().__init__(entries)
+        self.what = what
+
+    def __missing__(self, key: str) -> T:
+        raise KeyError(unknown_name(self.what, key, list(self)))
+
+
 def names_arg(
     value: str, known: Sequence[str], what: str, groups: Mapping[str, Sequence[str]] | None = None
 ) -> list[str]:
@@ -85,8 +136,10 @@ def names_arg(
     unknown = [n for n in names if n not in known and n not in groups]
     if not names or unknown:
         also = f", or {', '.join(map(repr, groups))}" if groups else ""
+        hint = did_you_mean({n: close_match(n, [*known, *groups]) for n in unknown}, repr)
         raise argparse.ArgumentTypeError(
-            f"unknown {what}(s) {', '.join(map(repr, unknown)) or '(none given)'}; known: {', '.join(known)}{also}"
+            f"unknown {what}(s) {', '.join(map(repr, unknown)) or '(none given)'}{hint}; known: "
+            f"{', '.join(known)}{also}"
         )
     return list(dict.fromkeys(m for n in names for m in groups.get(n, [n])))
 
@@ -149,8 +202,69 @@ def problem_object(
             f"{what}: got the factory {getattr(value, '__name__', value)!r}, not a Problem; call it: {call}"
         )
     raise TypeError(
-        f"{what} must be Problem objects (see mxopt_jax.compare.problems), got {type(value).__name__}"
+        f"{what} must be Problem objects or built-in problems' names (see mxopt_jax.compare.problems), got "
+        f"{type(value).__name__}"
     )
+
+
+@overload
+def atomic_file(
+    path: str | os.PathLike[str], mode: Literal["w"] = "w", newline: str | None = None
+) -> contextlib.AbstractContextManager[IO[str]]: ...
+@overload
+def atomic_file(
+    path: str | os.PathLike[str], mode: Literal["wb"], newline: None = None
+) -> contextlib.AbstractContextManager[IO[bytes]]: ...
+def atomic_file(
+    path: str | os.PathLike[str], mode: str = "w", newline: str | None = None
+) -> contextlib.AbstractContextManager[IO[Any]]:
+    """A file to write ``path`` through, whole or not at all: what is written goes to a temporary file in the
+    same folder (``.NAME.PID.tmp``), which replaces ``path`` (``os.replace``) once the block ends without an
+    error and the data is on disk. When anything fails (a full disk, ``OSError: [Errno 28]``; Ctrl-C) the
+    temporary file is removed and the error raised: ``path`` is as it was (absent, or its previous whole
+    version), never truncated. ``mode``: ``"w"`` (UTF-8 text; ``newline`` as for ``open``, ``""`` for CSV) or
+    ``"wb"``."""
+    return _atomic_file(Path(path), mode, newline)
+
+
+@contextlib.contextmanager
+def _atomic_file(path: Path, mode: str, newline: str | None) -> Iterator[IO[Any]]:
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        # the usual permissions (the umask's), unlike tempfile's
+        f: IO[Any] = tmp.open("w", encoding="utf-8", newline=newline) if mode == "w" else tmp.open("wb")
+        with f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename in (None, str(tmp)):
+            e.filename = str(path)  # the file the user knows (a failed write names none)
+        raise
+
+
+def program_command() -> str:
+    """This program as a shell command that runs as printed, for the commands the app tells a user to type
+    (``... compare --resume DIR``): ``mxopt-jax`` when that name on the ``PATH`` is this very program; the
+    script's own path when it was started as ``mxopt-jax`` from elsewhere (``.venv/bin/mxopt-jax``, the
+    README's set-up, which puts nothing on the ``PATH``); otherwise (``python -m mxopt_jax``, a notebook, a
+    script) this interpreter's path with ``-m mxopt_jax``."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "mxopt-jax" and os.path.isfile(argv0):
+        found = shutil.which("mxopt-jax")
+        if found and os.path.realpath(found) == os.path.realpath(argv0):
+            return "mxopt-jax"
+        return shlex.quote(os.path.abspath(argv0))
+    return f"{shlex.quote(sys.executable or 'python3')} -m mxopt_jax"
+
+
+def resume_command(folder: str | os.PathLike[str]) -> str:
+    """The command that continues the study kept in ``folder``, as it runs when pasted into a shell."""
+    return f"{program_command()} compare --resume {shlex.quote(str(folder))}"
 
 
 def output_dir(

@@ -24,10 +24,13 @@ from typing import Any, NoReturn
 
 from .. import OPTIMIZERS
 from .checks import (
+    close_match,
     cpu_devices,
     devices_count,
+    did_you_mean,
     names_arg,
     positive_int_arg,
+    resume_command,
 )
 from .distributed import configure_jax
 from .figures import PLOT_HINT
@@ -48,8 +51,33 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
+    #: The command's parsers by name (``compare``, ...), set on the top-level parser by :func:`build_parser`.
+    commands: dict[str, argparse.ArgumentParser] | None = None
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """argparse's, with an unknown flag said by the command it was given to: the close match of that
+        command's flags (``--problem``: did you mean ``--problems``?) and its own ``--help``."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = (self.commands or {}).get(getattr(ns, "command", None) or "")
+            where = command if command is not None else self
+            flags = [
+                f
+                for a in where._actions
+                if a.help != argparse.SUPPRESS
+                for f in a.option_strings
+                if f.startswith("--")
+            ]
+            given = [e.split("=")[0] for e in extras if e.startswith("--")]
+            hint = did_you_mean({g: close_match(g, flags) for g in given})
+            where.exit(
+                2,
+                f"{where.prog}: error: unrecognized arguments: {' '.join(extras)}{hint} (see {where.prog} --help)\n",
+            )
+        return ns
 
 
 def _contenders_arg(value: str) -> list[str]:
@@ -76,7 +104,7 @@ def problems_epilog() -> str:
     lines = [
         textwrap.fill(
             "problems (nothing is downloaded; --problems NAMES; *: the quick preset's default set, the full preset "
-            "runs all):",
+            "runs all; each preset has its own target and budget):",
             cols,
         )
     ]
@@ -86,9 +114,16 @@ def problems_epilog() -> str:
         found = re.search(r"([\d,]+) parameters", p.description)
         params = f"{found.group(1)} parameters; " if found else ""
         quick = f" (quick {p.quick_steps})" if p.quick_steps else ""
+        reach = p.direction.symbol
+        quick_t, full_t = p.target_for("quick"), p.target_for("full")
+        targets = (
+            f"target {reach} {full_t:g}"
+            if quick_t == full_t
+            else f"target {reach} {quick_t:g} (quick), {full_t:g} (full)"
+        )
         entry = (
-            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.better} is better), target {p.direction.symbol} "
-            f"{p.target:g}; {p.steps} steps{quick}, batch {p.batch_size}"
+            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.better} is better), {targets}; "
+            f"{p.steps} steps{quick}, batch {p.batch_size}"
         )
         lines.append(textwrap.fill(entry, cols, initial_indent="  ", subsequent_indent=" " * (width + 5)))
     lines += [
@@ -204,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .tour.cli import add_tour_parser
 
     add_tour_parser(sub)
+    parser.commands = dict(sub.choices)
     return parser
 
 
@@ -399,7 +435,34 @@ def _devices_text() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``mxopt-jax`` and ``python -m mxopt_jax``."""
+    """Entry point of ``mxopt-jax`` and ``python -m mxopt_jax``.
+
+    Output piped into a reader that stops early (``mxopt-jax report DIR | head``) ends the command quietly, as
+    Python's documentation recommends for SIGPIPE: the rest of standard output goes to ``os.devnull`` and the
+    status is 1, with no ``BrokenPipeError`` traceback. What a study or a report writes into its folder is
+    written before the report is printed, so it is complete either way.
+    """
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a broken pipe shows here at the latest, not at the interpreter's exit
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+    return code
+
+
+def _silence_stdout() -> None:
+    """Standard output sent to ``os.devnull`` (its file descriptor too, so nothing fails at exit)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not argv:
@@ -428,9 +491,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _compare_command(args)
 
 
-def _fail(message: str, command: str = "compare") -> int:
+def _fail(message: str, command: str = "compare", code: int = 2) -> int:
     print(f"mxopt-jax {command}: error: {message}", file=sys.stderr)
-    return 2
+    return code
+
+
+def _unwritable(e: OSError, folder: Path) -> str:
+    """What went wrong writing into ``folder`` (a full disk: ``No space left on device``), in words."""
+    where = f" ({e.filename})" if e.filename else ""
+    return f"cannot write into {folder}: {e.strerror or e}{where}"
 
 
 def _plots(no_plots: bool) -> bool:
@@ -552,7 +621,7 @@ def _compare(
         flush=True,
     )
     progress = StudyProgress()
-    resume_cmd = f"mxopt-jax compare --resume {shlex.quote(str(root))}"
+    resume_cmd = resume_command(root)
     try:
         result = study(
             problems,
@@ -578,6 +647,23 @@ def _compare(
             flush=True,
         )
         return 130
+    except BrokenPipeError:  # a reader that stopped early: main() ends quietly
+        raise
+    except OSError as e:  # a full disk, say: what finished is kept, and no file is left half-written
+        progress.close()
+        if not writer:
+            raise
+        saved = store.saved()
+        if store.exists():
+            kept = (
+                f"{saved} finished program(s) are kept in {store.programs_dir}"
+                if saved
+                else "none had finished"
+            )
+            then = f"make room, then continue (only what is missing runs, then the outputs): {resume_command(root)}"
+        else:
+            kept, then = "nothing was saved", "make room and run it again"
+        return _fail(f"{_unwritable(e, root)}; {kept}, and no file was left half-written; {then}", code=1)
     except (
         PreflightError,
         ResumeError,
@@ -595,7 +681,7 @@ def _compare(
     )
     print()
     print(
-        f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program: --resume {shlex.quote(str(root))} "
+        f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program: {resume_command(root)} "
         "continues or extends the study)"
     )
     return 0
@@ -619,8 +705,17 @@ def _report_command(args: argparse.Namespace) -> int:
     except (ValueError, KeyError, TypeError) as e:
         return _fail(str(e), "report")
     plots = _plots(args.no_plots)
-    print(result.report())
-    written = write_study(result, out, plots=plots, data=False)
+    text = result.report()
+    try:  # written first: a reader that stops early (| head) loses nothing
+        written = write_study(result, out, plots=plots, data=False)
+    except OSError as e:  # a full disk, say
+        return _fail(
+            f"{_unwritable(e, out)}; no file was left half-written (the records, runs.csv and study.json, are "
+            "unchanged)",
+            "report",
+            code=1,
+        )
+    print(text)
     print()
     print(
         f"Wrote into {out}: {', '.join(p.name for p in written)} (the records, runs.csv and study.json, unchanged)"

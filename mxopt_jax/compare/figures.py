@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .checks import atomic_file
+
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
     from matplotlib.axis import Axis
@@ -112,7 +114,9 @@ def png_bytes(fig: Figure, dpi: int = DPI, colors: int | None = 128) -> bytes:
 def save(fig: Figure, path: str | Path, dpi: int = DPI, colors: int | None = 128) -> Path:
     """Write ``fig`` as a PNG (see :func:`png_bytes`) and return the path."""
     path = Path(path)
-    path.write_bytes(png_bytes(fig, dpi=dpi, colors=colors))
+    data = png_bytes(fig, dpi=dpi, colors=colors)
+    with atomic_file(path, "wb") as f:  # whole or not at all (a full disk)
+        f.write(data)
     return path
 
 

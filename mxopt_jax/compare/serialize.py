@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .checks import atomic_file
 from .contenders import Contender
 from .floats import encode
 from .problems.base import Problem
@@ -88,19 +88,12 @@ def dumps(doc: Any, indent: int | None = 1) -> str:
 
 
 def write_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename: the file is whole or
-    absent, even when the process is interrupted."""
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename
+    (:func:`~mxopt_jax.compare.checks.atomic_file`): the file is whole or absent, even when the process is
+    interrupted or the disk is full."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as f:  # the usual permissions (the umask's), unlike tempfile's
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as f:
+        f.write(text)
     return path
 
 

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from .checks import output_dir
+from .checks import output_dir, resume_command
 from .contenders import Contender
 from .distributed import is_writer
 from .plan import Plan
@@ -176,9 +176,10 @@ def open_folder(path: str | os.PathLike[str], resume: bool, what: str | None = N
             f"{what}: {str(path)!r} holds no study to continue (no spec.json); start one there instead"
         )
     if not resume and store.exists() and store.saved():
+        how = resume_command(path) if what.startswith("--") else f"study(..., resume={str(path)!r})"
         raise ResumeError(
             f"{what}: {str(path)!r} already holds a study ({store.saved()} program(s) saved); continue it with "
-            "resume (mxopt-jax compare --resume), or give another folder"
+            f"{how}, or give another folder"
         )
     return store
 

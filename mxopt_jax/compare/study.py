@@ -108,7 +108,7 @@ class Study(StudyResult):
 
 
 def study(
-    problems: Sequence[Problem] | Problem,
+    problems: Sequence[Problem | str] | Problem | str,
     contenders: Sequence[str | Contender] | None = None,
     plan: Plan | Preset | str | None = None,
     *,
@@ -123,7 +123,9 @@ def study(
     """Run the protocol on ``problems`` for ``contenders`` (names, :class:`Contender` objects, or ``None``: all).
 
     Args:
-      problems: one :class:`~mxopt_jax.compare.problems.base.Problem` or several (a user's own included).
+      problems: one :class:`~mxopt_jax.compare.problems.base.Problem` or several (a user's own included), or
+        built-in problems by name (``"logreg"``, ``["digits_mlp", "logreg"]``, ``"all"``:
+        :data:`~mxopt_jax.compare.problems.PROBLEMS`).
       contenders: names (``"adam"``, ``"optax.adam"``, ``"all"``, ``"mxopt"``, ``"optax"``) or contenders
         (:func:`mxopt_jax.compare.contenders.contender` wraps any optax optimizer factory).
       plan: the protocol: a :class:`~mxopt_jax.compare.plan.Plan`, or a preset (``"quick"`` (default),
@@ -157,17 +159,17 @@ def study(
     resumed plan changed :class:`~mxopt_jax.compare.plan.PlanError`.
     """
     t_start = time.perf_counter()
-    problems = _problem_list(problems)
+    problem_list: list[Problem] = _problem_list(problems)
     check_settings(settings)
     plan, store, stored_spec, stored = _open(plan, settings, out, resume)
     checks.check_host_devices()  # a configure_jax that came too late is said now
-    problems = [_preset_target(p, plan.preset) for p in problems]
-    problems, cs, restored = _union(problems, resolve(contenders), stored_spec, plan)
-    order, jobs = _jobs(problems, cs, plan, stored, restored, store)
+    problem_list = [_preset_target(p, plan.preset) for p in problem_list]
+    problem_list, cs, restored = _union(problem_list, resolve(contenders), stored_spec, plan)
+    order, jobs = _jobs(problem_list, cs, plan, stored, restored, store)
     progress = _progress(progress)
-    data = _preflight(problems, jobs, plan, progress)
+    data = _preflight(problem_list, jobs, plan, progress)
     if store is not None:
-        _write_spec(store, plan, problems, cs, data, stored_spec, restored[0])
+        _write_spec(store, plan, problem_list, cs, data, stored_spec, restored[0])
     results = {key: saved.result for key, saved in stored.items()}
     if jobs:
         _run_all(jobs, plan, progress, devices, store, on_program, results)
@@ -177,7 +179,7 @@ def study(
     ordered = [results[k] for k in order if k in results] + [r for k, r in results.items() if k not in order]
     result = Study.assemble(
         plan,
-        problems,
+        problem_list,
         cs,
         ordered,
         wall_s=time.perf_counter() - t_start + wall_before,
@@ -399,18 +401,31 @@ def _run_all(
         if store is not None:
             e.add_note(
                 f"The finished programs are saved in {str(store.root)!r}; continue the study with "
-                f"study(..., resume={str(store.root)!r}) (or mxopt-jax compare --resume {store.root})."
+                f"study(..., resume={str(store.root)!r}) (or {checks.resume_command(store.root)})."
             )
         raise
 
 
 def _problem_list(problems: Any) -> list[Problem]:
-    from .problems import PROBLEMS  # to name a factory passed for a problem
+    """The problems of a study: :class:`Problem` objects, or built-in problems by name (``"logreg"``, or
+    ``"all"``), as contenders are given by name; one or a sequence."""
+    from .problems import PROBLEMS  # built-in problems by name; to name a factory passed for a problem
 
-    problems = [problems] if isinstance(problems, Problem) else problems
+    problems = [problems] if isinstance(problems, Problem | str) else problems
     if callable(problems) or not isinstance(problems, Sequence):
         problems = [checks.problem_object(problems, Problem, PROBLEMS)]
-    out = [checks.problem_object(p, Problem, PROBLEMS) for p in problems]
+    named: list[Any] = []
+    for p in problems:
+        if isinstance(p, str):
+            if p != "all" and p not in PROBLEMS:
+                raise ValueError(checks.unknown_name("problem", p, list(PROBLEMS), groups=("all",)))
+            if p == "all":
+                named.extend(factory() for factory in PROBLEMS.values())
+            else:
+                named.append(PROBLEMS[p]())
+        else:
+            named.append(p)
+    out = [checks.problem_object(p, Problem, PROBLEMS) for p in named]
     if not out:
         raise ValueError("study: no problems given")
     names = [p.name for p in out]

@@ -4,7 +4,9 @@ and a refused command leaves nothing behind. Nothing here trains: seconds."""
 
 from __future__ import annotations
 
+import io
 import os
+import subprocess
 import sys
 
 import pytest
@@ -43,7 +45,7 @@ def _code(argv):
         ),
         (
             ["compare", "--contenders", "adamm"],
-            "argument --contenders: unknown contender(s) 'adamm'; known: ",
+            "argument --contenders: unknown contender(s) 'adamm' (did you mean 'adam'?); known: ",
         ),
         (
             ["compare", "--studies", "0"],
@@ -51,7 +53,11 @@ def _code(argv):
         ),
         (["compare", "--extend", "-1"], "argument --extend: extend must be an integer >= 0, got -1"),
         (["compare", "--trials", "4"], "trials: only a random search takes a number of trials"),
-        (["compare", "--problem", "logreg"], "unrecognized arguments: --problem logreg"),
+        (
+            ["compare", "--problem", "logreg"],
+            "unrecognized arguments: --problem logreg (did you mean --problems?) (see mxopt-jax compare --help)",
+        ),
+        (["compare", "--problems", "logre"], "unknown problem(s) 'logre' (did you mean 'logreg'?); known: "),
         (["report"], "the following arguments are required: DIR"),
         (["agree", "a"], "the following arguments are required: DIR_B"),
     ],
@@ -151,3 +157,37 @@ def test_the_study_api_lists_what_users_call_and_the_errors_it_raises():
     assert not api & {"build_parser", "main", "StudyProgress", "engine", "report", "cli"}
     for name in api:
         assert getattr(compare, name) is not None
+
+
+class _ClosedPipe(io.TextIOBase):
+    """Standard output whose reader has gone (``| head`` after its lines): every write is a broken pipe."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, monkeypatch):
+    """``mxopt-jax report DIR | head``: no BrokenPipeError escapes (status 1, as Python's docs do for SIGPIPE),
+    and the files were written before the report was printed."""
+    synthetic_study().write(tmp_path, plots=False)
+    (tmp_path / "report.txt").unlink()
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert cli.main(["report", str(tmp_path), "--no-plots"]) == 1
+    assert (tmp_path / "report.txt").is_file() and (tmp_path / "summary.csv").is_file()
+
+
+def test_a_closed_pipe_prints_no_traceback(tmp_path):
+    """The same through a real pipe closed by its reader, in a process of its own (what a shell does)."""
+    synthetic_study().write(tmp_path, plots=False)
+    with open(tmp_path / "stderr.txt", "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mxopt_jax", "report", str(tmp_path), "--no-plots"],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        )
+        assert proc.stdout is not None
+        proc.stdout.close()  # the reader is gone before the first line
+        assert proc.wait(timeout=120) == 1
+    text = (tmp_path / "stderr.txt").read_text()
+    assert "Traceback" not in text and "BrokenPipeError" not in text, text

@@ -5,9 +5,12 @@ with its cause, before any compile), a configure_jax that comes too late; and --
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import errno
 import os
 import sys
+import types
 import warnings
 
 import jax
@@ -19,6 +22,7 @@ from mxopt_jax.compare import checks, cli
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.preflight import PreflightError
 from mxopt_jax.compare.problems import DEFAULT, PROBLEMS
+from mxopt_jax.compare.store import Store
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_study import _mlp_problem  # noqa: E402
@@ -120,6 +124,22 @@ def test_help_lists_the_workloads_and_has_no_doubled_percent(capsys):
         assert ("*" in line.split()[0]) == (name in DEFAULT)  # the quick preset's default set is marked
         assert p.title.split(",")[0] in line, line
     assert "--resume DIR" in text and "Ctrl-C" in text
+    # each preset's target, said as such (the quick report's target is not the full preset's)
+    words = " ".join(text.split()).replace("log- loss", "log-loss")
+    for name, factory in PROBLEMS.items():
+        p = factory()
+        quick, full, reach = (
+            p.target_for("quick"),
+            p.target_for("full"),
+            "<=" if p.better == "lower" else ">=",
+        )
+        said = (
+            f"target {reach} {full:g}"
+            if quick == full
+            else f"target {reach} {quick:g} (quick), {full:g} (full)"
+        )
+        assert said in words, (name, said)
+    assert PROBLEMS["digits_mlp"]().target_for("quick") != PROBLEMS["digits_mlp"]().target_for("full")
 
 
 def test_a_factory_is_not_a_problem():
@@ -128,8 +148,44 @@ def test_a_factory_is_not_a_problem():
             TypeError, match=r"got the factory 'logreg', not a Problem; call it: PROBLEMS\[\"logreg\"\]\(\)"
         ):
             compare.study(given, ["adam"], TINY)
-    with pytest.raises(TypeError, match="must be Problem objects"):
-        compare.study(["logreg"], ["adam"], TINY)
+    with pytest.raises(TypeError, match="must be Problem objects or built-in problems' names"):
+        compare.study([42], ["adam"], TINY)
+
+
+def test_python_errors_are_as_good_as_the_command_lines():
+    """What the command line says of a misspelt name, the API says too: the table of problems lists its names
+    and suggests the close match; study() takes problems by name as it takes contenders by name; an unknown
+    contender is called a contender."""
+    from mxopt_jax.compare.study import _problem_list
+
+    with pytest.raises(
+        KeyError, match=r"unknown problem 'logreg2' \(did you mean 'logreg'\?\); known: digits_mlp"
+    ):
+        PROBLEMS["logreg2"]
+    assert PROBLEMS.get("logreg2") is None and "logreg" in PROBLEMS  # the rest of a dict, unchanged
+    assert [p.name for p in _problem_list("logreg")] == ["logreg"]
+    assert [p.name for p in _problem_list(["digits_mlp", "logreg"])] == ["digits_mlp", "logreg"]
+    assert [p.name for p in _problem_list("all")] == list(PROBLEMS)
+    with pytest.raises(
+        ValueError, match=r"unknown problem 'logreg2' \(did you mean 'logreg'\?\);.* or 'all'"
+    ):
+        compare.study("logreg2", ["adam"], TINY)
+    with pytest.raises(ValueError, match=r"unknown contender 'adamm' \(did you mean 'adam'\?\); known: sgd,"):
+        compare.study(_mlp_problem(), ["adamm"], TINY)
+    assert [c.name for c in C.resolve("adam")] == ["adam"]  # one name: one contender, not its letters
+
+
+def test_a_misspelt_flag_gets_the_close_match_and_its_commands_help(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["compare", "--problem", "logreg"])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and err == (
+        "mxopt-jax compare: error: unrecognized arguments: --problem logreg (did you mean --problems?) "
+        "(see mxopt-jax compare --help)"
+    )
+    with pytest.raises(SystemExit):
+        cli.main(["report", "saved", "--outt", "x"])
+    assert "(did you mean --out?) (see mxopt-jax report --help)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -185,3 +241,86 @@ def test_a_broken_problem_is_named_once():
     with pytest.raises(PreflightError, match=r"problem\(s\) tiny cannot be traced") as e:
         compare.study(dataclasses.replace(_mlp_problem(), loss=bad_loss), ["adam", "sgd"], TINY)
     assert [(f.problem, f.contender) for f in e.value.failures] == [("tiny", None)]
+
+
+# --------------------------------------------------------------------------- a full disk
+class _FullDisk:
+    """A file on a disk that fills after ``room`` characters: the write that does not fit fails as a full disk
+    does (``OSError: [Errno 28] No space left on device``), after writing what fitted."""
+
+    def __init__(self, f, room: int) -> None:
+        self.f, self.room = f, room
+
+    def write(self, text: str) -> int:
+        if len(text) > self.room:
+            self.f.write(text[: self.room])
+            self.room = 0
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(text)
+        return self.f.write(text)
+
+
+def _fill_disk_in_runs_csv(monkeypatch, room: int = 2000) -> None:
+    """The disk fills while a CSV file is written after ``room`` characters (``runs.csv``, the largest file, the
+    one a small disk fails on; ``summary.csv`` too)."""
+    from mxopt_jax.compare.report import export
+
+    real = csv.writer
+    fake = types.SimpleNamespace(writer=lambda f, *a, **k: real(_FullDisk(f, room), *a, **k))
+    monkeypatch.setattr(export, "csv", fake)
+
+
+def test_a_full_disk_leaves_no_truncated_file(tmp_path, monkeypatch):
+    from test_outputs import synthetic_study
+
+    study = synthetic_study()
+    _fill_disk_in_runs_csv(monkeypatch)
+    with pytest.raises(OSError, match="No space left on device") as e:
+        study.write(tmp_path, plots=False)
+    assert not (tmp_path / "runs.csv").exists()  # not a truncated one
+    assert e.value.filename == str(tmp_path / "runs.csv")  # the file the user knows, not the temporary one
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # nor a temporary file
+    assert (tmp_path / "report.txt").read_text() == study.report() + "\n"  # what was written before is whole
+
+
+def test_a_full_disk_on_the_command_line_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    """``mxopt-jax compare`` on a disk that fills: one line saying what happened, where the finished work is
+    and the command that continues once there is room; status 1; no truncated runs.csv."""
+    from test_outputs import synthetic_study
+
+    study_module = sys.modules["mxopt_jax.compare.study"]
+
+    def study_on_a_small_disk(problems, contenders, *, out=None, resume=None, **kwargs):
+        store = Store(out)
+        store.write_spec({"plan": {}})
+        store.programs_dir.mkdir()
+        (store.programs_dir / "logreg__SGD_family.json").write_text("{}")
+        synthetic_study().write(out, plots=False)  # the outputs, at the end of the study
+
+    _fill_disk_in_runs_csv(monkeypatch)
+    monkeypatch.setattr(study_module, "study", study_on_a_small_disk)
+    monkeypatch.setattr(cli, "configure_jax", lambda *a, **k: None)
+    out = tmp_path / "small disk"
+    rc = cli.main(["compare", "--problems", "logreg", "--contenders", "sgd", "--out", str(out), "--no-plots"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1 and len(err.splitlines()) == 1, err
+    assert f"cannot write into {out}: No space left on device ({out / 'runs.csv'})" in err
+    assert (
+        f"1 finished program(s) are kept in {out / 'programs'}" in err
+        and "no file was left half-written" in err
+    )
+    assert err.endswith(checks.resume_command(out))
+    assert not (out / "runs.csv").exists()
+
+
+def test_a_full_disk_in_report_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    from test_outputs import synthetic_study
+
+    synthetic_study().write(tmp_path / "saved", plots=False)
+    _fill_disk_in_runs_csv(monkeypatch, room=100)  # summary.csv, the CSV that report writes
+    out = tmp_path / "out"
+    rc = cli.main(["report", str(tmp_path / "saved"), "--out", str(out), "--no-plots"])
+    captured = capsys.readouterr()
+    assert rc == 1 and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert f"mxopt-jax report: error: cannot write into {out}: No space left on device" in captured.err
+    assert not (out / "summary.csv").exists() and not [p for p in out.iterdir() if p.name.startswith(".")]

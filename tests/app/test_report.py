@@ -689,3 +689,32 @@ def test_the_html_of_several_studies_mirrors_the_text_report():
     for sec, p in zip(page.sections[2:5], golden.problems, strict=True):
         assert len(sec[1]) == 2  # tuned, one-shot
         assert sec[1][0][1:] == tables.problem_table(golden.analysis.table(p.name), p).rows
+
+
+def test_the_report_explains_sgld_s_enormous_tuned_rate():
+    """SGLD's tuned rate runs to 1e5 and beyond (its noise N(0, sqrt(lr)) is scaled for a summed gradient, the
+    study's losses are batch means): the protocol says so beside SGLD's settings, and only there."""
+    from mxopt_jax.compare import contenders as C
+    from mxopt_jax.compare.problems import PROBLEMS
+    from mxopt_jax.compare.report.text import describe
+
+    sgld, sgd = C.resolve(["sgld", "sgd"])
+    assert C.SGLD_NOTE in sgld.description and C.SGLD_NOTE not in sgd.description
+    text = describe(
+        P.PRESETS["full"],
+        [PROBLEMS["digits_mlp"]()],
+        ["sgld", "sgd"],
+        settings={c.name: (c.description, {}) for c in (sgld, sgd)},
+    )
+    # sgld's entry: its first line and the continuation lines wrapped under it (the report fits 120 columns)
+    lines = text.splitlines()
+    (start,) = [i for i, ln in enumerate(lines) if ln.strip().startswith("sgld ")]
+    entry = [lines[start]]
+    for ln in lines[start + 1 :]:
+        if not ln.startswith("        "):
+            break
+        entry.append(ln)
+    words = " ".join(" ".join(entry).split())
+    assert "sgd" not in words.split("sgld", 1)[1].split()
+    assert "N(0, sqrt(lr))" in words and "SGLD's parametrisation, not a fault" in words
+    assert "rescale_grad = the number of training examples" in words

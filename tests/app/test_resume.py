@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -232,7 +233,15 @@ def test_ctrl_c_prints_the_command_that_continues(tmp_path, monkeypatch, capsys)
     err = capsys.readouterr().err
     assert rc == 130
     assert "1 finished program(s) are saved" in err
-    assert f"mxopt-jax compare --resume '{out}'" in err
+    command = err.strip().splitlines()[-1].strip()
+    assert command == f"{shlex.quote(sys.executable)} -m mxopt_jax compare --resume '{out}'"
+    # it runs as printed, with nothing on the PATH (the README's set-up puts nothing there): the program starts
+    # and answers for the folder (here it holds no spec.json, so the resume is refused), not "command not found"
+    ran = subprocess.run(
+        ["/bin/sh", "-c", command], env={"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu"}, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert ran.returncode == 2 and "holds no study to continue" in ran.stderr, ran.stderr[-2000:]
 
     def before_any(problems, contenders, *, out=None, resume=None, **kwargs):
         raise KeyboardInterrupt  # no program finished: no programs/ folder to point at
@@ -260,7 +269,7 @@ def test_ctrl_c_then_resume_on_the_command_line(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err[-2000:]
-    assert f"mxopt-jax compare --resume {out}" in err and "Traceback" not in err
+    assert f"-m mxopt_jax compare --resume {out}" in err and "Traceback" not in err
     assert sorted(p.name for p in out.iterdir()) == ["programs", "spec.json"]
     done = subprocess.run([sys.executable, "-m", "mxopt_jax", "compare", "--resume", str(out)], env=env,
                           capture_output=True, text=True, timeout=300)  # fmt: skip
@@ -268,3 +277,39 @@ def test_ctrl_c_then_resume_on_the_command_line(tmp_path):
     assert done.stderr.count("compiled logreg/") == 1  # only the missing program ran
     doc = json.loads((out / "study.json").read_text())
     assert sorted({r["contender"] for r in doc["records"]}) == ["adam", "sgd"]
+
+
+def test_the_printed_program_is_the_one_that_runs(tmp_path, monkeypatch):
+    """``program_command``: ``mxopt-jax`` only when that name on the PATH is this program; the script's path
+    when it was started from a folder not on the PATH (``.venv/bin/mxopt-jax``); ``python -m mxopt_jax``
+    with this interpreter otherwise."""
+    from mxopt_jax.compare.checks import program_command, resume_command
+
+    script = tmp_path / "venv bin" / "mxopt-jax"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(script), "compare"])
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert program_command() == shlex.quote(str(script))
+    monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin:/bin")
+    assert program_command() == "mxopt-jax"
+    monkeypatch.setattr(sys, "argv", ["/somewhere/mxopt_jax/__main__.py", "compare"])
+    assert program_command() == f"{shlex.quote(sys.executable)} -m mxopt_jax"
+    assert resume_command("my study").endswith("-m mxopt_jax compare --resume 'my study'")
+
+
+def test_a_folder_that_holds_a_study_names_the_command_that_continues_it(tmp_path):
+    """The second message (re-running ``--out DIR`` on a saved study) gives the folder and a command that
+    runs; the API's message gives the call."""
+    from mxopt_jax.compare.store import ResumeError, open_folder
+
+    out = tmp_path / "saved"
+    (out / "programs").mkdir(parents=True)
+    (out / "spec.json").write_text("{}")
+    (out / "programs" / "p__f.json").write_text("{}")
+    with pytest.raises(ResumeError) as e:
+        open_folder(out, resume=False, what="--out")
+    assert f"-m mxopt_jax compare --resume {out}" in str(e.value)
+    with pytest.raises(ResumeError, match=r"study\(\.\.\., resume="):
+        open_folder(out, resume=False, what="out")

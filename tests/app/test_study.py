@@ -324,7 +324,7 @@ def test_study_writes_csv_json_and_report(small_study, tmp_path):
 def test_bad_arguments(tiny):
     with pytest.raises(ValueError, match="at least 2 seeds"):
         study(tiny, ["adam"], seeds=1)
-    with pytest.raises(ValueError, match="unknown optimizer 'adamm'"):
+    with pytest.raises(ValueError, match="unknown contender 'adamm'"):
         study(tiny, ["adamm"])
     with pytest.raises(ValueError, match="check_batching must be"):
         study(tiny, ["adam"], check_batching=True)

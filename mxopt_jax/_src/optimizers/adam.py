@@ -1,7 +1,10 @@
 """The Adam family: Adam, AdamW, Adamax, Nadam and AdaBelief.
 
 Bias corrections use ``1 - beta**t`` with ``t`` the per-parameter update count (1 on the first update,
-``begin_num_update + k`` in general).
+``begin_num_update + k`` in general). MXNet computes them in Python, in double, from the numbers given, so
+these rules do too where the numbers are Python numbers (:func:`~mxopt_jax._src.numerics.bias_correction`).
+LAMB, LANS (``layerwise``) and FTML (``ftrl``) compute theirs inside their MXNet kernels, in float32 from the
+float32 decay rates, and keep :func:`~mxopt_jax._src.numerics.one_minus_pow` on the traced values.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import jax.numpy as jnp
 import optax
 
 from ..hyperparams import ScalarOrSchedule
-from ..numerics import div0, one_minus_pow, preprocess, static_positive
+from ..numerics import bias_correction, complement, div0, preprocess, static_positive
 from ..rule import Rule
 from ..signature import BaseKeywords, optimizer
 from ..validation import check_lazy_update, is_static_zero
@@ -61,7 +64,7 @@ def adam_step(g, w, s, hp, opts):
     G = preprocess(g, w, hp)
     m = ema(m, G, b1)
     v = ema(v, G * G, b2)
-    lr_t = hp["lr"] * jnp.sqrt(one_minus_pow(b2, hp["t"])) / one_minus_pow(b1, hp["t"])
+    lr_t = hp["lr"] * jnp.sqrt(bias_correction(hp, "beta2")) / bias_correction(hp, "beta1")
     return div0(-lr_t * m, jnp.sqrt(v) + hp["epsilon"], static_positive(hp, "epsilon")), (m, v)
 
 
@@ -135,7 +138,7 @@ def adamw_step(g, w, s, hp, opts):
     v = ema_multi(v, G * G, b2)
     eta = hp["lr"]
     if opts["correct_bias"]:
-        eta = eta * jnp.sqrt(one_minus_pow(b2, hp["t"])) / one_minus_pow(b1, hp["t"])
+        eta = eta * jnp.sqrt(bias_correction(hp, "beta2")) / bias_correction(hp, "beta1")
     direction = div0(m, jnp.sqrt(v) + hp["epsilon"], static_positive(hp, "epsilon"))
     if not is_static_zero(hp["wd"]):
         direction = direction + hp["wd"] * w
@@ -217,7 +220,7 @@ def adamax_step(g, w, s, hp, opts):
     G = preprocess(g, w, hp)
     m = ema(m, G, hp["beta1"])
     u = jnp.maximum(hp["beta2"] * u, jnp.abs(G))
-    lr_t = hp["lr"] / one_minus_pow(hp["beta1"], hp["t"])
+    lr_t = hp["lr"] / bias_correction(hp, "beta1")
     return div0(-lr_t * m, u + hp["epsilon"], static_positive(hp, "epsilon")), (m, u)
 
 
@@ -289,7 +292,11 @@ NadamState.__doc__ = """State of :func:`nadam`."""
 
 
 def nadam_step(g, w, s, hp, opts):
-    """Nesterov-accelerated Adam with Dozat's momentum schedule, kept per parameter."""
+    """Nesterov-accelerated Adam with Dozat's momentum schedule, kept per parameter.
+
+    MXNet's Nadam is Python arithmetic on the host: ``1 - beta1``, ``1 - beta2`` and the bias correction are
+    computed in double from the numbers given and rounded once (:func:`complement`, :func:`bias_correction`).
+    """
     m, v, M = s
     b1, b2, sd, t = hp["beta1"], hp["beta2"], hp["schedule_decay"], hp["t"]
     tf = jnp.asarray(t, g.dtype)
@@ -298,11 +305,11 @@ def nadam_step(g, w, s, hp, opts):
     mu_t1 = b1 * (1 - 0.5 * jnp.power(0.96, (tf + 1) * sd))
     M = M * mu_t
     M_next = M * mu_t1
-    m = ema(m, G, b1)
-    v = ema(v, G * G, b2)
+    m = b1 * m + complement(hp, "beta1") * G
+    v = b2 * v + complement(hp, "beta2") * (G * G)
     g_hat = G / (1 - M)
     m_hat = m / (1 - M_next)
-    v_hat = v / one_minus_pow(b2, t)
+    v_hat = v / bias_correction(hp, "beta2")
     m_bar = (1 - mu_t) * g_hat + mu_t1 * m_hat
     return div0(-hp["lr"] * m_bar, jnp.sqrt(v_hat) + hp["epsilon"], static_positive(hp, "epsilon")), (m, v, M)
 
@@ -374,7 +381,7 @@ def adabelief_step(g, w, s, hp, opts):
     sv = ema_multi(sv, d * d, b2) + eps
     eta = hp["lr"]
     if opts["correct_bias"]:
-        eta = eta * jnp.sqrt(one_minus_pow(b2, hp["t"])) / one_minus_pow(b1, hp["t"])
+        eta = eta * jnp.sqrt(bias_correction(hp, "beta2")) / bias_correction(hp, "beta1")
     return div0(-eta * m, jnp.sqrt(sv) + eps, static_positive(hp, "epsilon")), (m, sv)
 
 

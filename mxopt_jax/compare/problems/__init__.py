@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..checks import NameTable
 from .base import Problem, Splits, State
 from .cancer import logreg
 from .charlm import char_lm
@@ -53,18 +54,22 @@ __all__ = [
     "recommender",
 ]
 
-#: Name -> factory of every built-in problem, in display order.
-PROBLEMS: dict[str, Callable[[], Problem]] = {
-    "digits_mlp": digits_mlp,
-    "char_lm": char_lm,
-    "recommender": recommender,
-    "logreg": logreg,
-    "autoencoder": autoencoder,
-    "mnist1d_mlp": mnist1d_mlp,
-    "mnist1d_cnn": mnist1d_cnn,
-    "mnist1d_bn": mnist1d_bn,
-    "char_transformer": char_transformer,
-}
+#: Name -> factory of every built-in problem, in display order (a name that is not there is a ``KeyError``
+#: that lists the names and suggests the close match).
+PROBLEMS: dict[str, Callable[[], Problem]] = NameTable(
+    "problem",
+    {
+        "digits_mlp": digits_mlp,
+        "char_lm": char_lm,
+        "recommender": recommender,
+        "logreg": logreg,
+        "autoencoder": autoencoder,
+        "mnist1d_mlp": mnist1d_mlp,
+        "mnist1d_cnn": mnist1d_cnn,
+        "mnist1d_bn": mnist1d_bn,
+        "char_transformer": char_transformer,
+    },
+)
 
 #: The problems a study runs when none are named: the five whose quick preset, all contenders together, takes
 #: about five minutes cold on two CPU cores. The four heavier ones (``mnist1d_mlp``, ``mnist1d_cnn``,

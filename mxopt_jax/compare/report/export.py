@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..analysis import TableAnalysis
+from ..checks import atomic_file
 from ..records import Records
 from ..serialize import csv_number, pandas, read_csv
 
@@ -95,7 +96,7 @@ def write_csv(path: str | Path, records_list: Iterable[Records]) -> Path:
     path = Path(path)
     records_list = list(records_list)
     extra = _extra(k for r in records_list for k in r.hparams)
-    with path.open("w", newline="") as f:
+    with atomic_file(path, newline="") as f:  # whole or not at all (a full disk)
         w = csv.writer(f)
         w.writerow([*RUN_COLUMNS, *extra])
         for r in records_list:
@@ -144,7 +145,7 @@ def write_summary_csv(path: str | Path, tables: Iterable[TableAnalysis]) -> Path
     path = Path(path)
     rows = [(t, s) for t in tables for s in t.selections]
     extra = _extra(k for _, s in rows for k in s.config)
-    with path.open("w", newline="") as f:
+    with atomic_file(path, newline="") as f:  # whole or not at all (a full disk)
         w = csv.writer(f)
         w.writerow([*SUMMARY_COLUMNS, *extra])
         for table, s in rows:

@@ -13,7 +13,7 @@ from ..analysis import AcrossStudies
 from ..distributed import is_writer
 from ..protocol import PRESETS
 from ..result import StudyResult
-from ..serialize import contender_info, problem_info, write_document
+from ..serialize import contender_info, problem_info, write_atomic, write_document
 from . import tables
 from .export import write_csv, write_summary_csv
 from .html import html_report
@@ -198,7 +198,7 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.txt"]
-    (out / "report.txt").write_text(format_study(study) + "\n")
+    write_atomic(out / "report.txt", format_study(study) + "\n")
     if data:
         written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
     written.append(write_summary_csv(out / "summary.csv", study.analysis.all_tables()))
@@ -214,5 +214,5 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
         )
         pngs = save_all(out, figs)
     page = study_html(study, images={p.name: p.read_bytes() for p in pngs})
-    (out / "report.html").write_text(page, encoding="utf-8")
+    write_atomic(out / "report.html", page)
     return [*written, out / "report.html", *pngs]

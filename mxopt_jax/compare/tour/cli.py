@@ -146,14 +146,23 @@ def run_tour_command(args: argparse.Namespace) -> int:
         print()
         print(format_overall(results))
     out = output_dir(args.out, "--out", create=True)
-    written = [write_csv(out / "results.csv", results)]
-    if not args.no_plots:
-        try:
-            written += save_all(results, out)
-        except ImportError as e:
-            if "matplotlib" not in str(e):
-                raise
-            print(PLOT_HINT, file=sys.stderr)
+    try:
+        written = [write_csv(out / "results.csv", results)]
+        if not args.no_plots:
+            try:
+                written += save_all(results, out)
+            except ImportError as e:
+                if "matplotlib" not in str(e):
+                    raise
+                print(PLOT_HINT, file=sys.stderr)
+    except OSError as e:  # a full disk, say: every file is written whole or not at all
+        where = f" ({e.filename})" if e.filename else ""
+        print(
+            f"mxopt-jax tour: error: cannot write into {out}: {e.strerror or e}{where}; no file was left "
+            "half-written (the tables above are the results)",
+            file=sys.stderr,
+        )
+        return 1
     print()
     print("Wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import atomic_file
 from ..records import Records
 from ..report.tables import fmt_ms, text_table
 from ..serialize import csv_number
@@ -234,7 +235,7 @@ def write_csv(path: str | Path, results: Mapping[str, Sequence[Result]]) -> Path
     """All results as CSV (:data:`CSV_COLUMNS`), one row per run; ``rank`` is the shared rank of
     :func:`with_ranks`; numbers unrounded."""
     path = Path(path)
-    with path.open("w", newline="") as f:
+    with atomic_file(path, newline="") as f:  # whole or not at all (a full disk)
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
         for task, rs in results.items():
