@@ -243,7 +243,7 @@ class PairedTest(NamedTuple):
     df : int
         Degrees of freedom, ``n - 1``.
     p : float
-        Two-sided p-value ``P(|T| >= |t|)``.
+        Two-sided p-value of the sign-flip distribution of the statistic (:func:`paired_t`).
     """
 
     mean_difference: float
@@ -280,22 +280,79 @@ def _vector(x: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
     return v
 
 
+#: Seeds (or studies) up to which :func:`_sign_flip_tails` enumerates every sign pattern (``2^16`` patterns);
+#: beyond, it draws :data:`_FLIP_DRAWS` random patterns (Monte Carlo, the observed one included).
+_FLIP_EXACT = 16
+#: Random sign patterns drawn beyond :data:`_FLIP_EXACT` (smallest p-value ``1 / 2^16``), from
+#: ``numpy.random.default_rng(_FLIP_SEED)``: the same patterns every call, so a result is reproducible.
+_FLIP_DRAWS = (1 << 16) - 1
+_FLIP_SEED = 0
+
+
+@functools.lru_cache(maxsize=32)
+def _flip_patterns(n: int) -> np.ndarray:
+    """``(K, n)`` sign patterns (+-1): all ``2^n`` for ``n <= _FLIP_EXACT`` (the first all +1), else the
+    identity followed by ``_FLIP_DRAWS`` random ones."""
+    if n <= _FLIP_EXACT:
+        k = np.arange(1 << n)[:, None]
+        return np.where((k >> np.arange(n)[None, :]) & 1, -1.0, 1.0)
+    rng = np.random.default_rng(_FLIP_SEED)
+    draws = np.where(rng.random((_FLIP_DRAWS, n)) < 0.5, -1.0, 1.0)
+    return np.concatenate([np.ones((1, n)), draws])
+
+
+def _sign_flip_tails(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sign-flip (randomization) test of the mean of each row of ``d`` ``(rows, n)``, finite: ``(p_less,
+    p_greater)``, ``P(S <= s)`` and ``P(S >= s)`` with ``s = sum(d)`` and ``S = sum(eps d)`` over sign patterns
+    ``eps`` (each a fair coin under the null: the two contenders exchangeable on every seed). Exact (every
+    pattern) up to :data:`_FLIP_EXACT` values per row; beyond, ``(1 + #drawn patterns as extreme) / (1 +
+    draws)`` over :data:`_FLIP_DRAWS` random patterns, a valid p-value as well (Monte Carlo with the observed
+    pattern counted). Sums equal up to rounding (a relative ``1e-9`` of ``sum |d|``) count as equal, so ties and
+    zeros are handled exactly: a zero difference adds nothing to any pattern, and the smallest p-value is
+    ``2^-n`` per tail."""
+    rows, n = d.shape
+    p_less, p_greater = np.ones(rows), np.ones(rows)
+    if rows == 0:
+        return p_less, p_greater
+    eps = _flip_patterns(n)
+    K = len(eps)
+    step = max(1, _CHUNK // K)
+    for start in range(0, rows, step):
+        x = d[start : start + step]
+        sums = eps @ x.T  # (K, r); row 0 is the observed sum
+        obs = x.sum(axis=-1)
+        tol = 1e-9 * np.abs(x).sum(axis=-1)
+        less = (sums <= (obs + tol)[None, :]).sum(axis=0)
+        greater = (sums >= (obs - tol)[None, :]).sum(axis=0)
+        p_less[start : start + step] = np.minimum(1.0, less / K)
+        p_greater[start : start + step] = np.minimum(1.0, greater / K)
+    return p_less, p_greater
+
+
 def paired_t(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> PairedTest:
-    """Student's paired t-test of ``a`` against ``b``, two values per seed.
+    """Student's paired t statistic of ``a`` against ``b``, two values per seed, with the exact sign-flip
+    p-value.
 
     The contenders of the study run on the same seeds (same initialization and mini-batches per seed), so
-    ``a[k]`` and ``b[k]`` form a pair. With ``d = a - b`` over ``n`` seeds, ``dbar`` its mean and ``s_d``
-    its sample standard deviation (``ddof = 1``): ``t = dbar / (s_d / sqrt(n))``, ``df = n - 1``, and the
-    two-sided p-value ``p = P(|T_df| >= |t|)`` (:func:`t_sf_two_sided`) -- Student (1908), the paired form.
+    ``a[k]`` and ``b[k]`` form a pair. With ``d = a - b`` over ``n`` seeds, ``dbar`` its mean and ``s_d`` its
+    sample standard deviation (``ddof = 1``): ``t = dbar / (s_d / sqrt(n))``, ``df = n - 1`` (Student 1908, the
+    paired form). The p-value is *not* read from Student's t distribution: it is the two-sided sign-flip
+    (randomization) p-value of the same statistic, ``min(1, 2 min(P(S <= s), P(S >= s)))`` with ``s = sum(d)``
+    and ``S`` the sum under every pattern of signs (Fisher 1935; ``|t|`` is an increasing function of ``|s|``
+    over the patterns, whose sum of squares is fixed). Exact up to 16 seeds (every one of the ``2^n``
+    patterns), 65,535 random patterns beyond (the observed one counted: still a valid p-value). So the test
+    holds its level whatever the distribution of the differences, a discrete metric and ties included, and a
+    near-zero spread gives no certainty: the smallest p-value is ``2 / 2^n`` (0.5 on 2 seeds), as for the
+    signed-rank test. Student's own p-value made ``s_d = 0`` (every pair differing by the same amount, as on a
+    discrete metric) ``p = 0``: 67 % of null tables of a discrete metric claimed a difference at 2 seeds.
 
-    Zero variance (``s_d = 0``: every pair differs by the same amount): ``p = 0`` and ``t = +-inf`` when
-    that amount is nonzero, ``p = 1`` and ``t = 0`` when it is zero (identical vectors).
+    Zero variance: ``t = +-inf`` when every pair differs by the same nonzero amount (``p = 2 / 2^n``), ``t = 0``
+    and ``p = 1`` when the vectors are identical.
 
     Both vectors must be finite and of equal length ``n >= 2``. A non-finite value is a diverged run, which
-    the t-test cannot weigh: :func:`compare` tests a pair with a diverged seed by the signed-rank test
+    the t statistic cannot weigh: :func:`compare` tests a pair with a diverged seed by the signed-rank test
     (:func:`wilcoxon`), where it is the worst value on its seed. One seed far off inflates ``s_d`` and can hide a
-    consistent difference (worse on every seed by 20 standard deviations, one seed in five far off: p = 0.29);
-    the tables' default test is the signed-rank test for that reason.
+    consistent difference; the tables' default test is the signed-rank test for that reason.
 
     Raises
     ------
@@ -305,8 +362,10 @@ def paired_t(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -
     va, vb = _vector(a, "a"), _vector(b, "b")
     if va.shape != vb.shape:
         raise ValueError(f"a and b must have the same length (paired by seed), got {len(va)} and {len(vb)}")
-    mean, t, p = _paired((va - vb)[None, :])
-    return PairedTest(float(mean[0]), float(t[0]), len(va) - 1, float(p[0]))
+    d = (va - vb)[None, :]
+    mean, t, _ = _paired(d)
+    pl, pg = _sign_flip_tails(d)
+    return PairedTest(float(mean[0]), float(t[0]), len(va) - 1, float(min(1.0, 2 * min(pl[0], pg[0]))))
 
 
 # --------------------------------------------------------------------------- Holm
@@ -574,16 +633,17 @@ def _matrix(values: Sequence[Sequence[float]] | np.ndarray, name: str = "values"
 
 def _pair_tails(d: np.ndarray, test: str, margin: float) -> tuple[np.ndarray, np.ndarray]:
     """One-sided p-values of every row of ``d`` ``(rows, n)``: ``p_less`` (the first is lower by more than
-    ``margin``) and ``p_greater`` (the second is)."""
+    ``margin``) and ``p_greater`` (the second is). ``test == "t"``: the sign-flip test of the mean
+    (:func:`_sign_flip_tails`, :func:`paired_t`'s p-value) on the rows with every value finite; every other row
+    the exact signed-rank test (:func:`_signed_rank_tails`)."""
     rows = d.shape[0]
     p_less, p_greater = np.ones(rows), np.ones(rows)
     if rows == 0:
         return p_less, p_greater
     use_t = np.isfinite(d).all(axis=-1) if test == "t" else np.zeros(rows, bool)
     if use_t.any():
-        for shift, out, sign in ((margin, p_less, -1.0), (-margin, p_greater, 1.0)):
-            _, t, p2 = _paired(d[use_t] + shift)
-            out[use_t] = np.where(sign * t > 0, p2 / 2, 1 - p2 / 2)
+        p_less[use_t] = _sign_flip_tails(d[use_t] + margin)[0]
+        p_greater[use_t] = _sign_flip_tails(d[use_t] - margin)[1]
     rank = ~use_t
     if rank.any():
         if margin:
@@ -592,6 +652,49 @@ def _pair_tails(d: np.ndarray, test: str, margin: float) -> tuple[np.ndarray, np
         else:
             _, p_less[rank], p_greater[rank] = _signed_rank_tails(d[rank])
     return p_less, p_greater
+
+
+def _rounded(vi: np.ndarray, vj: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """The paired differences ``vi - vj`` (lower is better, ``+inf`` diverged; :func:`_differences`) with the
+    rounding margin applied seed by seed: a difference within ``rtol * max(|vi|, |vj|)`` is no difference (a
+    zero, which the tests rank but never sign). And ``twins``: every seed's difference within it (the pair is
+    rounding twins, never separated). Both over the last axis (seeds)."""
+    d = _differences(vi, vj)
+    finite = np.isfinite(vi) & np.isfinite(vj)
+    tol = np.where(finite, rtol * np.maximum(np.abs(vi), np.abs(vj)), 0.0)
+    within = np.abs(d) <= tol
+    return np.where(within, 0.0, d), within.all(axis=-1)
+
+
+class _PairTests(NamedTuple):
+    """The raw tests of a batch of tables' pairs ``(B, P)`` (pairs in ``numpy.triu_indices`` order)."""
+
+    p: np.ndarray  # two-sided p-value; NaN where the pair is not tested (a row not present)
+    lower: np.ndarray  # the first of the pair is the better one (its one-sided p-value is the smaller)
+    higher: np.ndarray  # the second is
+    twins: np.ndarray  # rounding twins (p = 1)
+
+
+def _pair_tests(
+    values: np.ndarray, present: np.ndarray, test: str, margin: float | np.ndarray, rtol: float
+) -> _PairTests:
+    """Every pair of a batch of tables ``values`` ``(B, C, S)`` tested, before any correction (:func:`_decide`)."""
+    B, C, S = values.shape
+    v = np.where(np.isfinite(values), values, np.inf)
+    i, j = np.triu_indices(C, 1)
+    d, twins = _rounded(v[:, i], v[:, j], rtol)  # (B, P, S), (B, P)
+    tested = present[:, i] & present[:, j]
+    P = len(i)
+    margins = np.broadcast_to(np.asarray(margin, np.float64), (B,))
+    p_less, p_greater = np.ones((B, P)), np.ones((B, P))
+    for m in np.unique(margins):
+        rows = margins == m
+        pl, pg = _pair_tails(d[rows].reshape(-1, S), test, float(m))
+        p_less[rows], p_greater[rows] = pl.reshape(-1, P), pg.reshape(-1, P)
+    p = np.minimum(1.0, 2 * np.minimum(p_less, p_greater))
+    p = np.where(twins, 1.0, p)
+    p = np.where(tested, p, np.nan)
+    return _PairTests(p, p_less < p_greater, p_greater < p_less, twins & tested)
 
 
 def _decide(
@@ -605,37 +708,28 @@ def _decide(
     """The tests of a batch of tables ``values`` ``(B, C, S)`` (lower is better; non-finite: diverged, ``+inf``)
     whose rows ``present`` ``(B, C)`` take part: ``better`` ``(B, C, C)`` (``[b, i, j]``: ``i`` shown better than
     ``j``), the Holm-adjusted p-values ``(B, C, C)`` (symmetric; NaN where not tested) and ``equal`` ``(B, C, C)``
-    (rounding twins). ``margin``: a number, or one per table ``(B,)``."""
-    B, C, S = values.shape
+    (rounding twins). ``margin``: a number, or one per table ``(B,)``. Holm's family: each table's pairs."""
+    B, C, _ = values.shape
+    if C < 2:
+        return np.zeros((B, C, C), bool), np.full((B, C, C), np.nan), np.zeros((B, C, C), bool)
+    pt = _pair_tests(values, present, test, margin, rtol)
+    return _square(pt, _holm(pt.p), level, C)
+
+
+def _square(
+    pt: _PairTests, adj: np.ndarray, level: float, C: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(better, adjusted, equal)`` ``(B, C, C)`` from the pairs' tests ``(B, P)`` and their adjusted p-values."""
+    B = pt.p.shape[0]
     better = np.zeros((B, C, C), bool)
     adjusted = np.full((B, C, C), np.nan)
     equal = np.zeros((B, C, C), bool)
-    if C < 2:
-        return better, adjusted, equal
-    v = np.where(np.isfinite(values), values, np.inf)
     i, j = np.triu_indices(C, 1)
-    vi, vj = v[:, i], v[:, j]
-    d = _differences(vi, vj)  # (B, P, S)
-    finite = np.isfinite(vi) & np.isfinite(vj)
-    tol = np.where(finite, rtol * np.maximum(np.abs(vi), np.abs(vj)), 0.0)
-    twins = (np.abs(d) <= tol).all(axis=-1)  # (B, P)
-    tested = present[:, i] & present[:, j]
-    P = len(i)
-    margins = np.broadcast_to(np.asarray(margin, np.float64), (B,))
-    p_less, p_greater = np.ones((B, P)), np.ones((B, P))
-    for m in np.unique(margins):
-        rows = margins == m
-        pl, pg = _pair_tails(d[rows].reshape(-1, S), test, float(m))
-        p_less[rows], p_greater[rows] = pl.reshape(-1, P), pg.reshape(-1, P)
-    p = np.minimum(1.0, 2 * np.minimum(p_less, p_greater))
-    p = np.where(twins, 1.0, p)
-    p = np.where(tested, p, np.nan)
-    adj = _holm(p)
-    significant = (adj <= level) & ~twins  # NaN: False
-    better[:, i, j] = significant & (p_less < p_greater)
-    better[:, j, i] = significant & (p_greater < p_less)
+    significant = (adj <= level) & ~pt.twins  # NaN: False
+    better[:, i, j] = significant & pt.lower
+    better[:, j, i] = significant & pt.higher
     adjusted[:, i, j] = adjusted[:, j, i] = adj
-    equal[:, i, j] = equal[:, j, i] = twins & tested
+    equal[:, i, j] = equal[:, j, i] = pt.twins
     return better, adjusted, equal
 
 
