@@ -40,13 +40,16 @@ __all__ = [
     "TESTS",
     "BootstrapRanks",
     "Comparison",
+    "DivergenceComparison",
     "PairedTest",
     "SignedRankTest",
     "bootstrap_mean_ranks",
     "bootstrap_problems",
     "ci_halfwidth",
     "compare",
+    "compare_divergence",
     "holm",
+    "holm_family",
     "letters",
     "min_seeds",
     "paired_t",
@@ -55,6 +58,7 @@ __all__ = [
     "profile_score",
     "ranks",
     "significantly_better",
+    "smallest_p",
     "t_quantile",
     "t_sf_two_sided",
     "wilcoxon",
@@ -688,7 +692,7 @@ def _pair_tests(
     P = len(i)
     margins = np.broadcast_to(np.asarray(margin, np.float64), (B,))
     p_less, p_greater = np.ones((B, P)), np.ones((B, P))
-    for m in np.unique(margins):
+    for m in np.unique(margins) if P else ():
         rows = margins == m
         pl, pg = _pair_tails(d[rows].reshape(-1, S), test, float(m))
         p_less[rows], p_greater[rows] = pl.reshape(-1, P), pg.reshape(-1, P)
@@ -848,9 +852,19 @@ class Comparison(NamedTuple):
     order : tuple of int
         The rows in display order: by ``rank_low``, then ``rank_high``, then the median, then the row index.
     pairs : int
-        Holm's family: every pair of rows, ``C (C - 1) / 2``.
+        The table's pairs of rows, ``C (C - 1) / 2``.
     test, level, margin, rtol
         What was run (:func:`compare`).
+    p : numpy.ndarray
+        ``(C, C)`` the raw two-sided p-values, symmetric (NaN on the diagonal).
+    direction : numpy.ndarray
+        ``(C, C)`` int: ``[i, j] = 1`` when ``i``'s one-sided tail (``i`` lower) is the smaller, ``-1`` when
+        ``j``'s is, 0 when neither (antisymmetric): the way a rejected test points.
+    median : numpy.ndarray
+        ``(C,)`` each row's median (``+inf`` diverged counting as the largest): the display order's third key.
+    family : int
+        Holm's family: the number of tests corrected together, the table's ``pairs`` (:func:`compare`) or
+        every pair of every table of a report (:func:`holm_family`).
     """
 
     better: np.ndarray
@@ -865,6 +879,10 @@ class Comparison(NamedTuple):
     level: float
     margin: float
     rtol: float
+    p: np.ndarray = np.zeros((0, 0))
+    direction: np.ndarray = np.zeros((0, 0), np.int64)
+    median: np.ndarray = np.zeros(0)
+    family: int = 0
 
 
 def _median_key(v: np.ndarray) -> np.ndarray:
@@ -922,26 +940,92 @@ def compare(
     test = _check_test(test)
     margin = _check_margin(margin)
     rtol = _check_rtol(rtol)
-    present = np.ones((1, len(v)), bool)
-    better, adjusted, equal = _decide(v[None], present, level, test, margin, rtol)
-    low, high = _rank_sets(better, present)
-    med = _median_key(v)
-    order = tuple(sorted(range(len(v)), key=lambda k: (low[0, k], high[0, k], med[k], k)))
-    different = better[0] | better[0].T
+    C = len(v)
+    i, j = np.triu_indices(C, 1)
+    pt = _pair_tests(v[None], np.ones((1, C), bool), test, margin, rtol)
+    raw = np.full((C, C), np.nan)
+    raw[i, j] = raw[j, i] = pt.p[0]
+    direction = np.zeros((C, C), np.int64)
+    direction[i, j] = np.where(pt.lower[0], 1, np.where(pt.higher[0], -1, 0))
+    direction[j, i] = -direction[i, j]
+    equal = np.zeros((C, C), bool)
+    equal[i, j] = equal[j, i] = pt.twins[0]
+    return _decided(raw, direction, equal, _median_key(v), _holm(pt.p[0]), len(i), test, level, margin, rtol)
+
+
+def _decided(
+    p: np.ndarray,
+    direction: np.ndarray,
+    equal: np.ndarray,
+    median: np.ndarray,
+    adj: np.ndarray,
+    family: int,
+    test: str,
+    level: float,
+    margin: float,
+    rtol: float,
+) -> Comparison:
+    """A :class:`Comparison` from one table's raw tests and its pairs' adjusted p-values ``adj`` (``numpy.
+    triu_indices`` order): the claims, rank sets, display order and letters."""
+    C = len(median)
+    i, j = np.triu_indices(C, 1)
+    adjusted = np.full((C, C), np.nan)
+    adjusted[i, j] = adjusted[j, i] = adj
+    significant = (adjusted <= level) & ~equal  # NaN: False
+    better = significant & (direction > 0)
+    low, high = _rank_sets(better[None], np.ones((1, C), bool))
+    order = tuple(sorted(range(C), key=lambda k: (low[0, k], high[0, k], median[k], k)))
     return Comparison(
-        better=better[0],
-        p_adjusted=adjusted[0],
-        equal=equal[0],
+        better=better,
+        p_adjusted=adjusted,
+        equal=equal,
         rank_low=low[0].astype(np.int64),
         rank_high=high[0].astype(np.int64),
-        letters=tuple(letters(different, order)),
+        letters=tuple(letters(better | better.T, order)),
         order=order,
-        pairs=len(v) * (len(v) - 1) // 2,
+        pairs=len(i),
         test=test,
         level=level,
         margin=margin,
         rtol=rtol,
+        p=p,
+        direction=direction,
+        median=median,
+        family=family,
     )
+
+
+def holm_family(comparisons: Sequence[Comparison], level: float | None = None) -> list[Comparison]:
+    """The tables ``comparisons`` (each from :func:`compare`) re-decided as *one* Holm family: every pair of
+    every table corrected together (``m`` = the sum of the tables' pairs), so that the chance of any false
+    claim anywhere in them is at most ``level`` (default: the tables' own level), where a family per table
+    bounds it only table by table (under a global null, ``T`` tables at 5 % carry some false claim with
+    probability up to ``1 - 0.95^T``: 40 % for 10 tables). Each table keeps its raw tests, its directions, its
+    rounding twins; its claims, rank sets, letters and order follow the new adjusted p-values, which are never
+    below the per-table ones, so a report-wide claim is also a per-table claim.
+
+    Raises
+    ------
+    ValueError
+        a table without its raw p-values (not from :func:`compare`); ``level`` outside (0, 1).
+    """
+    tables = list(comparisons)
+    if not tables:
+        return []
+    for c in tables:
+        if c.p.shape != c.equal.shape:
+            raise ValueError("comparisons must come from compare() (they carry the raw p-values)")
+    lvl = _check_level(tables[0].level if level is None else level)
+    raws = [c.p[np.triu_indices(len(c.median), 1)] for c in tables]
+    flat = np.concatenate(raws) if raws else np.zeros(0)
+    m = int(np.sum(~np.isnan(flat)))
+    adj = _holm(flat) if len(flat) else flat
+    out, start = [], 0
+    for c, r in zip(tables, raws, strict=True):
+        a = adj[start : start + len(r)]
+        start += len(r)
+        out.append(_decided(c.p, c.direction, c.equal, c.median, a, m, c.test, lvl, c.margin, c.rtol))
+    return out
 
 
 def significantly_better(
@@ -988,21 +1072,133 @@ def ranks(
     return [int(r) for r in compare(values, level, test, margin, rtol).rank_low]
 
 
-def min_seeds(pairs: int, level: float = 0.05) -> int:
-    """The fewest seeds on which the exact signed-rank test can show a difference in a family of ``pairs``
-    tests corrected by Holm at ``level``: the smallest ``n`` with ``2 / 2^n <= level / pairs`` (the test's
-    smallest p-value, every seed the same way, against Holm's first threshold). 1 pair: 6 seeds; 10 pairs (5
-    contenders): 9; 21 (7): 10; 253 (23): 14; 325 (26): 14.
+def smallest_p(n: int, against: int = 0) -> float:
+    """The smallest two-sided p-value the exact signed-rank test can give on ``n`` seeds when ``against`` of
+    them go the other way with the largest differences (a contender that diverged on ``against`` seeds: there it
+    is the worst value, the largest difference), every other seed the same way: ``2 P(T_n <= s)`` with ``s``
+    the sum of the ``against`` largest ranks, ``n, n - 1, ...`` (``2 / 2^n`` for ``against = 0``). 16 seeds, one
+    diverged: 0.0052 (above Holm's first threshold 5 % / 10 in a table of 5 entries).
 
     Raises
     ------
     ValueError
-        ``pairs`` not an integer >= 1; ``level`` outside (0, 1).
+        ``n`` not an integer >= 1; ``against`` not an integer in ``[0, n]``.
+    """
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if isinstance(against, bool) or int(against) != against or not 0 <= against <= n:
+        raise ValueError(f"against must be an integer in [0, n], got {against!r}")
+    n, k = int(n), int(against)
+    cdf, _ = _standard_tails(n)
+    s = k * n - k * (k - 1) // 2
+    return float(min(1.0, 2 * cdf[s]))
+
+
+def min_seeds(pairs: int, level: float = 0.05, diverged: int = 0) -> int:
+    """The fewest seeds on which the exact signed-rank test can show a difference in a family of ``pairs``
+    tests corrected by Holm at ``level``: the smallest ``n`` with ``2 / 2^n <= level / pairs`` (the test's
+    smallest p-value, every seed the same way, against Holm's first threshold). 1 pair: 6 seeds; 10 pairs (5
+    contenders): 9; 21 (7): 10; 253 (23): 14; 325 (26): 14. The same count of *studies* lets the across-studies
+    test (the study as the unit) show a difference.
+
+    ``diverged``: a contender that diverged on that many seeds (the worst value there, the largest differences
+    against it) and is better on every other seed: the smallest ``n`` with :func:`smallest_p` ``(n, diverged)
+    <= level / pairs``. One diverged seed: 10 pairs need 17 seeds, 1 pair 12.
+
+    Raises
+    ------
+    ValueError
+        ``pairs`` not an integer >= 1; ``level`` outside (0, 1); ``diverged`` not an integer >= 0.
     """
     if isinstance(pairs, bool) or int(pairs) != pairs or pairs < 1:
         raise ValueError(f"pairs must be an integer >= 1, got {pairs!r}")
     level = _check_level(level)
-    return max(2, math.ceil(1 + math.log2(int(pairs) / level) - 1e-12))
+    if isinstance(diverged, bool) or int(diverged) != diverged or diverged < 0:
+        raise ValueError(f"diverged must be an integer >= 0, got {diverged!r}")
+    if not diverged:
+        return max(2, math.ceil(1 + math.log2(int(pairs) / level) - 1e-12))
+    n = max(2, int(diverged) + 1)
+    while smallest_p(n, int(diverged)) > level / int(pairs):
+        n += 1
+    return n
+
+
+class DivergenceComparison(NamedTuple):
+    """Result of :func:`compare_divergence`: one table's divergence counts compared pair by pair (arrays in the
+    rows' order).
+
+    Attributes
+    ----------
+    diverged : numpy.ndarray
+        ``(C,)`` int: the seeds on which each row diverged (a non-finite value).
+    fewer : numpy.ndarray
+        ``(C, C)`` bool: ``[i, j]`` when ``i`` was shown to diverge on fewer seeds than ``j``.
+    discordant : numpy.ndarray
+        ``(C, C)`` int: ``[i, j]`` the seeds where ``j`` diverged and ``i`` did not.
+    p, p_adjusted : numpy.ndarray
+        ``(C, C)`` the exact two-sided sign test's p-value and its Holm-adjusted value (symmetric; NaN where the
+        two diverged on the same seeds: nothing to compare).
+    family : int
+        The pairs compared (those diverging on different seeds).
+    level : float
+    """
+
+    diverged: np.ndarray
+    fewer: np.ndarray
+    discordant: np.ndarray
+    p: np.ndarray
+    p_adjusted: np.ndarray
+    family: int
+    level: float
+
+
+def compare_divergence(
+    values: Sequence[Sequence[float]] | np.ndarray, level: float = 0.05
+) -> DivergenceComparison:
+    """The divergence counts of one table's rows compared as their own paired comparison: per pair of rows, the
+    seeds where exactly one of them diverged (a non-finite value), and the exact two-sided sign test on them
+    (McNemar's exact test): ``p = min(1, 2 P(B <= min(x, y)))`` with ``B ~ Binomial(x + y, 1/2)``, ``x`` and
+    ``y`` the seeds only the one or only the other diverged on (seeds both diverged on, or neither, say
+    nothing). Holm over the pairs with ``x + y > 0`` at ``level`` (a pair diverging on the same seeds cannot be
+    separated). The value tests (:func:`compare`) count a diverged seed as the worst value, so one diverged seed
+    in 16 can keep a contender from being shown better (:func:`smallest_p`); this comparison says separately
+    which contender diverges more often: 8 of 16 seeds against none gives ``p = 2 / 2^8 = 0.0078``.
+
+    Raises
+    ------
+    ValueError
+        ``values`` not ``(C, S)`` with ``S >= 2``; ``level`` outside (0, 1).
+    """
+    v = _matrix(values)
+    level = _check_level(level)
+    div = ~np.isfinite(v)
+    C = len(v)
+    only = (div[None, :, :] & ~div[:, None, :]).sum(axis=-1)  # [i, j]: seeds j diverged and i did not
+    p = np.full((C, C), np.nan)
+    i, j = np.triu_indices(C, 1)
+    x, y = only[j, i], only[i, j]  # x: i alone diverged; y: j alone
+    n = x + y
+    raw = np.full(len(i), np.nan)
+    for k in np.flatnonzero(n > 0):
+        lo = int(min(x[k], y[k]))
+        tail = sum(math.comb(int(n[k]), r) for r in range(lo + 1)) / 2.0 ** int(n[k])
+        raw[k] = min(1.0, 2 * tail)
+    p[i, j] = p[j, i] = raw
+    adj = np.full((C, C), np.nan)
+    if len(i):
+        a = _holm(raw)
+        adj[i, j] = adj[j, i] = a
+    sig = adj <= level
+    fewer = sig & (only > only.T)
+    return DivergenceComparison(
+        diverged=div.sum(axis=-1).astype(np.int64),
+        fewer=fewer,
+        discordant=only.astype(np.int64),
+        p=p,
+        p_adjusted=adj,
+        family=int((n > 0).sum()),
+        level=level,
+    )
 
 
 # --------------------------------------------------------------------------- the overall ranking

@@ -298,6 +298,75 @@ def test_min_seeds():
             S.min_seeds(bad)
 
 
+def test_smallest_p_and_min_seeds_with_diverged_seeds():
+    """Issue 40, item 5: one diverged seed of 16 is the largest difference against its contender, so the exact
+    test's smallest p-value for it is 2 P(T_16 <= 16) = 2 x 169 / 2^16 = 0.0052, above Holm's first threshold in a
+    table of 5 entries (5 % / 10): the power note names the seeds it would need (17)."""
+    assert S.smallest_p(16) == 2 / 2**16 and S.smallest_p(16, 1) == pytest.approx(2 * 169 / 2**16)
+    assert S.smallest_p(2, 2) == 1.0
+    assert [S.min_seeds(p, diverged=1) for p in (1, 10, 231)] == [12, 17, 23]
+    assert S.min_seeds(10, diverged=0) == S.min_seeds(10) == 9
+    for pairs in (
+        1,
+        3,
+        10,
+        45,
+    ):  # min_seeds: the first n whose smallest p-value passes Holm's first threshold
+        for k in (0, 1, 2):
+            m = S.min_seeds(pairs, diverged=k)
+            assert S.smallest_p(m, k) <= 0.05 / pairs and (
+                m - 1 <= k or S.smallest_p(m - 1, k) > 0.05 / pairs
+            )
+    # brute force: every sign pattern of 10 seeds, the largest one against
+    ranks = np.arange(1, 11)
+    signs = np.array(list(itertools.product((0, 1), repeat=10)))
+    t = signs @ ranks
+    assert S.smallest_p(10, 1) == pytest.approx(2 * (t <= 10).mean())
+    for bad in ((0, 0), (3, 4), (3, -1), (2.5, 0)):
+        with pytest.raises(ValueError, match="^n must be|^against must be"):
+            S.smallest_p(*bad)
+    with pytest.raises(ValueError, match="^diverged must be"):
+        S.min_seeds(10, diverged=-1)
+
+
+def test_compare_divergence():
+    """Issue 40, item 5: the divergence counts as their own paired comparison: McNemar's exact sign test on the
+    seeds where exactly one of the pair diverged, Holm over the pairs that differ there."""
+    v = np.arange(3 * 16, dtype=float).reshape(3, 16)
+    v[0, :8] = np.inf  # 8 of 16 seeds
+    v[1, 0] = np.nan  # 1 of 16, a seed where row 0 diverged too
+    res = S.compare_divergence(v)
+    assert list(res.diverged) == [8, 1, 0]
+    assert res.discordant[1, 0] == 7 and res.discordant[0, 1] == 0 and res.discordant[2, 1] == 1
+    assert res.p[0, 1] == 2 / 2**7 and res.p[0, 2] == 2 / 2**8 and res.p[1, 2] == 1.0
+    assert res.family == 3 and res.p_adjusted[0, 2] == pytest.approx(3 * 2 / 2**8)
+    assert res.fewer[2, 0] and res.fewer[1, 0] and not res.fewer[2, 1] and not res.fewer[0].any()
+    assert np.isnan(S.compare_divergence(np.zeros((2, 3))).p[0, 1])  # nothing diverged: nothing compared
+    assert scipy.stats.binomtest(0, 7).pvalue == pytest.approx(res.p[0, 1])
+
+
+def test_holm_family_is_one_family_over_tables():
+    """Issue 40, item 3: all tables one Holm family (the report-wide option): m is the sum of the tables' pairs,
+    each table keeps its raw tests and directions; a report-wide claim is a per-table claim."""
+    rng = np.random.default_rng(7)
+    tables = [rng.normal(size=(4, 12)) + np.array([[0.0], [0.0], [1.0], [1.3]]) for _ in range(3)]
+    per = [S.compare(t) for t in tables]
+    joint = S.holm_family(per)
+    raws = np.concatenate([c.p[np.triu_indices(4, 1)] for c in per])
+    adj = S.holm(raws)
+    for k, (c, j) in enumerate(zip(per, joint, strict=True)):
+        assert j.family == 18 and c.family == 6
+        np.testing.assert_allclose(j.p_adjusted[np.triu_indices(4, 1)], adj[6 * k : 6 * k + 6])
+        assert not (j.better & ~c.better).any()  # never a claim the table alone did not make
+        np.testing.assert_array_equal(j.p, c.p)
+        alone = S.holm_family([c])[0]  # one table alone: its own family, the same decisions
+        np.testing.assert_array_equal(alone.better, c.better)
+        np.testing.assert_array_equal(alone.p_adjusted, c.p_adjusted)
+        assert alone.letters == c.letters and alone.order == c.order
+    assert sum(int(c.better.sum()) for c in per) > sum(int(j.better.sum()) for j in joint) > 0
+    assert S.holm_family([]) == []
+
+
 # --------------------------------------------------------------------------- what a table may claim
 def _better_reference(values, level=0.05, test="wilcoxon", rtol=S.ROUNDING_RTOL):
     """significantly_better by the definition: brute-force signed-rank p-values (or SciPy's paired t), rounding
@@ -763,13 +832,16 @@ def test_public_names():
             "TESTS",
             "BootstrapRanks",
             "Comparison",
+            "DivergenceComparison",
             "PairedTest",
             "SignedRankTest",
             "bootstrap_mean_ranks",
             "bootstrap_problems",
             "ci_halfwidth",
             "compare",
+            "compare_divergence",
             "holm",
+            "holm_family",
             "letters",
             "min_seeds",
             "paired_t",
@@ -778,6 +850,7 @@ def test_public_names():
             "profile_score",
             "ranks",
             "significantly_better",
+            "smallest_p",
             "t_quantile",
             "t_sf_two_sided",
             "wilcoxon",
