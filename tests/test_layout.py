@@ -200,7 +200,9 @@ def test_base_keywords_written_once_and_shown_in_every_signature():
 APP_LAYERS = [
     [
         "compare.checks",
+        "compare.direction",
         "compare.distributed",
+        "compare.floats",
         "compare.figures",
         "compare.progress",
         "compare.stats",
@@ -212,6 +214,7 @@ APP_LAYERS = [
     ["compare.contenders"],
     ["compare.engine", "compare.protocol", "compare.search", "compare.preflight"],
     ["compare.plan", "compare.serialize"],
+    ["compare.analysis.*"],
     ["compare.result"],
     ["compare.report.*", "compare.store"],
     ["compare.study"],
@@ -240,6 +243,43 @@ def test_the_app_flows_one_way():
     assert not bad, "\n".join(bad)
     # no module of the app imports the package's __init__ (a module imports what it uses, where it lives)
     assert not [m for m in app if m != "__main__" and "compare" in graph[m]]
+
+
+def _names_used_from(tree: ast.AST, module: str, alias_of: set[str]) -> set[str]:
+    """Names a module's ``tree`` takes from ``module`` (``from ..protocol import x`` and ``protocol.x``)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == module:
+            out.update(a.name for a in node.names)
+        elif (
+            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in alias_of
+        ):
+            out.add(node.attr)
+    return out
+
+
+def test_the_report_only_reads_the_analysis():
+    """The report renders the study's analysis (``compare.analysis``, computed once by the result): no module
+    under ``compare/report`` imports the statistics or calls a computing function of the protocol (selection,
+    the tables' tests, ranks, the bootstrap, profiles); it may read the protocol's types and constants."""
+    from mxopt_jax.compare import protocol
+
+    graph = import_graph()
+    report = [m for m in graph if m.startswith("compare.report")]
+    assert report
+    for m in report:
+        assert "compare.stats" not in graph[m], f"{m} imports compare.stats: read the analysis instead"
+    computing = {
+        n for n, v in vars(protocol).items() if inspect.isfunction(v) and v.__module__ == protocol.__name__
+    }
+    assert {"select", "compare_table", "rank", "rank_uncertainty", "profile_times", "fold"} <= computing
+    mods = _modules()
+    for m in report:
+        tree = ast.parse(mods[m].read_text())
+        used = _names_used_from(tree, "protocol", {"protocol", "P"}) & computing
+        assert not used, f"{m} calls the protocol's computing functions {sorted(used)}: read the analysis"
+        stats_names = _names_used_from(tree, "stats", {"stats"})
+        assert not stats_names, f"{m} reads compare.stats ({sorted(stats_names)})"
 
 
 def test_the_report_and_the_store_read_files_through_one_module():

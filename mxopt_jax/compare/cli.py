@@ -110,9 +110,8 @@ def problems_epilog() -> str:
         found = re.search(r"([\d,]+) parameters", p.description)
         params = f"{found.group(1)} parameters; " if found else ""
         quick = f" (quick {p.quick_steps})" if p.quick_steps else ""
-        reach = "<=" if p.better == "lower" else ">="
         entry = (
-            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.better} is better), target {reach} "
+            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.better} is better), target {p.direction.symbol} "
             f"{p.target:g}; {p.steps} steps{quick}, batch {p.batch_size}"
         )
         lines.append(textwrap.fill(entry, cols, initial_indent="  ", subsequent_indent=" " * (width + 5)))

@@ -55,6 +55,7 @@ import optax
 
 from .. import sparse as _sparse
 from .contenders import Contender
+from .direction import LOWER, Direction
 from .problems.base import Problem
 from .records import Records
 
@@ -149,19 +150,20 @@ def train_run(
     return train_loss, val_m, test_m, alive, trace
 
 
-def steps_to_target(val: np.ndarray, eval_steps: np.ndarray, target: float, sign: float = 1.0) -> np.ndarray:
+def steps_to_target(
+    val: np.ndarray, eval_steps: np.ndarray, target: float, direction: Direction = LOWER
+) -> np.ndarray:
     """First evaluation step whose validation metric reached ``target`` (``inf`` if none), over the last axis.
 
-    ``sign`` is the problem's :attr:`~mxopt_jax.compare.problems.base.Problem.sign`: reached means
-    ``sign * val <= sign * target``, i.e. ``val <= target`` when lower is better (``1``, the default) and
-    ``val >= target`` when higher is better (``-1``).
+    ``direction`` is the problem's :attr:`~mxopt_jax.compare.problems.base.Problem.direction`, which says
+    what reaching means (:meth:`~mxopt_jax.compare.direction.Direction.meets`: ``val <= target`` where lower
+    is better, the default, ``val >= target`` where higher is).
     """
-    if sign not in (1.0, -1.0):
-        raise ValueError(
-            f"steps_to_target: `sign` must be 1.0 (lower is better) or -1.0 (higher), got {sign!r}"
+    if not isinstance(direction, Direction):
+        raise TypeError(
+            f"steps_to_target: `direction` must be a Direction (the problem's), got {type(direction).__name__}"
         )
-    val = np.asarray(val, dtype=np.float64)
-    hit = np.isfinite(val) & (sign * val <= sign * float(target))
+    hit = direction.meets(val, target)
     first = np.argmax(hit, axis=-1)
     return np.where(hit.any(axis=-1), np.asarray(eval_steps, dtype=np.float64)[first], np.inf)
 
@@ -308,7 +310,7 @@ class CompiledGroup:
             train_loss=train_loss.astype(np.float64),
             val=val.astype(np.float64),
             test=test.astype(np.float64),
-            steps_to_target=steps_to_target(val, eval_steps, self.problem.target, self.problem.sign),
+            steps_to_target=steps_to_target(val, eval_steps, self.problem.target, self.problem.direction),
             diverged_at=_diverged_at(alive, eval_steps),
             hparams={n: cols[n] for n in names if n != "learning_rate"},
             role=role,

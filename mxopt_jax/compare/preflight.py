@@ -182,13 +182,13 @@ def check_direction(problem: Problem, target: float | None = None, data: Any = N
     init_key = jax.random.split(jax.random.PRNGKey(int(seed)), 3)[0]
     params, model_state = problem.init(init_key), problem.initial_state(init_key)
     value = float(np.asarray(problem.evaluate(params, model_state, jax.tree.map(jnp.asarray, splits[1]))))
-    relation = "<=" if problem.better == "lower" else ">="
+    relation = problem.direction.symbol
     if not np.isfinite(value):
         raise ValueError(
             f"problem {problem.name!r}: the untrained model's validation {problem.metric_name} is {value!r}, "
             "not a finite number; the metric must return a finite value for a model that has not diverged"
         )
-    if problem.sign * value <= problem.sign * target:
+    if problem.direction.meets(value, target):
         raise ValueError(
             f"problem {problem.name!r}: the untrained model's validation {problem.metric_name} is {value:.6g}, "
             f"which already meets the target ({relation} {target:g}, {problem.better} is better): the direction "

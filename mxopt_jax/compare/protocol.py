@@ -5,7 +5,7 @@ saved study can be re-analysed anywhere; the statistics come from :mod:`mxopt_ja
 short (:func:`mxopt_jax.compare.report.text.describe` prints them in full with the results):
 
 * **direction**: a problem says whether its metric is better lower or higher (``Problem.better``); the one
-  place that turns it into arithmetic is :func:`orient` (``sign * value``, lower-is-better), which selection,
+  place that turns it into arithmetic is ``Direction.orient`` (``sign * value``, lower-is-better), which selection,
   ranks, quartiles and the statistics read; records and tables keep the raw values;
 * **grid**: per contender a log-spaced learning-rate grid around its default rate (:data:`PRESETS`);
 * **selection** (:func:`select`): the rate with the best mean over seeds of the *final validation* metric;
@@ -22,9 +22,9 @@ short (:func:`mxopt_jax.compare.report.text.describe` prints them in full with t
   the compact letter display and the simultaneous rank sets, nothing the tests did not show; identical
   contenders are folded into one entry first; :func:`rank_uncertainty`: the mean rank over problems with its
   bootstrap interval over problems and P(best), the tests' decisions kept;
-* **across studies** (:func:`across_studies`): the spread of independent repetitions of the whole tuning, the
-  claims every one of them makes, and the claims about the optimizers: the exact sign-flip (signed-rank) test
-  over the studies' effects, the study as the unit;
+* **across studies**: :mod:`mxopt_jax.compare.analysis.across` reads a table over independent repetitions of
+  the whole tuning, from the selections made here: the claims about the optimizers come from the exact
+  sign-flip (signed-rank) test over the studies' effects, the study as the unit;
 * **performance profile** (:func:`profile_times`, :func:`profile_scores`): AlgoPerf's, on the steps the
   fastest trial needs to reach each problem's validation target (:attr:`Selection.fastest_time`), read from the
   *selection* runs.
@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import stats
+from .direction import Direction
+from .floats import decode, encode
 from .records import Records, canonical
 from .stats import ci_halfwidth
 
@@ -54,19 +56,18 @@ __all__ = [
     "LEVEL",
     "MIN_PROBLEMS",
     "PRESETS",
+    "ROUNDING_RTOL",
     "TAU_MAX",
     "TEST",
     "TEST_LEVEL",
-    "AcrossStudies",
     "Preset",
     "Selection",
     "TableComparison",
-    "across_studies",
     "combine",
     "compare_table",
     "fold",
     "log_grid",
-    "orient",
+    "midpoint_ranks",
     "paired_values",
     "report_family",
     "profile_scores",
@@ -86,6 +87,8 @@ LEVEL = 0.95
 TEST_LEVEL = 0.05
 #: The paired test of the tables (:data:`mxopt_jax.compare.stats.TESTS`): Wilcoxon's signed-rank test, exact.
 TEST = stats.TEST
+#: Rounding twins (:data:`mxopt_jax.compare.stats.ROUNDING_RTOL`): never separated by a table's tests.
+ROUNDING_RTOL = stats.ROUNDING_RTOL
 #: Bootstrap replicates of the mean rank (:func:`rank_uncertainty`) and the seed they are drawn from.
 BOOTSTRAP_REPLICATES = 1000
 BOOTSTRAP_SEED = 0
@@ -263,29 +266,7 @@ def combine(a: Records, b: Records) -> Records:
     )
 
 
-# --------------------------------------------------------------------------- direction, selection
-def _sign(better: str) -> float:
-    if better == "lower":
-        return 1.0
-    if better == "higher":
-        return -1.0
-    raise ValueError(f"better must be 'lower' or 'higher' (which way the metric improves), got {better!r}")
-
-
-def orient(values: Sequence[float] | np.ndarray | float, better: str = "lower") -> np.ndarray:
-    """``values`` made lower-is-better: ``sign * values`` with ``sign`` 1 where lower is better, -1 where
-    higher is (:attr:`mxopt_jax.compare.problems.base.Problem.sign`). The one place the protocol turns a metric's
-    direction into arithmetic: selection, ranks, quartiles and the tests read oriented values, the records and
-    the printed tables keep the raw ones. ``orient(orient(x, b), b) == x``.
-
-    Raises
-    ------
-    ValueError
-        ``better`` not ``"lower"`` or ``"higher"``.
-    """
-    return _sign(better) * np.asarray(values, np.float64)
-
-
+# --------------------------------------------------------------------------- selection
 def time_to_target(steps_to_target: Sequence[float] | np.ndarray) -> float:
     """Steps by which a majority of the seeds reached the target: the ``(floor(n/2) + 1)``-th smallest of the
     ``n`` seeds' steps to target (the median for an odd ``n``, the upper median for an even one), ``inf`` when
@@ -305,7 +286,8 @@ def quartiles(values: Sequence[float] | np.ndarray, better: str = "lower") -> tu
     (``numpy.quantile``'s default), an interpolation that touches an infinite value being that value. DeepOBS
     and the Crowded Valley report median and quartiles: one seed far off moves them by one order statistic.
     NaN for no values."""
-    v = orient(values, better)
+    direction = Direction(better)
+    v = direction.orient(values)
     v = np.sort(np.where(np.isfinite(v), v, np.inf).ravel())
     if len(v) == 0:
         return (math.nan, math.nan, math.nan)
@@ -320,7 +302,7 @@ def quartiles(values: Sequence[float] | np.ndarray, better: str = "lower") -> tu
             x = math.inf
         else:
             x = a + frac * (b - a)
-        out.append(float(orient(x, better)))
+        out.append(float(direction.orient(x)))
     lo_, med, hi_ = out
     return (lo_, med, hi_) if better == "lower" else (hi_, med, lo_)
 
@@ -365,7 +347,7 @@ class Selection:
       seeds: the number of reported seeds ``R``; ``steps``: training steps per run; ``level``: the interval's
         level.
       metric_name, target: the problem's (for tables).
-      better: the problem's direction, ``"lower"`` or ``"higher"`` (:func:`orient`); ``margin``: its practical
+      better: the problem's direction, ``"lower"`` or ``"higher"`` (``Direction.orient``); ``margin``: its practical
         margin in the metric's units (two contenders are shown to differ only by more than it; 0: none).
     """
 
@@ -407,9 +389,14 @@ class Selection:
     _ARRAYS = ("lrs", "scores", "val_final", "test", "best_val", "steps_to_target", "fastest_steps")
 
     @property
+    def direction(self) -> Direction:
+        """The problem's direction (:class:`~mxopt_jax.compare.direction.Direction`), from :attr:`better`."""
+        return Direction(self.better)
+
+    @property
     def sign(self) -> float:
-        """1.0 where lower is better, -1.0 where higher is (:func:`orient`)."""
-        return _sign(self.better)
+        """1.0 where lower is better, -1.0 where higher is (:attr:`direction`'s)."""
+        return self.direction.sign
 
     @property
     def finite(self) -> int:
@@ -452,13 +439,13 @@ class Selection:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if f.name in self._ARRAYS:
-                v = [_enc(x) for x in np.asarray(v, np.float64).ravel().tolist()]
+                v = [encode(float(x)) for x in np.asarray(v, np.float64).ravel().tolist()]
             elif f.name == "report_seeds":
                 v = [int(x) for x in np.asarray(v).ravel()]
             elif f.name == "config":
-                v = {k: _enc(x) for k, x in v.items()}
+                v = {k: encode(float(x)) for k, x in v.items()}
             elif isinstance(v, float):
-                v = _enc(v)
+                v = encode(float(v))
             out[f.name] = v
         return out
 
@@ -470,32 +457,19 @@ class Selection:
             if f.name not in kw:
                 continue
             if f.name in cls._ARRAYS:
-                kw[f.name] = np.array([_dec(x) for x in kw[f.name]], np.float64)
+                kw[f.name] = np.array([decode(x) for x in kw[f.name]], np.float64)
             elif f.name == "report_seeds":
                 kw[f.name] = np.asarray(kw[f.name], np.int64)
             elif f.name == "config":
-                kw[f.name] = {k: _dec(x) for k, x in kw[f.name].items()}
+                kw[f.name] = {k: decode(x) for k, x in kw[f.name].items()}
             elif f.type in ("float", float) or f.name in ("target", "level", "lr", "fastest_time", "margin"):
-                kw[f.name] = _dec(kw[f.name])
+                kw[f.name] = decode(kw[f.name])
         return cls(**kw)
-
-
-def _enc(x: float) -> float | str | None:
-    x = float(x)
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
-
-
-def _dec(x: Any) -> float:
-    return math.nan if x is None else float(x)
 
 
 def _choose(val_final: np.ndarray) -> tuple[int, np.ndarray]:
     """The chosen grid index from the ``(G, S)`` final validation metric alone (oriented: lower is better,
-    :func:`orient`), and the ``(G,)`` oriented scores.
+    ``Direction.orient``), and the ``(G,)`` oriented scores.
 
     Score = mean over seeds, ``inf`` where a seed is not finite. Lowest score wins; among equal scores, the
     lower index (on a grid sorted by rate: the smaller rate; in a random search: the earlier trial). If every
@@ -527,7 +501,7 @@ def select(
 
     The configuration is chosen from the validation split of ``records`` alone (:func:`_choose` sees only
     ``records.val``): the best mean over seeds of the final validation metric (lowest, or highest where
-    ``problem.better`` is ``"higher"``: :func:`orient`), a diverged seed counting as the worst value. The reported numbers (test metric, best validation value, steps to target) then come from
+    ``problem.better`` is ``"higher"``: ``Direction.orient``), a diverged seed counting as the worst value. The reported numbers (test metric, best validation value, steps to target) then come from
     ``confirmation``, the chosen configuration re-run on fresh seeds, when given (the study always gives it),
     else from ``records`` at the chosen configuration. With one configuration (``G = 1``: the default one, the
     one-shot mode) nothing is chosen and there is no edge flag.
@@ -543,7 +517,7 @@ def select(
     majority of the seeds got there (:func:`time_to_target`).
     """
     better = str(getattr(problem, "better", "lower"))
-    sign = _sign(better)
+    sign = Direction(better).sign
     val = np.asarray(records.val, np.float64)
     if val.ndim != 3:
         raise ValueError(f"records.val must be (G, S, E), got shape {val.shape}")
@@ -842,11 +816,11 @@ def compare_table(
     identical: Mapping[str, Sequence[str]] | None = None,
     level: float = TEST_LEVEL,
     test: str = TEST,
-    rtol: float = stats.ROUNDING_RTOL,
+    rtol: float = ROUNDING_RTOL,
 ) -> TableComparison:
     """The tests of one table and what it may claim: :func:`mxopt_jax.compare.stats.compare` on the reported
     test values of ``selections``, paired by seed (:func:`paired_values`), oriented by the problem's direction
-    (:func:`orient`) and tested with its practical margin (:attr:`Selection.margin`).
+    (``Direction.orient``) and tested with its practical margin (:attr:`Selection.margin`).
 
     Contenders that ``identical`` (``{representative: [others]}``) lists as identical to a present one are
     folded into it *before* testing (a duplicate would count twice in the family and in the others' rank sets)
@@ -869,7 +843,7 @@ def compare_table(
     margin = float(_one(sels, "margin"))
     shown, entry = fold(sels, identical)
     keep = [i for i, s in enumerate(sels) if entry[s.contender] == s.contender]
-    oriented = orient(values[keep], better)
+    oriented = Direction(better).orient(values[keep])
     comparison = stats.compare(oriented, level, test, margin, rtol)
     diverged = ~np.isfinite(oriented)
     return TableComparison(
@@ -982,13 +956,10 @@ def rank_uncertainty(
     if names is None:
         names = list(dict.fromkeys(s.contender for sels in per.values() for s in sels))
     names = tuple(names)
-    col = {n: i for i, n in enumerate(names)}
-    ranks = np.full((len(per), len(names)), np.nan)
-    for k, (prob, sels) in enumerate(per.items()):
-        table = compare_table(sels, (identical_by_problem or {}).get(prob), test_level, test)
-        for s in sels:
-            if s.contender in col:
-                ranks[k, col[s.contender]] = table.midpoint(s.contender)
+    tables = [
+        compare_table(sels, (identical_by_problem or {}).get(p), test_level, test) for p, sels in per.items()
+    ]
+    ranks = midpoint_ranks(tables, names)
     if np.isnan(ranks).all():
         raise ValueError("rank_uncertainty: none of names ran on any problem")
     return stats.bootstrap_problems(ranks, names, n_boot, seed, level)
@@ -1033,308 +1004,16 @@ def ranking_omitted(problems: int, family: str = "table", level: float = TEST_LE
     return ""
 
 
-# --------------------------------------------------------------------------- across studies
-@dataclasses.dataclass(frozen=True)
-class AcrossStudies:
-    """One table (problem and mode) over ``N`` independent studies: each study its own selection seeds,
-    confirmation seeds and search draws, so the tuning itself is repeated (:func:`across_studies`). Arrays are
-    ``(N, C)`` or ``(C, C)`` in ``names``' order.
-
-    Attributes:
-      problem, mode: the table; ``names``: the contenders present in every study; ``studies``: ``N``.
-      lr: ``(N, C)`` the chosen learning rate in each study.
-      test_mean, test_median: ``(N, C)`` each study's mean and median test value over its report seeds (raw
-        units; a diverged seed is the worst value).
-      rank_low, rank_high: ``(N, C)`` each study's simultaneous rank set; ``better``: ``(N, C, C)`` each study's
-        claims (``[s, i, j]``: in study ``s``, ``i`` shown better than ``j``).
-      shown: ``(C, C)`` the claims across studies: ``[i, j]`` when the across-studies test shows ``i`` better
-        than ``j`` (:func:`across_studies`); ``p_adjusted``: its Holm-adjusted p-values (symmetric), ``p`` the
-        raw ones; ``effects``: ``(N, C, C)`` each study's median over seeds of ``i - j`` (raw units, the
-        rounding margin applied), the effect the test reads (:attr:`effect`: their median over the studies);
-        ``margin``: the problem's practical margin.
-      replicated: ``(C, C)`` the claims made in *every* study; ``contradicted``: ``(C, C)`` ``[i, j]``: ``i``
-        shown better than ``j`` in one study and ``j`` better than ``i`` in another.
-      study_mean, study_ci: ``(C,)`` the mean over the studies of the per-study mean test value and the
-        ``LEVEL`` Student-t half-width over the ``N`` studies (NaN for one study): the spread the tuning's luck
-        and the seeds make together, in the metric's units.
-      level, test: the tests' level and the per-study test; ``direction``: the metric's (``"lower"``/``"higher"``).
-      identical: ``{representative: [others]}``: contenders identical to a representative in *every* study,
-        folded into its entry (in no array; a table labels the representative with them).
-    """
-
-    problem: str
-    mode: str
-    names: tuple[str, ...]
-    studies: int
-    lr: np.ndarray
-    test_mean: np.ndarray
-    test_median: np.ndarray
-    rank_low: np.ndarray
-    rank_high: np.ndarray
-    better: np.ndarray
-    shown: np.ndarray
-    p_adjusted: np.ndarray
-    replicated: np.ndarray
-    contradicted: np.ndarray
-    study_mean: np.ndarray
-    study_ci: np.ndarray
-    level: float
-    test: str
-    direction: str = "lower"
-    identical: dict[str, list[str]] = dataclasses.field(default_factory=dict)
-    p: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
-    effects: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0)))
-    margin: float = 0.0
-
-    @property
-    def pairs(self) -> int:
-        """Holm's family of the across-studies test: the pairs of entries, ``C (C - 1) / 2``."""
-        return len(self.names) * (len(self.names) - 1) // 2
-
-    @property
-    def min_studies(self) -> int:
-        """The fewest studies on which the across-studies test can show a difference in this table: the
-        smallest ``N`` with ``2 / 2^N <= level / pairs`` (:func:`mxopt_jax.compare.stats.min_seeds`, the study
-        as the unit): 6 for one pair, 9 for 5 entries, 14 for 22."""
-        return stats.min_seeds(max(self.pairs, 1), self.level)
-
-    @property
-    def can_claim(self) -> bool:
-        """Whether ``studies`` can support any claim at this table's size (:attr:`min_studies`)."""
-        return self.pairs > 0 and self.studies >= self.min_studies
-
-    @property
-    def effect(self) -> np.ndarray:
-        """``(C, C)`` the median over the studies of the per-study median paired differences ``[i, j]`` (``i``
-        minus ``j``, raw units; NaN on the diagonal): the across-studies claims' effect size."""
-        out = np.median(self.effects, axis=0) if self.effects.size else np.full((0, 0), np.nan)
-        np.fill_diagonal(out, np.nan)
-        return np.asarray(out)
-
-    @property
-    def lr_decades(self) -> np.ndarray:
-        """``(C,)`` how far apart the studies' chosen rates lie: ``log10(max / min)`` (0: the same rate)."""
-        return np.asarray(np.log10(self.lr.max(axis=0) / self.lr.min(axis=0)))
-
-    @property
-    def shown_rank_low(self) -> np.ndarray:
-        """``(C,)`` ``1 +`` the number of contenders the across-studies test shows better."""
-        return np.asarray(1 + self.shown.sum(axis=0))
-
-    @property
-    def shown_rank_high(self) -> np.ndarray:
-        """``(C,)`` ``C -`` the number of contenders the across-studies test shows worse."""
-        return np.asarray(len(self.names) - self.shown.sum(axis=1))
-
-    def _order(self) -> list[int]:
-        lo, hi = self.shown_rank_low, self.shown_rank_high
-        return sorted(range(len(self.names)), key=lambda k: (lo[k], hi[k], k))
-
-    def shown_letters(self) -> list[str]:
-        """The compact letter display of the across-studies claims (:func:`mxopt_jax.compare.stats.letters`)."""
-        return stats.letters(self.shown | self.shown.T, self._order())
-
-    def replicated_letters(self) -> list[str]:
-        """The compact letter display of the claims made in every study, letters named in the same order."""
-        return stats.letters(self.replicated | self.replicated.T, self._order())
-
-    def agreement(self) -> dict[str, int]:
-        """How far the studies agree on the claims (unordered pairs of contenders):
-
-        * ``pairs``: every pair of ``names``;
-        * ``claimed``: pairs shown to differ in at least one study;
-        * ``replicated``: pairs shown to differ, the same way, in every study;
-        * ``contradicted``: pairs shown to differ one way in a study and the other way in another;
-        * ``unreplicated``: pairs shown to differ in some study but not in every one, never contradicted;
-        * ``shown``: pairs the across-studies test shows to differ.
-        """
-        C = len(self.names)
-        iu = np.triu_indices(C, 1)
-        any_claim = (self.better | self.better.transpose(0, 2, 1)).any(axis=0)[iu]
-        rep = (self.replicated | self.replicated.T)[iu]
-        con = (self.contradicted | self.contradicted.T)[iu]
-        return {
-            "pairs": len(iu[0]),
-            "claimed": int(any_claim.sum()),
-            "replicated": int(rep.sum()),
-            "contradicted": int(con.sum()),
-            "unreplicated": int((any_claim & ~rep & ~con).sum()),
-            "shown": int((self.shown | self.shown.T)[iu].sum()),
-        }
-
-
-def _study_level(
-    effects: np.ndarray, level: float, test: str = TEST, margin: float = 0.0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The across-studies test of every pair: ``effects`` ``(P, N)`` the per-study effects (each study's median
-    over seeds of the pair's paired differences, oriented, the rounding margin applied seed by seed; ``+-inf``
-    when a contender diverged on most seeds of a study). The study is the unit and each study's effect a paired
-    difference whose sign is a fair coin under the null (the two contenders, tuning included, exchangeable):
-    ``test`` ``"wilcoxon"``, the exact signed-rank test over the ``N`` effects (ties and zero effects as the
-    single-study test takes them); ``"t"``, the exact sign-flip test of their mean (:func:`stats.paired_t`'s
-    p-value). Either way the smallest two-sided p-value is ``2 / 2^N``, whatever the spread: a near-zero spread
-    of the studies' effects is no certainty. ``margin``: an effect is evidence only beyond it. Holm over the
-    ``P`` pairs at ``level``. Returns the raw and the Holm-adjusted two-sided p-values, the direction (``-1``:
-    the first is better, ``1``: the second, ``0``: neither tail smaller) and the significance."""
-    P, N = effects.shape
-    p = np.ones(P)
-    direction = np.zeros(P)
-    if N >= 2 and P:
-        pl, pg = stats._pair_tails(effects, test, margin)
-        p = np.minimum(1.0, 2 * np.minimum(pl, pg))
-        direction = np.where(pl < pg, -1.0, np.where(pg < pl, 1.0, 0.0))
-    adj = stats._holm(p) if P else p
-    return p, adj, direction, (adj <= level) & (direction != 0)
-
-
-def across_studies(
-    studies: Sequence[Sequence[Selection]],
-    identical: Sequence[Mapping[str, Sequence[str]] | None] | None = None,
-    level: float = TEST_LEVEL,
-    test: str = TEST,
-    rtol: float = stats.ROUNDING_RTOL,
-) -> AcrossStudies:
-    """One table (problem and mode) read over ``N`` independent studies of it: the spread of the tuning's luck,
-    and the claims that hold across the studies.
-
-    ``studies[s]`` is study ``s``'s selections of the table (the same problem and mode in every study; each
-    study its own selection seeds, confirmation seeds and search draws); ``identical[s]`` its identity map
-    (``{representative: [others]}``, as :func:`compare_table`). Each study is tested on its own by
-    :func:`compare_table` (Holm over that study's table at ``level``). Then:
-
-    * **spread** (what the tuning's luck does): per contender the chosen rate, the mean and the median test
-      value in each study, and the mean over studies with its Student-t interval over the ``N`` studies;
-    * **claims across studies** (``shown``): a study's tests hold its *chosen configurations* fixed, so they
-      say nothing of the tuning's luck: two contenders identical in distribution whose chosen configurations
-      differ by half a paired standard deviation are separated in 37 % of single studies (2 contenders, 10
-      seeds). The across-studies test takes the study as the unit: per pair and per study the *effect*, the
-      median over seeds of the paired (oriented) differences with the rounding margin applied seed by seed (a
-      difference within ``rtol`` x the value is a zero); under the null (the two contenders, their tuning
-      included, exchangeable) each study's effect is as likely positive as negative, so the exact test over the
-      ``N`` effects is the sign-flip one: the exact signed-rank test of the effects (``test = "wilcoxon"``; ties
-      and zero effects as the single-study test takes them) or the sign-flip test of their mean (``"t"``), the
-      problem's margin as in a study, Holm over the table's ``C (C - 1) / 2`` pairs at ``level``. Its smallest
-      p-value is ``2 / 2^N`` whatever the spread of the effects, so a near-zero spread (a discrete metric, equal
-      medians, rounding twins) is never certainty; the price is that ``N`` studies can support a claim only when
-      ``2 / 2^N <= level / pairs`` (:attr:`AcrossStudies.min_studies`: 6 studies for one pair, 8 for 4 entries,
-      9 for 5, 14 for 22; :attr:`AcrossStudies.can_claim`). Measured (``tests/app/test_error_rates.py``): under
-      the null with the tuning's luck, on a discrete metric with rounding twins, no claim at 2, 3 and 5 studies
-      and 1.7 % of tables at 8 (the former Student t over the per-study medians: 21 %, 78 %, 100 %, 100 %); a
-      1.2-standard-deviation difference is found in 87 % of 4-entry tables at 8 studies, 99 % at 10;
-    * **agreement** (descriptive, :meth:`AcrossStudies.agreement`): ``replicated[i, j]`` when ``i`` was shown
-      better than ``j`` in *every* study, ``contradicted[i, j]`` when one study shows ``i`` better and another
-      ``j``. Requiring every study to agree is not a test: with the tuning's luck at half a paired standard
-      deviation, 7 % of null pairs (2 contenders, 2 studies) are still claimed in both (20 % at one standard
-      deviation); without tuning luck, 0.07 %.
-
-    Contenders missing from a study are left out (``names`` holds those present in all); contenders that every
-    study's ``identical`` map lists as identical to the same representative are folded into it (``identical``).
-
-    Raises
-    ------
-    ValueError
-        no study; a study with no selection; studies of different tables; no contender common to every study;
-        ``identical`` of another length than ``studies``; as :func:`compare_table`.
-    """
-    per = [list(s) for s in studies]
-    if not per:
-        raise ValueError("across_studies needs at least one study")
-    if any(not s for s in per):
-        raise ValueError("across_studies: a study has no selection for this table")
-    tables = sorted({(s.problem, s.mode) for sels in per for s in sels})
-    if len(tables) > 1:
-        raise ValueError(
-            f"across_studies reads one table (one problem, one mode) in every study, got {tables}"
-        )
-    idents = list(identical) if identical is not None else [None] * len(per)
-    if len(idents) != len(per):
-        raise ValueError(f"identical must hold one map per study ({len(per)}), got {len(idents)}")
-    common = [
-        n
-        for n in dict.fromkeys(s.contender for s in per[0])
-        if all(any(x.contender == n for x in sels) for sels in per)
-    ]
-    if not common:
-        raise ValueError("across_studies: no contender ran in every study")
-    # contenders identical in every study are one entry (a duplicate would count twice in the family)
-    everywhere: dict[str, list[str]] = {}
-    for rep in common:
-        others = [o for o in common if o != rep and all(o in (ident or {}).get(rep, ()) for ident in idents)]
-        if others and not any(rep in v for v in everywhere.values()):
-            everywhere[rep] = others
-    folded = {o for v in everywhere.values() for o in v}
-    common = [n for n in common if n not in folded]
-    N, C = len(per), len(common)
-    lr, mean, median = np.zeros((N, C)), np.zeros((N, C)), np.zeros((N, C))
-    low, high = np.zeros((N, C), np.int64), np.zeros((N, C), np.int64)
-    better = np.zeros((N, C, C), bool)
-    direction = str(_one([s for sels in per for s in sels], "better"))
-    i, j = np.triu_indices(C, 1)
-    medians = np.zeros((len(i), N))
-    for k, (sels, ident) in enumerate(zip(per, idents, strict=True)):
-        table = compare_table(sels, ident, level, test, rtol)
-        by = {s.contender: s for s in sels}
-        values, _ = paired_values([by[n] for n in common])
-        d, _ = stats._rounded(orient(values[i], direction), orient(values[j], direction), rtol)
-        medians[:, k] = [_median_inf(row) for row in d]
-        for a, n in enumerate(common):
-            s = by[n]
-            lr[k, a] = s.lr
-            mean[k, a] = s.test_mean
-            median[k, a] = s.test_quartiles[1]
-            low[k, a], high[k, a] = table.rank(n), table.rank_high(n)
-            for b, m in enumerate(common):
-                better[k, a, b] = a != b and table.shown_better(n, m)
-    margin = float(_one([s for sels in per for s in sels], "margin"))
-    raw, adj, sign, significant = _study_level(medians, level, test, margin)
-    shown = np.zeros((C, C), bool)
-    shown[i, j] = significant & (sign < 0)
-    shown[j, i] = significant & (sign > 0)
-    p_adjusted, p_raw = np.full((C, C), np.nan), np.full((C, C), np.nan)
-    p_adjusted[i, j] = p_adjusted[j, i] = adj
-    p_raw[i, j] = p_raw[j, i] = raw
-    effects = np.zeros((N, C, C))  # raw units: [s, a, b] = study s's median of (a - b) over its seeds
-    sgn = _sign(direction)
-    effects[:, i, j] = sgn * medians.T
-    effects[:, j, i] = -sgn * medians.T
-    replicated = np.asarray(better.all(axis=0))
-    contradicted = np.asarray(better.any(axis=0) & better.transpose(0, 2, 1).any(axis=0))
-    study_ci = np.array([ci_halfwidth(mean[:, a], LEVEL) for a in range(C)])
-    return AcrossStudies(
-        problem=tables[0][0],
-        mode=tables[0][1],
-        names=tuple(common),
-        studies=N,
-        lr=lr,
-        test_mean=mean,
-        test_median=median,
-        rank_low=low,
-        rank_high=high,
-        better=better,
-        shown=shown,
-        p_adjusted=p_adjusted,
-        p=p_raw,
-        effects=effects,
-        margin=margin,
-        replicated=replicated,
-        contradicted=contradicted,
-        study_mean=mean.mean(axis=0),
-        identical=everywhere,
-        study_ci=study_ci,
-        level=level,
-        test=test,
-        direction=direction,
-    )
-
-
-def _median_inf(row: np.ndarray) -> float:
-    """The median of ``row`` (``numpy.median``'s mean of the two middle values for an even count), an average
-    that touches an infinite value being that value (``inf + -inf``: 0, a tie)."""
-    v = np.sort(row)
-    a, b = v[(len(v) - 1) // 2], v[len(v) // 2]
-    if np.isinf(a) or np.isinf(b):
-        return 0.0 if np.isinf(a) and np.isinf(b) and a != b else float(a if np.isinf(a) else b)
-    return float(0.5 * (a + b))
+def midpoint_ranks(tables: Sequence[TableComparison], names: Sequence[str]) -> np.ndarray:
+    """``(P, C)``: ``names[c]``'s rank on table ``p``, the middle of its rank set
+    (:meth:`TableComparison.midpoint`; a folded contender its representative's), NaN where it is not in the
+    table: what the mean rank over problems averages and the bootstrap over problems resamples."""
+    ranks = np.full((len(tables), len(names)), np.nan)
+    for k, table in enumerate(tables):
+        for c, n in enumerate(names):
+            if n in table.entry:
+                ranks[k, c] = table.midpoint(n)
+    return ranks
 
 
 # --------------------------------------------------------------------------- time to target, profiles

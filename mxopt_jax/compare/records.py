@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from .floats import decode, encode
+
 __all__ = ["ROLES", "Records", "canonical"]
 
 #: The roles of records, in the order a study makes them.
@@ -159,7 +161,7 @@ class Records:
             arr = np.asarray(out[key], dtype=np.float64)
             if key in self._INF:
                 arr = np.where(np.isinf(arr), -1.0, arr)
-            out[key] = _nan_to_none(arr.tolist())
+            out[key] = encode(arr.tolist())
         out["seeds"] = [int(s) for s in np.asarray(self.seeds).ravel()]
         out["eval_steps"] = [int(s) for s in np.asarray(self.eval_steps).ravel()]
         out["hparams"] = {k: np.asarray(v, np.float64).tolist() for k, v in self.hparams.items()}
@@ -168,7 +170,7 @@ class Records:
         if self.trace is None:
             del out["trace"]
         else:
-            out["trace"] = _nan_to_none(np.asarray(self.trace, np.float64).tolist())
+            out["trace"] = encode(np.asarray(self.trace, np.float64).tolist())
         return out
 
     @classmethod
@@ -177,7 +179,7 @@ class Records:
         for key in cls._ARRAYS:
             if kw.get(key) is None:
                 continue
-            arr = np.array(_none_to_nan(kw[key]), dtype=np.float64)
+            arr = np.array(decode(kw[key]), dtype=np.float64)
             if key in cls._INF:
                 arr = np.where(arr < 0, np.inf, arr)
             kw[key] = arr
@@ -188,19 +190,5 @@ class Records:
         for key in ("compile_s", "run_s"):
             kw[key] = math.nan if kw.get(key) is None else float(kw[key])
         if kw.get("trace") is not None:
-            kw["trace"] = np.array(_none_to_nan(kw["trace"]), dtype=np.float64)
+            kw["trace"] = np.array(decode(kw["trace"]), dtype=np.float64)
         return cls(**kw)
-
-
-def _nan_to_none(x: Any) -> Any:
-    if isinstance(x, list):
-        return [_nan_to_none(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    return x
-
-
-def _none_to_nan(x: Any) -> Any:
-    if isinstance(x, list):
-        return [_none_to_nan(v) for v in x]
-    return math.nan if x is None else float(x) if isinstance(x, str) else x

@@ -15,6 +15,7 @@ decided per table, from the records that table shows.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 
 from . import protocol
 from . import search as _search
+from .analysis import StudyAnalysis, analyse_study
 from .contenders import Contender
 from .plan import Plan
 from .problems.base import Problem
@@ -244,6 +246,15 @@ class StudyResult:
     @property
     def schedule(self) -> str:
         return self.plan.schedule
+
+    # ------------------------------------------------------------------ the analysis
+    @functools.cached_property
+    def analysis(self) -> StudyAnalysis:
+        """The study's analysis (:class:`~mxopt_jax.compare.analysis.StudyAnalysis`: every table's tests and
+        claims, the overall rankings, the tables across the plan's independent studies), computed from the
+        selections on first use and kept: every renderer reads it, none re-tests. A reloaded result
+        (:meth:`from_json`) makes it again from its records."""
+        return analyse_study(self)
 
     # ------------------------------------------------------------------ queries
     def __repr__(self) -> str:

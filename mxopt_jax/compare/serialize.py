@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .contenders import Contender
+from .floats import encode
 from .problems.base import Problem
 from .protocol import Preset, Selection
 from .records import Records
@@ -77,11 +78,7 @@ def jsonable(x: Any) -> Any:
         return [jsonable(v) for v in x]
     if isinstance(x, np.generic):
         return jsonable(x.item())
-    if isinstance(x, float):
-        if math.isnan(x):
-            return None
-        return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
-    return x
+    return encode(x)
 
 
 def dumps(doc: Any, indent: int | None = 1) -> str:

@@ -49,12 +49,14 @@ __all__ = [
     "ci_halfwidth",
     "compare",
     "compare_divergence",
+    "differences",
     "effect",
     "holm",
     "holm_family",
     "letters",
     "min_seeds",
     "paired_t",
+    "paired_t_rows",
     "performance_profile",
     "performance_ratios",
     "profile_score",
@@ -258,18 +260,28 @@ class PairedTest(NamedTuple):
     p: float
 
 
-def _paired(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Paired t-test along the last axis of the differences ``d`` (``n >= 2`` seeds): mean, t and the
-    two-sided p-value, with the zero-variance rule of :func:`paired_t`."""
+def _t_statistic(d: np.ndarray) -> np.ndarray:
+    """Student's paired t of every row of the finite differences ``d`` (``+-inf`` for zero variance, 0 for a
+    row of zeros)."""
     n = d.shape[-1]
-    mean = d.mean(axis=-1)
-    sd = d.std(axis=-1, ddof=1)
-    zero = sd == 0
+    mean, sd = d.mean(axis=-1), d.std(axis=-1, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = mean / (sd / math.sqrt(n))
-    t = np.where(zero, np.where(mean == 0, 0.0, np.copysign(np.inf, mean)), t)
-    p = _t_sf_array(t, n - 1)
-    p = np.where(zero, np.where(mean == 0, 1.0, 0.0), p)
+    return np.where(sd == 0, np.where(mean == 0, 0.0, np.copysign(np.inf, mean)), t)
+
+
+def paired_t_rows(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Student's paired t statistic of every row of the differences ``d`` (``(..., n)``, ``n >= 2`` finite values
+    along the last axis) with its sign-flip p-value: ``(mean, t, p)``, each of ``d``'s shape less its last axis,
+    ``p`` two-sided from :func:`_sign_flip_tails` (:func:`paired_t`, which tests one pair of vectors through
+    it): zero variance gives ``t = +-inf`` (or 0 for identical rows) and ``p = 2 / 2^n`` (or 1), never 0. No
+    checks: the callers hold finite differences."""
+    d = np.asarray(d, np.float64)
+    n = d.shape[-1]
+    mean, t = d.mean(axis=-1), _t_statistic(d)
+    flat = d.reshape(-1, n)
+    pl, pg = _sign_flip_tails(flat)
+    p = np.minimum(1.0, 2 * np.minimum(pl, pg)).reshape(d.shape[:-1])
     return mean, t, p
 
 
@@ -368,10 +380,8 @@ def paired_t(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -
     va, vb = _vector(a, "a"), _vector(b, "b")
     if va.shape != vb.shape:
         raise ValueError(f"a and b must have the same length (paired by seed), got {len(va)} and {len(vb)}")
-    d = (va - vb)[None, :]
-    mean, t, _ = _paired(d)
-    pl, pg = _sign_flip_tails(d)
-    return PairedTest(float(mean[0]), float(t[0]), len(va) - 1, float(min(1.0, 2 * min(pl[0], pg[0]))))
+    mean, t, p = paired_t_rows((va - vb)[None, :])
+    return PairedTest(float(mean[0]), float(t[0]), len(va) - 1, float(p[0]))
 
 
 # --------------------------------------------------------------------------- Holm
@@ -501,8 +511,10 @@ def _signed_rank_tails(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return w2, p_less, p_greater
 
 
-def _differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a - b`` seed by seed, a seed where both are ``+inf`` (both diverged) counting as 0."""
+def differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b`` seed by seed (any shapes that broadcast), a seed where both are the same infinity (both
+    diverged) counting as 0: what every paired test here reads."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     both = np.isinf(a) & np.isinf(b) & (np.sign(a) == np.sign(b))
     with np.errstate(invalid="ignore"):
         return np.where(both, 0.0, a - b)
@@ -539,7 +551,7 @@ def wilcoxon(
     """
     va, vb = _paired_vectors(a, b)
     margin = _check_margin(margin)
-    d = _differences(va, vb)[None, :]
+    d = differences(va, vb)[None, :]
     w2, pl, pg = _signed_rank_tails(d)
     if margin:
         pl = _signed_rank_tails(d + margin)[1]
@@ -662,15 +674,25 @@ def _pair_tails(d: np.ndarray, test: str, margin: float) -> tuple[np.ndarray, np
 
 
 def _rounded(vi: np.ndarray, vj: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
-    """The paired differences ``vi - vj`` (lower is better, ``+inf`` diverged; :func:`_differences`) with the
+    """The paired differences ``vi - vj`` (lower is better, ``+inf`` diverged; :func:`differences`) with the
     rounding margin applied seed by seed: a difference within ``rtol * max(|vi|, |vj|)`` is no difference (a
     zero, which the tests rank but never sign). And ``twins``: every seed's difference within it (the pair is
     rounding twins, never separated). Both over the last axis (seeds)."""
-    d = _differences(vi, vj)
+    d = differences(vi, vj)
     finite = np.isfinite(vi) & np.isfinite(vj)
     tol = np.where(finite, rtol * np.maximum(np.abs(vi), np.abs(vj)), 0.0)
     within = np.abs(d) <= tol
     return np.where(within, 0.0, d), within.all(axis=-1)
+
+
+def _w_plus(d: np.ndarray) -> np.ndarray:
+    """Wilcoxon's ``W+`` of every row of ``d`` (``(..., n)``): the sum of the midranks of ``|d|`` (Pratt's
+    ranking, :func:`wilcoxon`) over the positive differences."""
+    a = np.abs(d)
+    less = (a[..., None, :] < a[..., :, None]).sum(axis=-1)
+    eq = (a[..., None, :] == a[..., :, None]).sum(axis=-1)
+    w = np.where(a > 0, 2 * less + eq + 1, 0)
+    return np.asarray(np.where(d > 0, w, 0).sum(axis=-1) / 2.0, np.float64)
 
 
 class _PairTests(NamedTuple):
@@ -680,6 +702,8 @@ class _PairTests(NamedTuple):
     lower: np.ndarray  # the first of the pair is the better one (its one-sided p-value is the smaller)
     higher: np.ndarray  # the second is
     twins: np.ndarray  # rounding twins (p = 1)
+    stat: np.ndarray  # the statistic of first - second (W+, or Student's t); NaN where not tested
+    stat_reversed: np.ndarray  # of second - first
 
 
 def _pair_tests(
@@ -701,7 +725,21 @@ def _pair_tests(
     p = np.minimum(1.0, 2 * np.minimum(p_less, p_greater))
     p = np.where(twins, 1.0, p)
     p = np.where(tested, p, np.nan)
-    return _PairTests(p, p_less < p_greater, p_greater < p_less, twins & tested)
+    stat = _w_plus(d)  # (B, P); W+ of the reversed pair is the rank total minus it
+    stat_ji = _w_plus(np.abs(d)) - stat  # the ranks of the nonzero differences, less W+
+    if test == "t" and P:
+        use_t = np.isfinite(d).all(axis=-1)
+        if use_t.any():
+            t = _t_statistic(d[use_t])
+            stat[use_t], stat_ji[use_t] = t, -t
+    return _PairTests(
+        p,
+        p_less < p_greater,
+        p_greater < p_less,
+        twins & tested,
+        np.where(tested, stat, np.nan),
+        np.where(tested, stat_ji, np.nan),
+    )
 
 
 def _decide(
@@ -711,16 +749,31 @@ def _decide(
     test: str,
     margin: float | np.ndarray,
     rtol: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The tests of a batch of tables ``values`` ``(B, C, S)`` (lower is better; non-finite: diverged, ``+inf``)
     whose rows ``present`` ``(B, C)`` take part: ``better`` ``(B, C, C)`` (``[b, i, j]``: ``i`` shown better than
     ``j``), the Holm-adjusted p-values ``(B, C, C)`` (symmetric; NaN where not tested) and ``equal`` ``(B, C, C)``
-    (rounding twins). ``margin``: a number, or one per table ``(B,)``. Holm's family: each table's pairs."""
+    (rounding twins), then the raw two-sided p-values ``(B, C, C)`` (symmetric; NaN where not tested) and each
+    pair's statistic ``(B, C, C)`` (``[b, i, j]`` of ``values[i] - values[j]``: ``W+`` for the signed-rank
+    test, Student's t for a pair the t statistic compared). ``margin``: a number, or one per table ``(B,)``.
+    Holm's family: each table's pairs."""
     B, C, _ = values.shape
+    raw = np.full((B, C, C), np.nan)
+    statistic = np.full((B, C, C), np.nan)
     if C < 2:
-        return np.zeros((B, C, C), bool), np.full((B, C, C), np.nan), np.zeros((B, C, C), bool)
+        return (
+            np.zeros((B, C, C), bool),
+            np.full((B, C, C), np.nan),
+            np.zeros((B, C, C), bool),
+            raw,
+            statistic,
+        )
     pt = _pair_tests(values, present, test, margin, rtol)
-    return _square(pt, _holm(pt.p), level, C)
+    better, adjusted, equal = _square(pt, _holm(pt.p), level, C)
+    i, j = np.triu_indices(C, 1)
+    raw[:, i, j] = raw[:, j, i] = pt.p
+    statistic[:, i, j], statistic[:, j, i] = pt.stat, pt.stat_reversed
+    return better, adjusted, equal, raw, statistic
 
 
 def _square(
@@ -858,7 +911,11 @@ class Comparison(NamedTuple):
     test, level, margin, rtol
         What was run (:func:`compare`).
     p : numpy.ndarray
-        ``(C, C)`` the raw two-sided p-values, symmetric (NaN on the diagonal).
+        ``(C, C)`` the raw two-sided p-values before Holm's correction, symmetric (NaN on the diagonal; 1 for
+        rounding twins).
+    statistic : numpy.ndarray
+        ``(C, C)`` ``[i, j]``: the test's statistic of row ``i`` minus row ``j`` (``W+``, :func:`wilcoxon`;
+        Student's t for a pair the t statistic compared, :func:`paired_t`); NaN on the diagonal.
     direction : numpy.ndarray
         ``(C, C)`` int: ``[i, j] = 1`` when ``i``'s one-sided tail (``i`` lower) is the smaller, ``-1`` when
         ``j``'s is, 0 when neither (antisymmetric): the way a rejected test points.
@@ -882,6 +939,7 @@ class Comparison(NamedTuple):
     margin: float
     rtol: float
     p: np.ndarray = np.zeros((0, 0))
+    statistic: np.ndarray = np.zeros((0, 0))
     direction: np.ndarray = np.zeros((0, 0), np.int64)
     median: np.ndarray = np.zeros(0)
     family: int = 0
@@ -952,11 +1010,16 @@ def compare(
     direction[j, i] = -direction[i, j]
     equal = np.zeros((C, C), bool)
     equal[i, j] = equal[j, i] = pt.twins[0]
-    return _decided(raw, direction, equal, _median_key(v), _holm(pt.p[0]), len(i), test, level, margin, rtol)
+    statistic = np.full((C, C), np.nan)
+    statistic[i, j], statistic[j, i] = pt.stat[0], pt.stat_reversed[0]
+    return _decided(
+        raw, statistic, direction, equal, _median_key(v), _holm(pt.p[0]), len(i), test, level, margin, rtol
+    )
 
 
 def _decided(
     p: np.ndarray,
+    statistic: np.ndarray,
     direction: np.ndarray,
     equal: np.ndarray,
     median: np.ndarray,
@@ -991,6 +1054,7 @@ def _decided(
         margin=margin,
         rtol=rtol,
         p=p,
+        statistic=statistic,
         direction=direction,
         median=median,
         family=family,
@@ -1026,7 +1090,9 @@ def holm_family(comparisons: Sequence[Comparison], level: float | None = None) -
     for c, r in zip(tables, raws, strict=True):
         a = adj[start : start + len(r)]
         start += len(r)
-        out.append(_decided(c.p, c.direction, c.equal, c.median, a, m, c.test, lvl, c.margin, c.rtol))
+        out.append(
+            _decided(c.p, c.statistic, c.direction, c.equal, c.median, a, m, c.test, lvl, c.margin, c.rtol)
+        )
     return out
 
 
@@ -1446,7 +1512,7 @@ def bootstrap_mean_ranks(
             raise ValueError(f"per_problem[{prob!r}] must have {C} rows (one per name), got {v.shape[0]}")
         m = _check_margin(margin.get(prob, 0.0) if isinstance(margin, Mapping) else margin)
         present = ~np.isnan(v).all(axis=1)
-        better, _, _ = _decide(v[None], present[None], test_level, test, m, rtol)
+        better = _decide(v[None], present[None], test_level, test, m, rtol)[0]
         low, high = _rank_sets(better, present[None])
         rows.append(0.5 * (low[0] + high[0]))
     return bootstrap_problems(np.stack(rows), names, n_boot, seed, level)

@@ -99,9 +99,7 @@ class Study(StudyResult):
         :func:`~mxopt_jax.compare.report.export.summary_frame`. Needs pandas (the app's ``study`` extra)."""
         return Frames(
             _report.export.runs_frame([r for s in self.studies() for r in s.all_records()]),
-            _report.export.summary_frame(
-                self.selections() + self.selections("one-shot"), self.identical_by_problem()
-            ),
+            _report.export.summary_frame(self.analysis.all_tables()),
         )
 
     def _repr_html_(self) -> str:
@@ -511,7 +509,7 @@ def _finish(
         targets = (
             group
             if plan.check_batching == "all"
-            else [min(group, key=lambda c: float(np.min(protocol.orient(chosen[c.name].scores, p.better))))]
+            else [min(group, key=lambda c: float(np.min(p.direction.orient(chosen[c.name].scores))))]
         )
         for c in targets:
             i, sel = group.index(c), chosen[c.name]

@@ -16,6 +16,7 @@ from tiny_problems import bn_problem, mlp_problem
 import mxopt_jax
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare import engine, preflight
+from mxopt_jax.compare.direction import HIGHER
 
 
 @pytest.fixture(scope="module")
@@ -154,10 +155,10 @@ def test_init_state_must_be_callable(tiny_bn):
 def test_steps_to_target_honours_the_direction():
     val = np.array([[30.0, 60.0, 80.0], [np.nan, 90.0, 90.0], [10.0, 20.0, 40.0]])
     steps = np.array([5, 10, 15])
-    np.testing.assert_array_equal(engine.steps_to_target(val, steps, 50.0, sign=-1.0), [10.0, 10.0, np.inf])
+    np.testing.assert_array_equal(engine.steps_to_target(val, steps, 50.0, HIGHER), [10.0, 10.0, np.inf])
     np.testing.assert_array_equal(engine.steps_to_target(val, steps, 50.0), [5.0, np.inf, 5.0])
-    with pytest.raises(ValueError, match="`sign` must be 1.0"):
-        engine.steps_to_target(val, steps, 50.0, sign=0.5)
+    with pytest.raises(TypeError, match="`direction` must be a Direction"):
+        engine.steps_to_target(val, steps, 50.0, -1.0)
 
 
 def test_records_count_steps_to_a_higher_is_better_target(bn_group):
@@ -171,7 +172,7 @@ def test_records_count_steps_to_a_higher_is_better_target(bn_group):
     rec = higher.run(0, {"learning_rate": [0.03]}, [0, 1])
     np.testing.assert_array_equal(rec.val, lower.val)
     np.testing.assert_array_equal(
-        rec.steps_to_target, engine.steps_to_target(rec.val, rec.eval_steps, target, -1.0)
+        rec.steps_to_target, engine.steps_to_target(rec.val, rec.eval_steps, target, HIGHER)
     )
     assert not np.array_equal(rec.steps_to_target, engine.steps_to_target(rec.val, rec.eval_steps, target))
 

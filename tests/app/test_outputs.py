@@ -15,8 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mxopt_jax.compare import analysis as A
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare.analysis import analyse
 from mxopt_jax.compare.plan import Plan
 from mxopt_jax.compare.problems.base import Problem
 from mxopt_jax.compare.progress import StudyProgress
@@ -356,9 +358,12 @@ def test_curves_show_the_reported_runs_and_the_training_loss(synthetic):
 
 def test_no_profile_for_one_problem(synthetic):
     one = [s for s in synthetic.selections() if s.problem == "digits"]
+    profile = analyse(one).rankings["tuned"].profile
     with pytest.raises(ValueError, match="two problems or more"):
-        plots.plot_profile(one)
-    figs = plots.draw_all(synthetic.problems[:1], synthetic.all_records(), one, synthetic.families)
+        plots.plot_profile(profile)
+    figs = plots.draw_all(
+        synthetic.problems[:1], synthetic.all_records(), one, profile, families=synthetic.families
+    )
     assert list(figs) == ["sensitivity.png", "curves.png"]
 
 
@@ -382,7 +387,7 @@ def test_progress_lines_in_a_log_and_a_bar_on_request(tmp_path):
 
 
 def test_summary_rows_are_the_summary_csv(synthetic, written):
-    rows = export.summary_rows(synthetic.selections() + synthetic.selections("one-shot"))
+    rows = export.summary_rows(synthetic.analysis.all_tables())
     with (written / "summary.csv").open(newline="") as f:
         assert rows == list(csv.DictReader(f))
     assert math.isfinite(float(rows[0]["test_mean"]))
@@ -414,9 +419,9 @@ def test_independent_studies_are_reported_across_and_reload(tmp_path):
 def test_contenders_identical_in_every_study_are_one_entry_across_them():
     two = synthetic_study(studies=2)
     tables = [list(s.tuned["digits"].values()) for s in two.studies()]
-    both = P.across_studies(tables, [{"adam": ["optax.adam"]}, {"adam": ["optax.adam"]}])
+    both = A.across_studies(tables, [{"adam": ["optax.adam"]}, {"adam": ["optax.adam"]}])
     assert "optax.adam" not in both.names and both.identical == {"adam": ["optax.adam"]}
-    one = P.across_studies(tables, [{"adam": ["optax.adam"]}, {}])  # identical in one study only: two entries
+    one = A.across_studies(tables, [{"adam": ["optax.adam"]}, {}])  # identical in one study only: two entries
     assert "optax.adam" in one.names and one.identical == {}
     from mxopt_jax.compare.report import tables as T
 

@@ -12,8 +12,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from mxopt_jax.compare import analysis as A
 from mxopt_jax.compare import protocol as P
 from mxopt_jax.compare import stats
+from mxopt_jax.compare.direction import Direction
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report.text import describe
 
@@ -430,12 +432,16 @@ def test_describe_states_the_rules():
 HIGHER = SimpleNamespace(**{**vars(PROBLEM), "metric_name": "accuracy %", "target": 90.0, "better": "higher"})
 
 
-def test_orient_is_the_one_place_direction_becomes_arithmetic():
-    np.testing.assert_array_equal(P.orient([1.0, -2.0]), [1.0, -2.0])
-    np.testing.assert_array_equal(P.orient([1.0, -2.0], "higher"), [-1.0, 2.0])
-    np.testing.assert_array_equal(P.orient(P.orient([3.0, math.inf], "higher"), "higher"), [3.0, math.inf])
+def test_direction_is_the_one_place_direction_becomes_arithmetic():
+    low, high = Direction("lower"), Direction("higher")
+    np.testing.assert_array_equal(low.orient([1.0, -2.0]), [1.0, -2.0])
+    np.testing.assert_array_equal(high.orient([1.0, -2.0]), [-1.0, 2.0])
+    np.testing.assert_array_equal(high.orient(high.orient([3.0, math.inf])), [3.0, math.inf])
+    assert (low.symbol, high.symbol, low.worst, high.worst) == ("<=", ">=", math.inf, -math.inf)
+    np.testing.assert_array_equal(high.meets([89.0, 90.0, np.nan], 90.0), [False, True, False])
+    np.testing.assert_array_equal(low.meets([89.0, 90.0, np.inf], 90.0), [True, True, False])
     with pytest.raises(ValueError, match="better must be 'lower' or 'higher'"):
-        P.orient([1.0], "up")
+        Direction("up")
 
 
 def test_selection_honours_higher_is_better():
@@ -490,10 +496,11 @@ def test_margin_is_read_from_the_problem_and_printed():
 
 def test_steps_to_target_honour_higher_is_better():
     from mxopt_jax.compare import engine
+    from mxopt_jax.compare.direction import HIGHER
 
     val = np.array([[50.0, 80.0, 95.0, 97.0], [np.nan, 99.0, 90.0, 91.0]])
     steps = np.array([10, 20, 30, 40])
-    np.testing.assert_array_equal(engine.steps_to_target(val, steps, 90.0, sign=-1.0), [30, 20])  # >= 90
+    np.testing.assert_array_equal(engine.steps_to_target(val, steps, 90.0, HIGHER), [30, 20])  # >= 90
     np.testing.assert_array_equal(engine.steps_to_target(val, steps, 60.0), [10, np.inf])  # <= 60
 
 
@@ -571,7 +578,7 @@ def _studies(offsets, luck=0.0, n_studies=2, seeds=10, seed=0):
 
 def test_across_studies_spread_and_claims():
     studies = _studies([0.0, 0.5, 0.5, 2.0], n_studies=8)
-    a = P.across_studies(studies)
+    a = A.across_studies(studies)
     assert a.names == ("c0", "c1", "c2", "c3") and a.studies == 8 and a.lr.shape == (8, 4)
     np.testing.assert_allclose(a.test_mean[0], [s.test_mean for s in studies[0]])
     np.testing.assert_allclose(a.study_mean, a.test_mean.mean(axis=0))
@@ -584,7 +591,7 @@ def test_across_studies_spread_and_claims():
     assert a.can_claim and a.min_studies == 8 and a.pairs == 6
     assert a.effect[0, 3] == pytest.approx(-2.0, abs=0.1) and a.effect[3, 0] == -a.effect[0, 3]
     assert a.p[0, 3] == 2 / 2**8 and a.p_adjusted[0, 3] == pytest.approx(6 * 2 / 2**8)
-    three = P.across_studies(studies[:3])  # 3 studies: 2 / 2^3 > 5 % / 6, no claim possible, and it says so
+    three = A.across_studies(studies[:3])  # 3 studies: 2 / 2^3 > 5 % / 6, no claim possible, and it says so
     assert not three.can_claim and not three.shown.any() and three.replicated[0, 3]
     assert list(a.shown_rank_low) == [1, 2, 2, 4] and list(a.shown_rank_high) == [1, 3, 3, 4]
     assert a.shown_letters() == ["a", "b", "b", "c"] and np.isnan(a.p_adjusted[0, 0])
@@ -593,7 +600,7 @@ def test_across_studies_spread_and_claims():
     }  # fmt: skip
     # a study where c0 is worse than c1 and c2 (study 0: better than both): contradictions
     swapped = _studies([0.0, 0.5, 0.0, 2.0], n_studies=1, seed=5)[0]
-    b = P.across_studies([studies[0], [dataclasses.replace(s, contender=n) for s, n in
+    b = A.across_studies([studies[0], [dataclasses.replace(s, contender=n) for s, n in
                                         zip(swapped, ["c1", "c0", "c2", "c3"], strict=True)]])  # fmt: skip
     agree = b.agreement()
     assert agree["contradicted"] >= 1 and agree["claimed"] >= agree["replicated"] + agree["contradicted"]
@@ -610,16 +617,16 @@ def tables_format_across(a):
 def test_across_studies_bad_input():
     studies = _studies([0.0, 1.0])
     with pytest.raises(ValueError, match="at least one study"):
-        P.across_studies([])
+        A.across_studies([])
     with pytest.raises(ValueError, match="has no selection"):
-        P.across_studies([studies[0], []])
+        A.across_studies([studies[0], []])
     with pytest.raises(ValueError, match="one table"):
-        P.across_studies([studies[0], [dataclasses.replace(s, problem="q") for s in studies[1]]])
+        A.across_studies([studies[0], [dataclasses.replace(s, problem="q") for s in studies[1]]])
     with pytest.raises(ValueError, match="one map per study"):
-        P.across_studies(studies, identical=[None])
+        A.across_studies(studies, identical=[None])
     with pytest.raises(ValueError, match="no contender ran in every study"):
-        P.across_studies([studies[0][:1], studies[1][1:]])
-    one = P.across_studies(studies[:1])
+        A.across_studies([studies[0][:1], studies[1][1:]])
+    one = A.across_studies(studies[:1])
     assert one.studies == 1 and math.isnan(one.study_ci[0])
 
 

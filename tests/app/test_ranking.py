@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from mxopt_jax.compare import protocol as P
 from mxopt_jax.compare import stats
+from mxopt_jax.compare.analysis import analyse, analyse_table
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import export, tables
 
@@ -98,17 +99,23 @@ def _rows(text: str) -> list[list[str]]:
 
 def table_ranks(sels, identical=None) -> dict[str, str]:
     """The rank sets printed in the problem's table, by contender."""
-    return {r[2].split(" (= ")[0]: r[0] for r in _rows(tables.format_problem(sels, PROBLEM, identical))}
+    return {
+        r[2].split(" (= ")[0]: r[0]
+        for r in _rows(tables.format_problem(analyse_table(sels, identical), PROBLEM))
+    }
 
 
 def table_groups(sels, identical=None) -> dict[str, str]:
     """The letters printed in the problem's table, by contender."""
-    return {r[2].split(" (= ")[0]: r[1] for r in _rows(tables.format_problem(sels, PROBLEM, identical))}
+    return {
+        r[2].split(" (= ")[0]: r[1]
+        for r in _rows(tables.format_problem(analyse_table(sels, identical), PROBLEM))
+    }
 
 
 def table_cells(sels, name: str) -> list[str]:
     """The cells of ``name``'s row of the problem's table."""
-    for r in _rows(tables.format_problem(sels, PROBLEM)):
+    for r in _rows(tables.format_problem(analyse_table(sels), PROBLEM)):
         if r[2] == name:
             return r
     raise AssertionError(f"no row for {name}")
@@ -116,9 +123,7 @@ def table_cells(sels, name: str) -> list[str]:
 
 def summary_rows(sels, identical=None) -> list[dict[str, str]]:
     with tempfile.TemporaryDirectory() as d:
-        path = export.write_summary_csv(
-            Path(d) / "summary.csv", sels, {PROBLEM.name: {sels[0].mode: identical or {}}}
-        )
+        path = export.write_summary_csv(Path(d) / "summary.csv", [analyse_table(sels, identical)])
         return list(csv.DictReader(io.StringIO(path.read_text())))
 
 
@@ -133,7 +138,7 @@ def summary_ranks(sels, identical=None) -> dict[str, str]:
 
 def overall_ranks(sels, identical=None) -> dict[str, str]:
     """The per-problem rank sets of the overall table."""
-    text = tables.format_overall(sels, identical, n_boot=50)
+    text = tables.format_overall(analyse(sels, identical=identical).rankings[sels[0].mode])
     return {r[0].split(" (= ")[0]: r[4] for r in (re.split(r"\s{2,}", x.strip()) for x in text.splitlines()[3:])
             if len(r) > 5 and r[4][:1].isdigit()}  # fmt: skip
 
@@ -199,7 +204,7 @@ def test_wide_one_shot_result_does_not_tie_for_first_with_a_consistent_one():
     # 5 seeds cannot show anything with an exact test (smallest p-value 2/32): a shared group, and the table
     # says why
     assert table_groups([x, y]) == {"wide": "a", "consistent": "a"}
-    text = " ".join(tables.format_problem([x, y], PROBLEM).split())
+    text = " ".join(tables.format_problem(analyse_table([x, y]), PROBLEM).split())
     assert "on 5 seeds the signed-rank test's smallest p-value is 2/2^5 = 0.062" in text
     assert "1 pairs need at least 6 report seeds" in text
     # on 10 seeds, worse on every one: shown, and with a third contender the pairing tells from both
@@ -331,7 +336,7 @@ def test_a_diverged_report_seed_is_reported_and_ranked_as_a_lost_seed(field, see
 # --------------------------------------------------------------------------- what the tables say
 def test_table_notes_state_the_interval_and_the_test():
     sels = [contender("a", STABLE), contender("b", UNSTABLE)]
-    text = " ".join(tables.format_problem(sels, PROBLEM).split())
+    text = " ".join(tables.format_problem(analyse_table(sels), PROBLEM).split())
     for phrase in (
         "half-width of the 95% Student-t interval of the mean",
         "can reach past the metric's range",
@@ -351,7 +356,7 @@ def test_table_notes_state_the_interval_and_the_test():
     assert "power:" not in text  # 10 seeds, one pair: the test can show a difference
     wide = [dataclasses.replace(s, margin=0.25) for s in sels]
     assert "differences of at most 0.25 error % (the problem's practical margin) are not claimed" in " ".join(
-        tables.format_problem(wide, PROBLEM).split()
+        tables.format_problem(analyse_table(wide), PROBLEM).split()
     )
 
 
@@ -377,7 +382,7 @@ def test_unpaired_table_is_refused_with_a_reason():
     a = contender("a", STABLE)
     b = dataclasses.replace(contender("b", STABLE), report_seeds=np.arange(10))
     with pytest.raises(ValueError, match="same seeds"):
-        tables.format_problem([a, b], PROBLEM)
+        tables.format_problem(analyse_table([a, b]), PROBLEM)
 
 
 def test_overall_table_shows_the_bootstrap_interval_and_p_best():
@@ -389,8 +394,9 @@ def test_overall_table_shows_the_bootstrap_interval_and_p_best():
         values = {"a": base + rng.normal(0, 0.05, 10), "b": base + 0.5 + noise, "c": base + 0.5 + noise[::-1]}
         # b - c is antisymmetric over the seeds: W+ is its null mean, p = 1
         by_problem[p] = [dataclasses.replace(contender(n, v), problem=p) for n, v in values.items()]
-    text = tables.format_overall(by_problem)
-    assert text == tables.format_overall(by_problem)  # reproducible: a fixed seed
+    every = [s for v in by_problem.values() for s in v]
+    text = tables.format_overall(analyse(every).rankings["tuned"])
+    assert text == tables.format_overall(analyse(every).rankings["tuned"])  # reproducible: a fixed seed
     lines = text.splitlines()
     assert "95% bootstrap (problems)" in lines[1] and "P(best)" in lines[1]
     rows = {re.split(r"\s{2,}", line.strip())[0]: re.split(r"\s{2,}", line.strip()) for line in lines[3:6]}
@@ -404,9 +410,7 @@ def test_overall_table_shows_the_bootstrap_interval_and_p_best():
     assert "a majority of the selection seeds" in flat and "read from the selection runs" in flat
     # the one-shot overall table has them too
     shot = {p: [dataclasses.replace(s, mode="one-shot") for s in sels] for p, sels in by_problem.items()}
-    report = tables.format_report(
-        [], [s for v in by_problem.values() for s in v], [s for v in shot.values() for s in v]
-    )
+    report = tables.format_report(analyse(every + [s for v in shot.values() for s in v]))
     one_shot = report[report.index("== Overall, one-shot") :]
     assert "P(best)" in one_shot.splitlines()[1]
     modes = report[report.index("== One-shot (default rate) -> tuned") :]

@@ -14,6 +14,7 @@ import pytest
 
 from mxopt_jax.compare import protocol as P
 from mxopt_jax.compare import serialize
+from mxopt_jax.compare.analysis import analyse, analyse_table
 from mxopt_jax.compare.contenders import FAMILY_ORDER
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import export, plots, tables
@@ -149,7 +150,7 @@ def test_problem_table_lists_every_contender_once(study):
     identical = GROUPS
     for p in study.problems:
         sels = [s for s in study.tuned if s.problem == p.name]
-        text = tables.format_problem(sels, p, identical=identical)
+        text = tables.format_problem(analyse_table(sels, identical), p)
         rows = _rows(text)
         assert len(rows) == len(MXOPT + OPTAX) - len(IDENTICAL_TO_SGD)
         cells = " ".join(rows)
@@ -174,13 +175,13 @@ def test_problem_table_marks_edges_and_ranks_in_order(study):
     low = dataclasses.replace(sels[0], index=0, lr=float(sels[0].lrs[0]), on_edge="low")
     high = dataclasses.replace(sels[1], index=6, lr=float(sels[1].lrs[-1]), on_edge="high")
     inner = dataclasses.replace(sels[2], on_edge=None)
-    text = tables.format_problem([low, high, inner], p)
+    text = tables.format_problem(analyse_table([low, high, inner]), p)
     assert f"{low.lr:.3g}<" in text and f"{high.lr:.3g}>" in text
     assert "smallest / largest of its grid" in text
     sets = [r.split()[0].split("-") for r in _rows(text)]
     ranks = [(int(x[0]), int(x[-1])) for x in sets]  # rank sets "2" or "1-3": rows in their order
     assert ranks == sorted(ranks) and all(lo <= hi for lo, hi in ranks)
-    no_edge = tables.format_problem([inner], p)
+    no_edge = tables.format_problem(analyse_table([inner]), p)
     assert "smallest / largest" not in no_edge
 
 
@@ -194,15 +195,16 @@ def test_mean_ci_format():
 
 def test_overall_and_modes_tables(study):
     identical = GROUPS
-    text = tables.format_overall(study.tuned, identical)
+    analysis = analyse(study.tuned + study.one_shot, identical)
+    text = tables.format_overall(analysis.rankings["tuned"])
     shown = len(MXOPT + OPTAX) - len(IDENTICAL_TO_SGD)
     body = text.splitlines()[3 : 3 + shown]
     assert len(body) == shown
     means = [float(re.split(r"\s{2,}", line.strip())[1]) for line in body]
     assert means == sorted(means)
-    modes = tables.format_modes(study.tuned, study.one_shot, identical)
+    modes = tables.format_modes(analysis.rankings["tuned"], analysis.rankings["one-shot"], identical)
     assert "->" in modes and "change" in modes
-    report = tables.format_report(study.problems, study.tuned, study.one_shot, "Protocol text.", identical)
+    report = tables.format_report(analysis, study.problems, "Protocol text.")
     assert report.startswith("== Overall") and report.rstrip().endswith("Protocol text.")  # results first
     for p in study.problems:
         assert report.count(f"== {p.name}:") == 2  # tuned and one-shot
@@ -224,7 +226,9 @@ def test_csv_long_form(study, tmp_path):
 
 
 def test_summary_csv(study, tmp_path):
-    path = export.write_summary_csv(tmp_path / "summary.csv", study.tuned + study.one_shot)
+    path = export.write_summary_csv(
+        tmp_path / "summary.csv", analyse(study.tuned + study.one_shot).all_tables()
+    )
     with path.open() as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == len(study.tuned) + len(study.one_shot)
@@ -272,7 +276,9 @@ def test_plots_save_pngs(study, tmp_path):
     pytest.importorskip("matplotlib")
     identical = GROUPS
     few = [r for r in study.records if r.contender in ("adam", "sgd", "optax.adam") and r.problem == "logreg"]
-    paths = plots.save_all(tmp_path / "few", study.problems[-1], few)
+    known = {p.name: p for p in study.problems}
+    chosen = [P.select(r, known[r.problem]) for r in few]
+    paths = plots.save_all(tmp_path / "few", plots.draw_all(study.problems[-1], few, chosen))
     # more than eight contenders shown: one panel per family (here four), duplicates folded into sgd's line
     many = (
         "adagrad",
@@ -291,13 +297,16 @@ def test_plots_save_pngs(study, tmp_path):
     )
     recs = [r for r in study.records if r.contender in many and r.problem == "digits_mlp"]
     sels = [s for s in study.tuned if s.contender in many and s.problem == "digits_mlp"]
-    paths += plots.save_all(tmp_path / "many", study.problems[0], recs, sels, identical=identical)
+    paths += plots.save_all(
+        tmp_path / "many", plots.draw_all(study.problems[0], recs, sels, identical=identical)
+    )
     # one problem: no performance profile (on one problem it says nothing the table does not)
     assert [p.name for p in paths] == ["sensitivity.png", "curves.png"] * 2
     two = [r for r in study.records if r.contender in many and r.problem in ("digits_mlp", "logreg")]
-    paths += plots.save_all(
-        tmp_path / "two", [study.problems[0], study.problems[-1]], two, identical=identical
-    )
+    both = [s for s in study.tuned if s.contender in many and s.problem in ("digits_mlp", "logreg")]
+    profile = analyse(both, identical=identical).rankings["tuned"].profile
+    figs = plots.draw_all([study.problems[0], study.problems[-1]], two, both, profile, identical=identical)
+    paths += plots.save_all(tmp_path / "two", figs)
     assert [p.name for p in paths[-3:]] == ["sensitivity.png", "curves.png", "profile.png"]
     for p in paths:
         data = p.read_bytes()

@@ -842,11 +842,13 @@ def test_public_names():
             "compare",
             "compare_divergence",
             "effect",
+            "differences",
             "holm",
             "holm_family",
             "letters",
             "min_seeds",
             "paired_t",
+            "paired_t_rows",
             "performance_profile",
             "performance_ratios",
             "profile_score",
@@ -883,3 +885,20 @@ def test_effect_median_hodges_lehmann_and_its_exact_interval():
     for bad, match in (([], "^d must be"), ([1.0, NAN], "^d must not hold NaN")):
         with pytest.raises(ValueError, match=match):
             S.effect(bad)
+
+
+def test_comparison_keeps_the_raw_p_values_and_the_statistic():
+    """``compare`` keeps what the claims report: the raw p-value of every pair (the one Holm adjusts) and the
+    test's statistic of row i minus row j (W+, or Student's t for the t-test)."""
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(3, 9))
+    v[1] += 1.5
+    c = S.compare(v)
+    for i, j in ((0, 1), (1, 2), (0, 2)):
+        w = S.wilcoxon(v[i], v[j])
+        assert c.p[i, j] == c.p[j, i] == pytest.approx(w.p, rel=1e-12)
+        assert c.statistic[i, j] == w.w_plus and c.statistic[j, i] == S.wilcoxon(v[j], v[i]).w_plus
+    np.testing.assert_allclose(c.p_adjusted[np.triu_indices(3, 1)], S.holm(c.p[np.triu_indices(3, 1)]))
+    t = S.compare(v, test="t")
+    assert t.statistic[0, 1] == pytest.approx(S.paired_t(v[0], v[1]).t) == pytest.approx(-t.statistic[1, 0])
+    assert t.p[0, 1] == pytest.approx(S.paired_t(v[0], v[1]).p)

@@ -52,6 +52,7 @@ from typing import Any, NamedTuple
 import jax
 
 from ..checks import finite_number
+from ..direction import WORDS, Direction
 
 __all__ = ["Batch", "Params", "Problem", "Splits", "State"]
 
@@ -94,7 +95,7 @@ class Problem:
       targets: the target per preset name (``{"quick": ..., "full": ...}``), each calibrated at that preset's
         budget; a preset not named here uses ``target`` (:meth:`target_for`).
       better: ``"lower"`` (default) or ``"higher"``: which way the metric improves. Selection, ranks, targets
-        and tables all read it (:attr:`sign`).
+        and tables all read it (:attr:`direction`).
       margin: the practical margin, in the metric's own units (``>= 0``, default 0: none): two contenders are
         shown to differ only by more than this (the tables' tests shift by it, and the report prints it). Use it
         for a difference too small to matter to a reader (e.g. 0.1 for an error rate in %).
@@ -156,9 +157,15 @@ class Problem:
         return self.metric(params, state, batch)
 
     @property
+    def direction(self) -> Direction:
+        """Which way the metric improves (:class:`~mxopt_jax.compare.direction.Direction`, from ``better``):
+        its sign, oriented values, ``<=``/``>=``, whether a value meets a target."""
+        return Direction(self.better)
+
+    @property
     def sign(self) -> float:
-        """``1.0`` when lower is better, ``-1.0`` when higher is: ``sign * metric`` is always lower-is-better."""
-        return 1.0 if self.better == "lower" else -1.0
+        """``1.0`` when lower is better, ``-1.0`` when higher is (:attr:`direction`'s)."""
+        return self.direction.sign
 
     def target_for(self, preset: str) -> float:
         """The validation target at preset ``preset``'s budget: ``targets[preset]``, else ``target``."""
@@ -208,7 +215,7 @@ class Problem:
             raise TypeError(
                 f"Problem {self.name!r}: `targets` must map preset names to numbers, got {self.targets!r}"
             )
-        if self.better not in ("lower", "higher"):
+        if self.better not in WORDS:
             raise ValueError(
                 f"Problem {self.name!r}: `better` must be 'lower' or 'higher' (which way the metric improves), "
                 f"got {self.better!r}"

@@ -16,7 +16,6 @@ from .tables import (
     format_overall,
     format_problem,
     format_report,
-    group_by_problem,
 )
 from .text import describe
 
@@ -29,7 +28,6 @@ __all__ = [
     "format_problem",
     "format_report",
     "format_study",
-    "group_by_problem",
     "plot_curves",
     "plot_profile",
     "plot_sensitivity",

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..direction import Direction
 from ..protocol import Selection
 from ..serialize import read_document
 
@@ -160,7 +161,7 @@ def _load(study: str | Path | Mapping[str, Any]) -> tuple[str, dict[str, dict[st
         label = f"{path.parent.name or path.name} ({how})"
     # every mean as lower-is-better (a problem whose metric is better higher is negated)
     sign = {
-        name: -1.0 if (info or {}).get("better") == "higher" else 1.0
+        name: Direction((info or {}).get("better") or "lower").sign
         for name, info in ((doc.get("meta") or {}).get("problems") or {}).items()
     }
     means: dict[str, dict[str, float]] = {}

@@ -11,16 +11,15 @@ import csv
 import dataclasses
 import math
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..protocol import Selection, compare_table
+from ..analysis import TableAnalysis
 from ..records import Records
 from ..serialize import csv_number, pandas, read_csv
-from .tables import group_by_problem
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -125,19 +124,17 @@ def write_csv(path: str | Path, records_list: Iterable[Records]) -> Path:
     return path
 
 
-def write_summary_csv(
-    path: str | Path,
-    selections: Iterable[Selection],
-    identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
-) -> Path:
-    """One row per selection (contender, problem, mode): the reported numbers, the rank, the seeds they come
-    from, and the chosen value of every tuned hyperparameter (one column each after the fixed ones).
+def write_summary_csv(path: str | Path, tables: Iterable[TableAnalysis]) -> Path:
+    """One row per selection (contender, problem, mode) of ``tables`` (a study's:
+    :meth:`~mxopt_jax.compare.analysis.StudyAnalysis.all_tables`), in their order: the reported numbers, the
+    rank, the seeds they come from, and the chosen value of every tuned hyperparameter (one column each after
+    the fixed ones).
 
-    ``rank``, ``rank_high`` and ``group`` are the table's (:func:`~mxopt_jax.compare.protocol.compare_table`,
+    ``rank``, ``rank_high`` and ``group`` are the table's analysis (:class:`~mxopt_jax.compare.analysis.TableAnalysis`,
     among the selections of the same problem and mode, paired by seed): the simultaneous rank set ``[rank,
     rank_high]`` (``rank``: 1 + the entries shown better) and the compact letter display (two contenders share
-    a letter exactly when not shown to differ); the contenders ``identical_by_problem[problem][mode]`` lists as
-    identical (``{representative: [others]}``) are folded before testing and share their representative's.
+    a letter exactly when not shown to differ); contenders identical to another in that table are folded
+    before testing and share their representative's.
     ``test_median``, ``test_q1``, ``test_q3``: over every report seed, a diverged seed the worst value;
     ``diverged_report``: report seeds that diverged (``diverged``: selection runs, of ``runs``).
     ``time_to_target`` (steps, at the chosen rate on the report seeds) is ``inf`` unless a majority of the
@@ -145,31 +142,27 @@ def write_summary_csv(
     selection runs: per selection seed the fewest steps any configuration tried needed, then a majority).
     """
     path = Path(path)
-    sels = list(selections)
-    extra = _extra(k for s in sels for k in s.config)
-    ranks: dict[int, tuple[int, int, str]] = {}
-    by = identical_by_problem or {}
-    for mode in dict.fromkeys(s.mode for s in sels):
-        for prob, group in group_by_problem(s for s in sels if s.mode == mode).items():
-            table = compare_table(group, by.get(prob, {}).get(mode))
-            for s in group:
-                n = s.contender
-                ranks[id(s)] = (table.rank(n), table.rank_high(n), table.letters(n))
+    rows = [(t, s) for t in tables for s in t.selections]
+    extra = _extra(k for _, s in rows for k in s.config)
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow([*SUMMARY_COLUMNS, *extra])
-        for s in sels:
+        for table, s in rows:
+            n = s.contender
+            q1, med, q3 = table.quartiles[n]
             w.writerow(
                 [
                     s.problem,
                     s.contender,
                     s.mode,
-                    *ranks[id(s)],
+                    table.rank(n),
+                    table.rank_high(n),
+                    table.letters(n),
                     csv_number(s.lr),
                     s.on_edge or "",
                     csv_number(s.test_mean),
                     csv_number(s.test_ci),
-                    *(csv_number(q) for q in (s.test_quartiles[1], s.test_quartiles[0], s.test_quartiles[2])),
+                    *(csv_number(q) for q in (med, q1, q3)),
                     csv_number(s.val_mean),
                     csv_number(s.best_val_mean),
                     csv_number(s.time_to_target),
@@ -249,16 +242,13 @@ def runs_frame(records_list: Iterable[Records]) -> pd.DataFrame:
     return frame.astype({"problem": "str", "contender": "str", "role": "str"})
 
 
-def summary_frame(
-    selections: Iterable[Selection],
-    identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
-) -> pd.DataFrame:
-    """One row per selection (contender, problem, mode) as a DataFrame: exactly ``summary.csv``
+def summary_frame(tables: Iterable[TableAnalysis]) -> pd.DataFrame:
+    """One row per selection (contender, problem, mode) of ``tables`` as a DataFrame: exactly ``summary.csv``
     (:func:`write_summary_csv`) parsed, numbers as floats (``inf``: never / diverged), ``on_edge`` ``""`` where
     the chosen rate is inside its grid."""
     pandas()  # without pandas: the error naming the extra, before any work
     with tempfile.TemporaryDirectory() as tmp:
-        path = write_summary_csv(Path(tmp) / "summary.csv", selections, identical_by_problem)
+        path = write_summary_csv(Path(tmp) / "summary.csv", tables)
         frame = read_csv(path, keep_default_na=False, na_values={c: ["nan", ""] for c in _numeric(path)})
     return frame
 
@@ -270,12 +260,9 @@ def _numeric(path: Path) -> list[str]:
     return [c for c in head if c not in ("problem", "contender", "mode", "group", "on_edge", "report_seeds")]
 
 
-def summary_rows(
-    selections: Iterable[Selection],
-    identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
-) -> list[dict[str, str]]:
+def summary_rows(tables: Iterable[TableAnalysis]) -> list[dict[str, str]]:
     """The rows of ``summary.csv`` (:func:`write_summary_csv`) as ``{column: text}`` dicts, without pandas."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = write_summary_csv(Path(tmp) / "summary.csv", selections, identical_by_problem)
+        path = write_summary_csv(Path(tmp) / "summary.csv", tables)
         with path.open(newline="") as f:
             return list(csv.DictReader(f))

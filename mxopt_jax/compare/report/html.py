@@ -6,8 +6,8 @@ whole text report. A :class:`~mxopt_jax.compare.study.Study` shows it in a noteb
 
 The tables are the text report's (:func:`~mxopt_jax.compare.report.tables.problem_table`,
 :func:`~mxopt_jax.compare.report.tables.overall_table`) rendered as HTML tables, with the same notes: the
-page, the text and ``summary.csv`` show the same rank sets and groups (all from
-:func:`~mxopt_jax.compare.protocol.compare_table`).
+page, the text and ``summary.csv`` show the same rank sets and groups (all read from the study's analysis,
+:attr:`~mxopt_jax.compare.result.StudyResult.analysis`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..protocol import Selection
-from ..result import StudyResult as Study
+from ..result import StudyResult
 from .tables import Table, overall_table, problem_table
 
 __all__ = ["FIGURE_CAPTIONS", "html_report"]
@@ -84,51 +83,44 @@ def _table_html(t: Table, name_col: int, best_col: int | None = None) -> str:
     )
 
 
-def _problem_table(study: Study, problem: Any, mode: str) -> str:
+def _problem_table(study: StudyResult, problem: Any, mode: str) -> str:
     """One problem's table of ``mode`` (:func:`~mxopt_jax.compare.report.tables.problem_table`, identical
     contenders folded as in the text)."""
-    table = study.tuned if mode == "tuned" else study.one_shot
-    sels: dict[str, Selection] = table.get(problem.name, {})
-    order = [c.name for c in study.contenders if c.name in sels]
-    if not order:
+    analysis = study.analysis.tables.get((problem.name, mode))
+    if analysis is None:
         return ""
-    t = problem_table([sels[n] for n in order], problem, study.identical_map(problem.name, mode))
-    s0 = sels[order[0]]
+    t = problem_table(analysis, problem)
+    s0 = analysis.selections[0]
     title = "tuned" if mode == "tuned" else "one-shot (default rate)"
     seeds = f"{s0.seeds} report seeds, {s0.steps} steps"
     return f"<h3>{_e(title)} <span class='note'>({_e(seeds)})</span></h3>" + _table_html(t, 2, 0)
 
 
-def _overall(study: Study, mode: str) -> str:
+def _overall(study: StudyResult, mode: str) -> str:
     """The overall ranking of ``mode`` as an HTML table (:func:`~mxopt_jax.compare.report.tables.overall_table`,
     the text report's)."""
-    sels = study.selections(mode)
-    if not sels:
+    ranking = study.analysis.rankings.get(mode)
+    if ranking is None:
         return ""
-    t = overall_table(
-        sels,
-        study.identical_everywhere(mode),
-        identical_by_problem={p.name: study.identical_map(p.name, mode) for p in study.problems},
-    )
+    t = overall_table(ranking)
     title = "tuned" if mode == "tuned" else "one-shot (default rate)"
     return f"<h3>{_e(title)}</h3>" + _table_html(t, 0)
 
 
-def render_images(study: Study) -> dict[str, bytes]:
+def render_images(study: StudyResult) -> dict[str, bytes]:
     """The study's figures as PNG bytes (``{"sensitivity.png": ..., ...}``); empty without matplotlib."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         return {}
     from .. import figures
-    from .plots import draw_all
+    from .plots import draw_study
 
-    figs = draw_all(
+    figs = draw_study(
         study.problems,
         study.all_records("selection") + study.all_records("confirmation"),
-        study.selections(),
-        families=study.families,
-        identical=study.identical_everywhere("tuned"),
+        study.analysis,
+        study.families,
     )
     return {name: figures.png_bytes(fig) for name, fig in figs.items()}
 
@@ -141,7 +133,7 @@ def _seeds(seeds: Sequence[int]) -> str:
 
 
 def html_report(
-    study: Study,
+    study: StudyResult,
     text: str,
     protocol: str,
     notes: Sequence[str] = (),
@@ -185,8 +177,8 @@ def html_report(
         parts.append(f"<pre>{_e(across)}</pre>")
     for p in study.problems:
         parts.append(f"<h2>{_e(p.name)}: {_e(p.title)}</h2>")
-        better = getattr(p, "better", "lower")
-        relation = "&gt;=" if better == "higher" else "&lt;="
+        better = p.direction.word
+        relation = _e(p.direction.symbol)
         margin = float(getattr(p, "margin", 0.0))
         parts.append(
             f"<p class='note'>{_e(p.metric_name)} ({_e(better)} is better), target {relation} "

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import figures, stats
+from .. import figures
+from ..analysis import Profile, StudyAnalysis, mean_band
 from ..contenders import group_by_family
-from ..protocol import LEVEL, TAU_MAX, Selection, profile_times, select
+from ..protocol import LEVEL, Selection
 from ..records import Records
-from ..stats import t_quantile
-from .tables import collapse, group_by_problem, label
+from .tables import label
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "draw_all",
+    "draw_study",
     "plot_curves",
     "plot_profile",
     "plot_sensitivity",
@@ -81,15 +82,12 @@ def _confirmation(records: Sequence[Records], problem: str) -> dict[str, Records
     }
 
 
-def _selections(
-    recs: Mapping[str, Records], selections: Sequence[Selection] | None, problem: Problem
-) -> dict[str, Selection]:
-    """The selection of each contender's records (given ones matched by problem and grid, else computed)."""
-    given = {(s.problem, s.contender, len(s.lrs)): s for s in selections or ()}
+def _selections(recs: Mapping[str, Records], selections: Sequence[Selection]) -> dict[str, Selection]:
+    """The given selection of each contender's records (matched by problem and grid; none: not drawn as
+    chosen)."""
+    given = {(s.problem, s.contender, len(s.lrs)): s for s in selections}
     return {
-        n: given.get((r.problem, n, len(r.lrs))) or select(r, problem)
-        for n, r in recs.items()
-        if (r.problem, n, len(r.lrs)) in given or selections is None
+        n: given[(r.problem, n, len(r.lrs))] for n, r in recs.items() if (r.problem, n, len(r.lrs)) in given
     }
 
 
@@ -192,25 +190,12 @@ def _panels(
     return fig, axes, groups
 
 
-def _mean_ci(v: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean over ``axis`` (the seeds) and the ends of its 95 % Student-t interval, the tables' interval
-    (:func:`~mxopt_jax.compare.protocol.ci_halfwidth`); NaN wherever a seed is not finite."""
-    v = np.moveaxis(np.asarray(v, np.float64), axis, -1)
-    n = v.shape[-1]
-    ok = np.isfinite(v).all(axis=-1)
-    finite = np.where(np.isfinite(v), v, 0.0)
-    mean = np.where(ok, finite.mean(axis=-1), np.nan)
-    half = t_quantile((1 + LEVEL) / 2, n - 1) * finite.std(axis=-1, ddof=1) / math.sqrt(n) if n > 1 else 0.0
-    half = np.where(ok, half, np.nan)
-    return mean, mean - half, mean + half
-
-
 def _final_stats(r: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per rate: the mean over seeds of the final validation metric and its 95 % interval (NaN where a seed
     diverged), and the mask of rates where a seed diverged."""
     v = np.where(np.asarray(r.diverged), np.nan, np.asarray(r.val, np.float64)[:, :, -1])
     bad = np.asarray(~np.isfinite(v).all(axis=1))
-    mean, low, high = _mean_ci(v, axis=1)
+    mean, low, high = mean_band(v, axis=1)
     return mean, low, high, bad
 
 
@@ -235,7 +220,7 @@ _EDGE_MARKER = {"low": "<", "high": ">"}  # the tables' marks, as triangles poin
 def plot_sensitivity(
     problems: Problem | Sequence[Problem],
     records: Sequence[Records],
-    selections: Sequence[Selection] | None = None,
+    selections: Sequence[Selection],
     families: Mapping[str, str] | None = None,
     identical: Mapping[str, Sequence[str]] | None = None,
 ) -> Figure:
@@ -253,7 +238,7 @@ def plot_sensitivity(
     per = {
         p.name: {n: r for n, r in _tuned_records(records, p.name).items() if len(r.lrs) > 1} for p in probs
     }
-    sels = {p.name: _selections(per[p.name], selections, p) for p in probs}
+    sels = {p.name: _selections(per[p.name], selections) for p in probs}
     names = _shown(per, sels, identical)
     fig, axes, groups = _panels(len(probs), names, families, 2.7)
     any_bad = any_edge = any_trials = any_above = False
@@ -393,7 +378,7 @@ def plot_sensitivity(
 def plot_curves(
     problems: Problem | Sequence[Problem],
     records: Sequence[Records],
-    selections: Sequence[Selection] | None = None,
+    selections: Sequence[Selection],
     families: Mapping[str, str] | None = None,
     identical: Mapping[str, Sequence[str]] | None = None,
 ) -> Figure:
@@ -407,13 +392,13 @@ def plot_curves(
     probs = _as_list(problems)
     per = {p.name: _tuned_records(records, p.name) for p in probs}
     conf = {p.name: _confirmation(records, p.name) for p in probs}
-    sels = {p.name: _selections(per[p.name], selections, p) for p in probs}
+    sels = {p.name: _selections(per[p.name], selections) for p in probs}
     names = _shown(per, sels, identical)
     fig, axes, groups = _panels(2 * len(probs), names, families, 2.1)
     fresh = all(n in conf[p.name] for p in probs for n in sels[p.name])
     for row, p in enumerate(probs):
         recs, chosen = per[p.name], sels[p.name]
-        stats: dict[str, Any] = {}
+        bands: dict[str, Any] = {}
         for n, r in recs.items():
             if n not in chosen:
                 continue
@@ -422,20 +407,20 @@ def plot_curves(
             loss = np.asarray(src.train_loss, np.float64)[g]
             bad = int((~np.isfinite(v[:, -1])).sum())
             steps = np.asarray(src.eval_steps, np.float64)
-            stats[n] = (steps, _mean_ci(v, axis=0), _mean_ci(loss, axis=0), bad)
-        allv = np.concatenate([s[1][0] for s in stats.values()]) if stats else np.array([])
-        finals = np.array([s[1][0][-1] for s in stats.values()])
+            bands[n] = (steps, mean_band(v, axis=0), mean_band(loss, axis=0), bad)
+        allv = np.concatenate([s[1][0] for s in bands.values()]) if bands else np.array([])
+        finals = np.array([s[1][0][-1] for s in bands.values()])
         lo, hi, logy = _ylim(allv, finals, p.metric_name, p.target, factor=5.0)
-        losses = np.concatenate([s[2][0] for s in stats.values()]) if stats else np.array([])
+        losses = np.concatenate([s[2][0] for s in bands.values()]) if bands else np.array([])
         # the loss axis as the metric's: around the final losses, a blow-up (SGLD at a huge rate) leaves the top
-        llo, lhi, loss_log = _ylim(losses, np.array([s[2][0][-1] for s in stats.values()]), "", math.nan, 5.0)
+        llo, lhi, loss_log = _ylim(losses, np.array([s[2][0][-1] for s in bands.values()]), "", math.nan, 5.0)
         for col, (family, members) in enumerate(groups):
             ax, lax = axes[2 * row][col], axes[2 * row + 1][col]
             rates: tuple[list[Any], list[str]] = ([], [])  # this row's chosen rates, its own legend
             for i, n in enumerate(members):
-                if n not in stats:
+                if n not in bands:
                     continue
-                steps, (mean, low, high), (lmean, llow, lhigh), bad = stats[n]
+                steps, (mean, low, high), (lmean, llow, lhigh), bad = bands[n]
                 style = _style(i, len(members))
                 rates[0].append(ax.plot(steps, mean, **style)[0])
                 rates[1].append(f"{chosen[n].lr:.3g}" + (f", {bad} diverged" if bad else ""))
@@ -486,27 +471,21 @@ def plot_curves(
 
 
 def plot_profile(
-    selections: Sequence[Selection] | Mapping[str, Sequence[Selection]],
+    profile: Profile,
     families: Mapping[str, str] | None = None,
     identical: Mapping[str, Sequence[str]] | None = None,
-    tau_max: float = TAU_MAX,
 ) -> Figure:
-    """Performance profiles as AlgoPerf defines them: ``rho(tau)``, the fraction of problems on which a
-    contender's fastest trial reaches the target within ``tau`` times the fastest contender's steps
-    (:func:`~mxopt_jax.compare.protocol.profile_times`); step lines on a linear ``tau`` axis from 1 to
-    ``tau_max``. Legends are sorted by score (AlgoPerf's normalized area, in brackets); family panels share the
-    y range."""
-    by_problem = selections if isinstance(selections, Mapping) else group_by_problem(selections)
-    if len(by_problem) < 2:
+    """Performance profiles as AlgoPerf defines them, read from ``profile`` (a ranking's
+    :class:`~mxopt_jax.compare.analysis.Profile`): ``rho(tau)``, the fraction of problems on which a
+    contender's fastest trial reaches the target within ``tau`` times the fastest contender's steps; step lines
+    on a linear ``tau`` axis from 1 to ``tau_max``. Legends are sorted by score (AlgoPerf's normalized area, in
+    brackets); family panels share the y range."""
+    if profile.problems < 2:
         raise ValueError(
-            f"plot_profile: a performance profile needs two problems or more, got {len(by_problem)}: on one "
+            f"plot_profile: a performance profile needs two problems or more, got {profile.problems}: on one "
             "problem it says nothing the table does not"
         )
-    by_problem = {p: collapse(s, identical) for p, s in by_problem.items()}
-    times = profile_times(by_problem)
-    taus, rho = stats.performance_profile(times, tau_max)
-    ratios = stats.performance_ratios(times)
-    scores = {n: stats.profile_score(r, tau_max) for n, r in ratios.items()}
+    taus, rho, scores, tau_max = profile.taus, profile.rho, profile.scores, profile.tau_max
     groups = _groups(list(rho), families)
     ncols = len(groups)
     fig = figures.figure(figsize=(3.3 * ncols + 0.8 + (1.5 if ncols == 1 else 0), 4.6))
@@ -538,7 +517,7 @@ def plot_profile(
     axes[0].set_ylabel("fraction of problems within tau", fontsize=9)
     figures.titles(
         fig,
-        f"Performance profiles over {len(by_problem)} problems",
+        f"Performance profiles over {profile.problems} problems",
         "rho(tau): the fraction of problems on which a contender's fastest trial (per seed the fastest rate, "
         "then the steps by which a majority of the seeds reached it) reaches the validation target within tau times the fastest contender's steps; "
         "legend: contender (AlgoPerf score: normalized area, 1 = fastest everywhere).",
@@ -549,46 +528,53 @@ def plot_profile(
 def draw_all(
     problems: Problem | Sequence[Problem],
     records: Sequence[Records],
-    selections: Sequence[Selection] | None = None,
-    tau_max: float = TAU_MAX,
+    selections: Sequence[Selection],
+    profile: Profile | None = None,
     **style: Any,
 ) -> dict[str, Figure]:
-    """The study's figures by file name: ``sensitivity.png``, ``curves.png`` and, for two problems or more,
-    ``profile.png``; ``style``: the plots' ``families`` and ``identical``. Only records and selections of
-    ``problems`` are drawn. ``selections`` are the tuned ones
-    (computed from ``records`` when None; one-shot selections are used only when there are no tuned ones);
-    one-shot records (one rate) are left out of the sensitivity plot, confirmation records (when given) are the
-    curves."""
+    """The figures by file name: ``sensitivity.png``, ``curves.png`` and, given a ``profile`` of two problems
+    or more, ``profile.png``; ``style``: the plots' ``families`` and ``identical``. Only records and selections
+    of ``problems`` are drawn. ``selections`` are the tuned ones (one-shot selections are used only when there
+    are no tuned ones); one-shot records (one rate) are left out of the sensitivity plot, confirmation records
+    (when given) are the curves."""
     probs = _as_list(problems)
     known = {p.name: p for p in probs}
     records = [r for r in records if r.problem in known]
-    if selections is None:
-        selections = [select(r, known[r.problem]) for r in records if len(r.lrs) > 1]
     selections = [s for s in selections if s.problem in known]
     tuned = [s for s in selections if s.mode == "tuned"] or selections
     out = {
         "sensitivity.png": plot_sensitivity(probs, records, tuned, **style),
         "curves.png": plot_curves(probs, records, tuned, **style),
     }
-    if len({s.problem for s in tuned}) >= 2:
-        out["profile.png"] = plot_profile(tuned, tau_max=tau_max, **style)
+    if profile is not None and profile.problems >= 2:
+        out["profile.png"] = plot_profile(profile, **style)
     return out
 
 
-def save_all(
-    out_dir: str | Path,
-    problems: Problem | Sequence[Problem],
+def draw_study(
+    problems: Sequence[Problem],
     records: Sequence[Records],
-    selections: Sequence[Selection] | None = None,
-    **options: Any,
-) -> list[Path]:
-    """Write ``sensitivity.png``, ``curves.png`` and, for two problems or more, ``profile.png`` (tuned
-    selections) into ``out_dir``: :func:`draw_all`'s figures (``options``: its ``families``, ``identical``,
-    ``tau_max``).
+    analysis: StudyAnalysis,
+    families: Mapping[str, str] | None = None,
+) -> dict[str, Figure]:
+    """A study's figures (:func:`draw_all`) from its analysis: the tuned tables' selections (the one-shot ones
+    when nothing was tuned), that mode's profile, contenders identical on every problem drawn once."""
+    mode = "tuned" if "tuned" in analysis.rankings else "one-shot"
+    ranking = analysis.rankings.get(mode)
+    selections = [s for t in analysis.tables_of(mode).values() for s in t.selections]
+    return draw_all(
+        problems,
+        records,
+        selections,
+        ranking.profile if ranking is not None else None,
+        families=families,
+        identical=analysis.identical.get(mode, {}),
+    )
 
-    Returns the paths written.
-    """
+
+def save_all(out_dir: str | Path, figures_by_name: Mapping[str, Figure]) -> list[Path]:
+    """Write ``figures_by_name`` (:func:`draw_all`'s or :func:`draw_study`'s) into ``out_dir``; returns the
+    paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    figs = draw_all(problems, records, selections, **options)
-    return [figures.save(fig, out / name) for name, fig in figs.items()]
+    return [figures.save(fig, out / name) for name, fig in figures_by_name.items()]

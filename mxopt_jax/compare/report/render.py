@@ -9,15 +9,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import protocol
+from ..analysis import AcrossStudies
 from ..distributed import is_writer
-from ..protocol import AcrossStudies
+from ..protocol import PRESETS
 from ..result import StudyResult
 from ..serialize import contender_info, problem_info, write_document
 from . import tables
 from .export import write_csv, write_summary_csv
 from .html import html_report
-from .plots import save_all
+from .plots import draw_study, save_all
 from .tables import format_report
 from .text import describe
 
@@ -114,22 +114,10 @@ def describe_study(study: Study) -> str:
 
 
 def across_studies(study: Study) -> list[AcrossStudies]:
-    """Each problem's tables (tuned, then one-shot) read over the plan's independent studies
-    (:func:`mxopt_jax.compare.protocol.across_studies`); empty for a study of one."""
-    if not study.repeats:
-        return []
-    out = []
-    for p in study.problems:
-        for mode in ("tuned", "one-shot"):
-            tables = [s.tuned if mode == "tuned" else s.one_shot for s in study.studies()]
-            if all(p.name in t and t[p.name] for t in tables):
-                out.append(
-                    protocol.across_studies(
-                        [list(t[p.name].values()) for t in tables],
-                        [s.identical_map(p.name, mode) for s in study.studies()],
-                    )
-                )
-    return out
+    """Each problem's tables (tuned, then one-shot) read over the plan's independent studies, as the study's
+    analysis holds them (:attr:`~mxopt_jax.compare.analysis.StudyAnalysis.across`); empty for a study of
+    one."""
+    return list(study.analysis.across)
 
 
 def format_across(study: Study) -> str:
@@ -150,14 +138,7 @@ def format_study(study: Study) -> str:
     """The text report: the results first (with independent studies, the tables across them; the overall
     ranking, then each problem's tables), then the batching check and the timings, then the protocol as it
     ran."""
-    text = format_report(
-        study.problems,
-        study.selections("tuned"),
-        study.selections("one-shot"),
-        "",
-        identical={m: study.identical_everywhere(m) for m in ("tuned", "one-shot")},
-        identical_by_problem=study.identical_by_problem(),
-    )
+    text = format_report(study.analysis, study.problems)
     across = format_across(study)
     return "\n\n".join(
         [
@@ -174,8 +155,6 @@ def study_document(study: Study) -> dict[str, Any]:
     """What ``study.json`` holds: every record of every study, the selections, the protocol's text, the plan,
     what the report needs of each problem and contender (the file reloads on its own:
     :meth:`~mxopt_jax.compare.result.StudyResult.from_json`), and the timings."""
-    from ..protocol import PRESETS
-
     return {
         "protocol": describe_study(study),
         "preset": study.preset.name,
@@ -223,25 +202,18 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
     (out / "report.txt").write_text(format_study(study) + "\n")
     if data:
         written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
-    written.append(
-        write_summary_csv(
-            out / "summary.csv",
-            study.selections() + study.selections("one-shot"),
-            study.identical_by_problem(),
-        )
-    )
+    written.append(write_summary_csv(out / "summary.csv", study.analysis.all_tables()))
     if data:
         written.append(write_document(out / "study.json", study_document(study)))
     pngs: list[Path] = []
     if plots:
-        pngs = save_all(
-            out,
+        figs = draw_study(
             study.problems,
             study.all_records("selection") + study.all_records("confirmation"),
-            study.selections(),
-            families=study.families,
-            identical=study.identical_everywhere("tuned"),
+            study.analysis,
+            study.families,
         )
+        pngs = save_all(out, figs)
     page = study_html(study, images={p.name: p.read_bytes() for p in pngs})
     (out / "report.html").write_text(page, encoding="utf-8")
     return [*written, out / "report.html", *pngs]

@@ -6,33 +6,20 @@ together under the printed protocol (:func:`mxopt_jax.compare.report.text.descri
 the HTML page renders too (:mod:`mxopt_jax.compare.report.html`): the page and the text say the same.
 
 What the tables claim: a table prints, for its contenders, the compact letter display and the simultaneous rank
-sets of :func:`~mxopt_jax.compare.protocol.compare_table`, so every "better" a reader can read in it is a test
-that Holm's correction kept (:func:`mxopt_jax.compare.stats.compare`).
+sets of its analysis (:class:`~mxopt_jax.compare.analysis.TableAnalysis`), so every "better" a reader can read in
+it is a test that Holm's correction kept. The tables read the analysis and compute none of it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .. import stats
-from ..protocol import (
-    BOOTSTRAP_REPLICATES,
-    BOOTSTRAP_SEED,
-    TAU_MAX,
-    TEST,
-    TEST_LEVEL,
-    AcrossStudies,
-    Selection,
-    TableComparison,
-    compare_table,
-    fold,
-    profile_scores,
-    rank_uncertainty,
-)
+from ..analysis import AcrossStudies, Ranking, StudyAnalysis, TableAnalysis
+from ..protocol import TEST, Selection
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -41,7 +28,6 @@ __all__ = [
     "EDGE_MARKS",
     "Table",
     "claims_note",
-    "collapse",
     "fmt_lr",
     "fmt_mean_ci",
     "format_across",
@@ -50,7 +36,6 @@ __all__ = [
     "format_overall",
     "format_problem",
     "format_report",
-    "group_by_problem",
     "label",
     "overall_table",
     "problem_table",
@@ -72,22 +57,6 @@ def label(name: str, identical: Mapping[str, Sequence[str]] | None = None) -> st
     """``name``, or ``"sgd (= ccsgd, test, lbsgd)"`` when ``identical`` lists contenders identical to it."""
     others = (identical or {}).get(name)
     return f"{name} (= {', '.join(others)})" if others else name
-
-
-def collapse(
-    selections: Sequence[Selection], identical: Mapping[str, Sequence[str]] | None = None
-) -> list[Selection]:
-    """``selections`` without the contenders listed as identical to another one that is present (the
-    representative stands for them, labelled by :func:`label`; :func:`~mxopt_jax.compare.protocol.fold`)."""
-    return fold(selections, identical)[0]
-
-
-def group_by_problem(selections: Iterable[Selection]) -> dict[str, list[Selection]]:
-    """``{problem: [selections]}``, problems and contenders in the order met."""
-    out: dict[str, list[Selection]] = {}
-    for s in selections:
-        out.setdefault(s.problem, []).append(s)
-    return out
 
 
 # --------------------------------------------------------------------------- numbers
@@ -200,10 +169,10 @@ def test_words(test: str = TEST) -> str:
     }[test]
 
 
-def claims_note(table: TableComparison, metric: str = "metric") -> list[str]:
+def claims_note(table: TableAnalysis, metric: str = "metric") -> list[str]:
     """What a table's letters and rank sets claim, and how they were decided; a warning when the table cannot
     separate anything (the exact test's smallest p-value above Holm's first threshold)."""
-    c = table.comparison
+    c = table
     E = len(table.entries)
     margin = (
         f"differences of at most {table.margin:g} {metric} (the problem's practical margin) are not claimed; "
@@ -218,8 +187,8 @@ def claims_note(table: TableComparison, metric: str = "metric") -> list[str]:
         f"shown better, {E} - entries shown worse] (each bound counts rejected tests only; 1-{E}: not shown to "
         "differ from any)."
     ]
-    if c.test == "wilcoxon" and c.pairs and stats.min_seeds(c.pairs, c.level) > table.seeds:
-        need = stats.min_seeds(c.pairs, c.level)
+    if c.test == "wilcoxon" and c.pairs and table.needed_seeds > table.seeds:
+        need = table.needed_seeds
         out.append(
             f"power: on {table.seeds} seeds the signed-rank test's smallest p-value is 2/2^{table.seeds} = "
             f"{2.0 ** (1 - table.seeds):.2g}, above Holm's first threshold {100 * c.level:g} %/{c.pairs} = "
@@ -238,10 +207,10 @@ def _fmt_test(s: Selection) -> str:
     return f"{fmt_mean_ci(s.finite_mean, s.finite_ci)} ({s.finite}/{s.seeds} finite)"
 
 
-def _fmt_quartiles(s: Selection) -> str:
+def _fmt_quartiles(s: Selection, quartiles: tuple[float, float, float]) -> str:
     """``"2.75 [2.50, 3.06]"``: median and quartiles over every report seed (a diverged seed the worst value),
     with the interval's decimals (4 significant digits without one)."""
-    q1, med, q3 = s.test_quartiles
+    q1, med, q3 = quartiles
     ci = s.test_ci if math.isfinite(s.test_ci) else s.finite_ci
     d = _decimals(ci)
 
@@ -253,37 +222,25 @@ def _fmt_quartiles(s: Selection) -> str:
     return f"{one(med)} [{one(q1)}, {one(q3)}]"
 
 
-def problem_table(
-    selections: Sequence[Selection],
-    problem: Problem | None = None,
-    identical: Mapping[str, Sequence[str]] | None = None,
-    title: str | None = None,
-    test: str = TEST,
-) -> Table:
-    """The cells of one problem's table (:func:`format_problem` prints them; the HTML page renders them).
+def problem_table(table: TableAnalysis, problem: Problem | None = None, title: str | None = None) -> Table:
+    """The cells of one problem's table (:func:`format_problem` prints them; the HTML page renders them), read
+    from its analysis.
 
-    Columns: the rank set and the letters (:func:`~mxopt_jax.compare.protocol.compare_table`: every "better"
+    Columns: the rank set and the letters (:class:`~mxopt_jax.compare.analysis.TableAnalysis`: every "better"
     they imply is a rejected test), the contender, the test metric's mean ± interval (over the finite seeds,
     saying how many, when some diverged), its median and quartiles over every report seed (a diverged seed the
     worst value), the chosen rate, the best validation value, steps and seconds to target at the chosen rate,
     the fastest trial's steps to target (the profile's time, from the selection runs), ms/step and the diverged
     runs (report seeds, then selection runs). Rows in the rank sets' order (then the median). Contenders
     identical to a present one are folded into its row (``"sgd (= ccsgd, test)"``) before testing.
-
-    Raises
-    ------
-    ValueError
-        as :func:`~mxopt_jax.compare.protocol.compare_table`.
     """
-    sels = collapse(selections, identical)
-    if not sels:
-        return Table(title or "", [], [], "", [])
-    table = compare_table(sels, None, TEST_LEVEL, test)
+    sels = table.entry_selections
+    identical = table.identical
     by = {s.contender: s for s in sels}
     s0 = sels[0]
     metric = (problem.metric_name if problem is not None else s0.metric_name) or "metric"
     target = problem.target if problem is not None else s0.target
-    relation = ">=" if s0.better == "higher" else "<="
+    relation = s0.direction.symbol
     pct = f"{100 * s0.level:g}%"
     mode = {"tuned": "tuned", "one-shot": "one-shot (default rate)"}.get(s0.mode, s0.mode)
     if title is None:
@@ -316,7 +273,7 @@ def problem_table(
                 table.letters(n),
                 label(n, identical),
                 _fmt_test(s),
-                _fmt_quartiles(s),
+                _fmt_quartiles(s, table.quartiles[n]),
                 fmt_lr(s),
                 _fmt_num(s.best_val_mean),
                 _fmt_target(s),
@@ -348,17 +305,10 @@ def problem_table(
     return Table(title, head, rows, ">><" + ">" * 10, notes, extra)
 
 
-def format_problem(
-    selections: Sequence[Selection],
-    problem: Problem | None = None,
-    identical: Mapping[str, Sequence[str]] | None = None,
-    title: str | None = None,
-    test: str = TEST,
-) -> str:
+def format_problem(table: TableAnalysis, problem: Problem | None = None, title: str | None = None) -> str:
     """One problem's table as text (:func:`problem_table`: the columns and what they claim are described
     there)."""
-    t = problem_table(selections, problem, identical, title, test)
-    return _render(t) if t.rows else t.title
+    return _render(problem_table(table, problem, title))
 
 
 def format_configs(
@@ -379,77 +329,22 @@ def format_configs(
     return out
 
 
-def _tables_by_problem(
-    by_problem: Mapping[str, Sequence[Selection]],
-    identical: Mapping[str, Mapping[str, Sequence[str]]] | None,
-    test: str = TEST,
-) -> dict[str, TableComparison]:
-    """``{problem: its table's tests}``, each problem's identical contenders (``identical[problem]``) folded
-    before testing and sharing their representative's results."""
-    return {
-        prob: compare_table(sels, (identical or {}).get(prob), TEST_LEVEL, test)
-        for prob, sels in by_problem.items()
-        if sels
-    }
+def overall_table(ranking: Ranking, title: str | None = None) -> Table:
+    """The cells of the overall table (:func:`format_overall` prints them; the HTML page renders them), read
+    from the mode's :class:`~mxopt_jax.compare.analysis.Ranking`: per contender its mean rank (the mean over
+    problems of the middle of its rank set on each), the bootstrap interval of that mean over resamples of the
+    *problems* and P(best) (the tables' tests run once, nothing re-tested), its rank set on each problem, the
+    problems whose target its fastest trial reached, and AlgoPerf's profile score; best mean rank first.
 
-
-def _mean_rank(tables: Mapping[str, TableComparison], name: str) -> float:
-    """Mean over the problems ``name`` ran of the middle of its rank set (``inf``: it ran none)."""
-    vals = [t.midpoint(name) for t in tables.values() if name in t.entry]
-    return float(np.mean(vals)) if vals else math.inf
-
-
-def _per_problem(
-    problems: Iterable[str],
-    identical: Mapping[str, Sequence[str]] | None,
-    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None,
-) -> dict[str, Mapping[str, Sequence[str]]]:
-    """Each problem's identity map: ``identical_by_problem[problem]`` where given, else ``identical``."""
-    return {p: (identical_by_problem or {}).get(p, identical or {}) for p in problems}
-
-
-def overall_table(
-    selections: Sequence[Selection] | Mapping[str, Sequence[Selection]],
-    identical: Mapping[str, Sequence[str]] | None = None,
-    tau_max: float = TAU_MAX,
-    title: str | None = None,
-    identical_by_problem: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-    n_boot: int = BOOTSTRAP_REPLICATES,
-    seed: int = BOOTSTRAP_SEED,
-    test: str = TEST,
-) -> Table:
-    """The cells of the overall table (:func:`format_overall` prints them; the HTML page renders them): per
-    contender its mean rank (the mean over problems of the middle of its rank set on each), the bootstrap
-    interval of that mean over resamples of the *problems* and P(best)
-    (:func:`~mxopt_jax.compare.protocol.rank_uncertainty`: the tables' tests run once, nothing re-tested), its
-    rank set on each problem, the problems whose target its fastest trial reached, and AlgoPerf's profile score;
-    best mean rank first.
-
-    Rows are the contenders left after folding those ``identical`` on every problem; each problem's tests fold
-    that problem's identical contenders (``identical_by_problem[problem]``, default ``identical``) as its own
-    table does.
+    Rows are the contenders left after folding those identical on every problem (``ranking.identical``); each
+    problem's rank sets are its table's.
     """
-    by_problem = dict(selections) if isinstance(selections, Mapping) else group_by_problem(selections)
-    by_problem = {p: list(s) for p, s in by_problem.items() if len(s)}
-    idents = _per_problem(by_problem, identical, identical_by_problem)
-    tables = _tables_by_problem(by_problem, idents, test)
-    names = list(
-        dict.fromkeys(s.contender for sels in by_problem.values() for s in collapse(sels, identical))
-    )
-    boot = rank_uncertainty(by_problem, idents, names, n_boot=n_boot, seed=seed, test=test)
-    scores = profile_scores(by_problem, tau_max)
-    reached = {
-        n: sum(
-            1
-            for sels in by_problem.values()
-            for s in sels
-            if s.contender == n and math.isfinite(s.fastest_time)
-        )
-        for n in names
-    }
-    problems = list(by_problem)
-    row = {n: i for i, n in enumerate(names)}
-    order = sorted(names, key=lambda n: (_mean_rank(tables, n), -scores.get(n, 0.0), n))
+    boot = ranking.bootstrap
+    tables = ranking.tables
+    identical = ranking.identical
+    tau_max = ranking.profile.tau_max
+    problems = ranking.problems
+    row = {n: i for i, n in enumerate(ranking.names)}
     pct = f"{100 * boot.level:g}%"
     head = [
         "contender",
@@ -461,18 +356,18 @@ def overall_table(
         f"profile score (tau<={tau_max:g})",
     ]
     rows = []
-    for n in order:
+    for n in ranking.order:
         i = row[n]
         cells = [tables[p].rank_set(n) if n in tables[p].entry else "-" for p in problems]
         rows.append(
             [
                 label(n, identical),
-                f"{_mean_rank(tables, n):.2f}",
+                f"{ranking.mean_rank(n):.2f}",
                 f"[{boot.low[i]:.2f}, {boot.high[i]:.2f}]" if math.isfinite(boot.low[i]) else "-",
                 f"{boot.p_first[i]:.2f}",
                 *cells,
-                f"{reached[n]}/{len(problems)}",
-                f"{scores.get(n, 0.0):.3f}",
+                f"{ranking.reached[n]}/{len(problems)}",
+                f"{ranking.score(n):.3f}",
             ]
         )
     title = title or f"== Overall: {len(problems)} problem(s)"
@@ -481,8 +376,8 @@ def overall_table(
         "'rank' column, (low + high) / 2: 1 when shown better than every other entry, the middle when shown "
         f"neither better nor worse than any); {pct} bootstrap (problems): the {(1 - boot.level) / 2:.1%} and "
         f"{(1 + boot.level) / 2:.1%} percentiles of the mean rank over {boot.replicates.shape[0]} resamples of the "
-        f"problems (numpy seed {seed}), each problem's tests kept as they are (nothing re-tested): how much the "
-        "ranking depends on which problems were run (one problem: no interval); P(best): share of the resamples "
+        f"problems (numpy seed {ranking.seed}), each problem's tests kept as they are (nothing re-tested): how much "
+        "the ranking depends on which problems were run (one problem: no interval); P(best): share of the resamples "
         "in which it has the lowest mean rank (ties split). Neither claims a difference that no table's test "
         "showed; per problem: the table's rank set.",
         "targets: problems where a majority of the selection seeds had a rate reaching the validation target; "
@@ -493,37 +388,26 @@ def overall_table(
     return Table(title, head, rows, "<>>>" + ">" * len(problems) + ">>", notes)
 
 
-def format_overall(
-    selections: Sequence[Selection] | Mapping[str, Sequence[Selection]],
-    identical: Mapping[str, Sequence[str]] | None = None,
-    **options: Any,
-) -> str:
-    """The overall table as text: :func:`overall_table`'s cells (its ``options``: ``tau_max``, ``title``,
-    ``identical_by_problem``, ``n_boot``, ``seed``, ``test``; the columns and what they read are described
+def format_overall(ranking: Ranking, title: str | None = None) -> str:
+    """The overall table as text: :func:`overall_table`'s cells (the columns and what they read are described
     there)."""
-    return _render(overall_table(selections, identical, **options))
+    return _render(overall_table(ranking, title))
 
 
 def format_modes(
-    tuned: Sequence[Selection] | Mapping[str, Sequence[Selection]],
-    one_shot: Sequence[Selection] | Mapping[str, Sequence[Selection]],
+    tuned: Ranking,
+    one_shot: Ranking,
     identical: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
-    identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
-    test: str = TEST,
 ) -> str:
     """One-shot against tuned: per problem ``one-shot rank set -> tuned rank set``, the mean rank in each mode
     (the mean of the rank sets' middles, as the overall table) and its change (negative: tuning helped it more
     than the others), largest improvement first.
 
-    Rank sets are the tables' (``identical_by_problem[problem][mode]`` folded, default ``identical``); rows fold
-    ``identical``."""
-    t = tuned if isinstance(tuned, Mapping) else group_by_problem(tuned)
-    o = one_shot if isinstance(one_shot, Mapping) else group_by_problem(one_shot)
-    by = identical_by_problem or {}
-    rt = _tables_by_problem(t, {p: by.get(p, {}).get("tuned", identical or {}) for p in t}, test)
-    ro = _tables_by_problem(o, {p: by.get(p, {}).get("one-shot", identical or {}) for p in o}, test)
-    problems = list(dict.fromkeys([*t, *o]))
+    Rank sets are the tables' (each mode's :class:`~mxopt_jax.compare.analysis.Ranking`); rows fold
+    ``identical`` (contenders identical in both modes on every problem)."""
+    rt, ro = tuned.tables, one_shot.tables
+    problems = list(dict.fromkeys([*rt, *ro]))
     hidden = {m for rep, others in (identical or {}).items() for m in others if m != rep}
     names = [
         n
@@ -537,11 +421,11 @@ def format_modes(
         return f"{a}->{b}"
 
     def change(n: str) -> float:
-        return _mean_rank(rt, n) - _mean_rank(ro, n)
+        return tuned.mean_rank(n) - one_shot.mean_rank(n)
 
     def key(n: str) -> tuple[float, float, str]:
         c = change(n)
-        return (c if math.isfinite(c) else math.inf, _mean_rank(rt, n), n)
+        return (c if math.isfinite(c) else math.inf, tuned.mean_rank(n), n)
 
     head = ["contender", *problems, "one-shot mean", "tuned mean", "change"]
     rows = []
@@ -551,8 +435,8 @@ def format_modes(
             [
                 label(n, identical),
                 *(cell(p, n) for p in problems),
-                _fmt_rank(_mean_rank(ro, n)),
-                _fmt_rank(_mean_rank(rt, n)),
+                _fmt_rank(one_shot.mean_rank(n)),
+                _fmt_rank(tuned.mean_rank(n)),
                 f"{c:+.2f}" if math.isfinite(c) else "-",
             ]
         )
@@ -629,63 +513,23 @@ def format_across(across: AcrossStudies, metric: str = "metric", title: str | No
     return "\n".join([title, *text_table(head, rows, ">>><<>>>"), *notes])
 
 
-def format_report(
-    problems: Sequence[Problem],
-    tuned: Sequence[Selection],
-    one_shot: Sequence[Selection] = (),
-    protocol: str = "",
-    identical: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
-    tau_max: float = TAU_MAX,
-    identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
-) -> str:
-    """The whole text report, results first: the overall tables (what won where, and how sure), one table per
-    problem (tuned, then one-shot), the one-shot-against-tuned table, then the protocol.
+def format_report(analysis: StudyAnalysis, problems: Sequence[Problem] = (), protocol: str = "") -> str:
+    """The whole text report of a study's analysis, results first: the overall tables (what won where, and how
+    sure), one table per problem (tuned, then one-shot), the one-shot-against-tuned table, then ``protocol``.
 
-    Identity is data, per table: ``identical_by_problem[problem][mode]`` (``{representative: [others]}``, mode
-    ``"tuned"`` or ``"one-shot"``) folds contenders in that problem's table of that mode; ``identical[mode]``
-    folds them in the cross-problem tables (contenders identical on one problem need not be on another, nor in
-    the other mode).
+    Identity is the analysis's, per table: each table folds the contenders identical in it, the overall tables
+    those identical on every problem in that mode, the one-shot-against-tuned table those identical in both.
     """
-    identical = identical or {}
-    by_problem = identical_by_problem or {}
-    overall: list[str] = []
-    tables: list[str] = []
-    tb, ob = group_by_problem(tuned), group_by_problem(one_shot)
     known = {p.name: p for p in problems}
-    for name in dict.fromkeys([*known, *tb, *ob]):
-        for mode, sels in (("tuned", tb.get(name)), ("one-shot", ob.get(name))):
-            if sels:
-                here = by_problem.get(name, {}).get(mode, identical.get(mode, {}))
-                tables.append(format_problem(sels, known.get(name), identical=here))
-
-    def per_problem(mode: str, names: Iterable[str]) -> dict[str, Mapping[str, Sequence[str]]]:
-        return {p: by_problem.get(p, {}).get(mode, identical.get(mode, {})) for p in names}
-
-    if tb:
-        overall.append(
-            format_overall(
-                tb, identical.get("tuned"), tau_max=tau_max, identical_by_problem=per_problem("tuned", tb)
-            )
+    tables = [format_problem(t, known.get(t.problem)) for t in analysis.tables.values()]
+    overall = []
+    titles = {"tuned": None, "one-shot": "== Overall, one-shot: {} problem(s)"}
+    for mode, ranking in analysis.rankings.items():
+        title = titles[mode]
+        overall.append(format_overall(ranking, title.format(len(ranking.tables)) if title else None))
+    if len(analysis.rankings) == 2:
+        tables.append(
+            format_modes(analysis.rankings["tuned"], analysis.rankings["one-shot"], analysis.identical_both)
         )
-    if ob:
-        overall.append(
-            format_overall(
-                ob,
-                identical.get("one-shot"),
-                tau_max=tau_max,
-                title=f"== Overall, one-shot: {len(ob)} problem(s)",
-                identical_by_problem=per_problem("one-shot", ob),
-            )
-        )
-    if tb and ob:
-        both = {
-            rep: [o for o in others if o in identical.get("one-shot", {}).get(rep, [])]
-            for rep, others in identical.get("tuned", {}).items()
-        }
-        modes = {
-            p: {"tuned": per_problem("tuned", [p])[p], "one-shot": per_problem("one-shot", [p])[p]}
-            for p in dict.fromkeys([*tb, *ob])
-        }
-        tables.append(format_modes(tb, ob, {k: v for k, v in both.items() if v}, None, modes))
     parts = overall + tables + ([protocol] if protocol else [])
     return "\n\n".join(parts) + "\n"

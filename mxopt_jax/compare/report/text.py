@@ -9,8 +9,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import schedules as _schedules
-from .. import stats
-from ..protocol import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, LEVEL, TAU_MAX, TEST, TEST_LEVEL, Preset
+from ..direction import Direction
+from ..protocol import (
+    BOOTSTRAP_REPLICATES,
+    BOOTSTRAP_SEED,
+    LEVEL,
+    ROUNDING_RTOL,
+    TAU_MAX,
+    TEST,
+    TEST_LEVEL,
+    Preset,
+)
 from ..space import Hyperparameter
 from .tables import test_words
 
@@ -216,7 +225,7 @@ def describe(
         f"ran the same report seeds, so the entries are compared paired by seed: {test_words(test)} of every "
         "pair of entries; a diverged seed is the worst value on its seed (the entry loses that seed, its other "
         "seeds still count). Two entries whose values differ by at most "
-        f"{stats.ROUNDING_RTOL:g} relative on every seed are rounding twins (two implementations of one update "
+        f"{ROUNDING_RTOL:g} relative on every seed are rounding twins (two implementations of one update "
         "that round differently drift 1e-6 apart): never separated. Where a problem states a practical margin "
         "(listed below), a pair is shown to differ only by more than it. The family is every pair of the "
         f"table's entries, corrected together by Holm's step-down method at {test_pct}: a pair whose adjusted "
@@ -290,11 +299,11 @@ def describe(
     lines = [text, "", "Problems:"]
     for p in problems:
         steps = preset.steps(p) if preset is not None else p.steps
-        better = getattr(p, "better", "lower")
+        direction = Direction(getattr(p, "better", "lower"))
         margin = float(getattr(p, "margin", 0.0))
         lines.append(
             f"  {p.name}: {p.title}; {steps} steps, batch {p.batch_size}; metric {p.metric_name} "
-            f"({better} is better), target {'>=' if better == 'higher' else '<='} {p.target:g}; practical "
+            f"({direction.word} is better), target {direction.symbol} {p.target:g}; practical "
             f"margin {f'{margin:g} {p.metric_name}' if margin else '0 (none)'}"
         )
     names = list(contenders)

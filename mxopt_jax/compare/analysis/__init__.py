@@ -1,0 +1,44 @@
+"""The study's analysis, computed once and then rendered: what the report says, as data.
+
+:func:`analyse_study` reads a result's selections (:attr:`mxopt_jax.compare.result.StudyResult.analysis` calls
+it once and keeps the answer; :func:`analyse` does the same for any selections) and makes a
+:class:`StudyAnalysis`:
+
+* per table (a problem in one mode) a :class:`TableAnalysis` (:mod:`.table`): the tests once
+  (:func:`mxopt_jax.compare.protocol.compare_table`), one :class:`Claim` per pair of entries, the rank sets,
+  letters and quartiles;
+* per mode a :class:`Ranking` (:mod:`.overall`): the mean rank over problems from the tables' rank sets, its
+  bootstrap over problems, P(best), and the performance :class:`Profile`;
+* per table run in every independent study an :class:`AcrossStudies` (:mod:`.across`).
+
+:func:`mean_band` (:mod:`.bands`) is the interval the figures draw. The report (:mod:`mxopt_jax.compare.report`)
+reads these objects and never imports :mod:`mxopt_jax.compare.stats` nor the protocol's computing functions
+(``tests/test_layout.py`` holds it to that).
+"""
+
+from __future__ import annotations
+
+from .across import AcrossStudies, across_studies
+from .bands import Band, mean_band
+from .overall import Profile, Ranking, analyse_profile, analyse_ranking
+from .study import MODES, StudyAnalysis, analyse, analyse_study
+from .table import About, Claim, TableAnalysis, analyse_table
+
+__all__ = [
+    "MODES",
+    "About",
+    "AcrossStudies",
+    "Band",
+    "Claim",
+    "Profile",
+    "Ranking",
+    "StudyAnalysis",
+    "TableAnalysis",
+    "across_studies",
+    "analyse",
+    "analyse_profile",
+    "analyse_ranking",
+    "analyse_study",
+    "analyse_table",
+    "mean_band",
+]

@@ -1,0 +1,334 @@
+"""One table read over a plan's independent studies: :class:`AcrossStudies`, made by :func:`across_studies`.
+
+Each study repeats the whole tuning (its own selection seeds, confirmation seeds and search draws); a study's
+own tests (:func:`mxopt_jax.compare.protocol.compare_table`) hold its chosen configurations fixed, so they speak
+of *configurations*; the across-studies test takes the study as the unit, so its claims speak of the
+*optimizers* whatever the tuning's luck. The result keeps one :class:`AcrossStudies` per table
+(:attr:`mxopt_jax.compare.analysis.StudyAnalysis.across`); the report prints it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .. import stats
+from ..direction import LOWER, Direction
+from ..protocol import LEVEL, TEST, TEST_LEVEL, Selection, compare_table, paired_values
+from ..stats import ci_halfwidth
+
+__all__ = ["AcrossStudies", "across_studies", "median_inf"]
+
+
+@dataclasses.dataclass(frozen=True)
+class AcrossStudies:
+    """One table (problem and mode) over ``N`` independent studies: each study its own selection seeds,
+    confirmation seeds and search draws, so the tuning itself is repeated (:func:`across_studies`). Arrays are
+    ``(N, C)`` or ``(C, C)`` in ``names``' order.
+
+    Attributes:
+      problem, mode: the table; ``names``: the contenders present in every study; ``studies``: ``N``.
+      lr: ``(N, C)`` the chosen learning rate in each study.
+      test_mean, test_median: ``(N, C)`` each study's mean and median test value over its report seeds (raw
+        units; a diverged seed is the worst value).
+      rank_low, rank_high: ``(N, C)`` each study's simultaneous rank set; ``better``: ``(N, C, C)`` each study's
+        claims (``[s, i, j]``: in study ``s``, ``i`` shown better than ``j``).
+      shown: ``(C, C)`` the claims across studies: ``[i, j]`` when the across-studies test shows ``i`` better
+        than ``j`` (:func:`across_studies`); ``p_adjusted``: its Holm-adjusted p-values (symmetric), ``p`` the
+        raw ones; ``effects``: ``(N, C, C)`` each study's median over seeds of ``i - j`` (raw units, the
+        rounding margin applied), the effect the test reads (:attr:`effect`: their median over the studies);
+        ``margin``: the problem's practical margin.
+      replicated: ``(C, C)`` the claims made in *every* study; ``contradicted``: ``(C, C)`` ``[i, j]``: ``i``
+        shown better than ``j`` in one study and ``j`` better than ``i`` in another.
+      study_mean, study_ci: ``(C,)`` the mean over the studies of the per-study mean test value and the
+        ``LEVEL`` Student-t half-width over the ``N`` studies (NaN for one study): the spread the tuning's luck
+        and the seeds make together, in the metric's units.
+      level, test: the tests' level and the per-study test; ``direction``: the metric's
+        (:class:`~mxopt_jax.compare.direction.Direction`).
+      identical: ``{representative: [others]}``: contenders identical to a representative in *every* study,
+        folded into its entry (in no array; a table labels the representative with them).
+    """
+
+    problem: str
+    mode: str
+    names: tuple[str, ...]
+    studies: int
+    lr: np.ndarray
+    test_mean: np.ndarray
+    test_median: np.ndarray
+    rank_low: np.ndarray
+    rank_high: np.ndarray
+    better: np.ndarray
+    shown: np.ndarray
+    p_adjusted: np.ndarray
+    replicated: np.ndarray
+    contradicted: np.ndarray
+    study_mean: np.ndarray
+    study_ci: np.ndarray
+    level: float
+    test: str
+    direction: Direction = LOWER
+    identical: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    p: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
+    effects: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0)))
+    margin: float = 0.0
+
+    @property
+    def pairs(self) -> int:
+        """Holm's family of the across-studies test: the pairs of entries, ``C (C - 1) / 2``."""
+        return len(self.names) * (len(self.names) - 1) // 2
+
+    @property
+    def min_studies(self) -> int:
+        """The fewest studies on which the across-studies test can show a difference in this table: the
+        smallest ``N`` with ``2 / 2^N <= level / pairs`` (:func:`mxopt_jax.compare.stats.min_seeds`, the study
+        as the unit): 6 for one pair, 8 for 4 entries, 9 for 5, 14 for 22."""
+        return stats.min_seeds(max(self.pairs, 1), self.level)
+
+    @property
+    def can_claim(self) -> bool:
+        """Whether ``studies`` can support any claim at this table's size (:attr:`min_studies`)."""
+        return self.pairs > 0 and self.studies >= self.min_studies
+
+    @property
+    def effect(self) -> np.ndarray:
+        """``(C, C)`` the median over the studies of the per-study median paired differences ``[i, j]`` (``i``
+        minus ``j``, raw units; NaN on the diagonal): the across-studies claims' effect size."""
+        out = np.median(self.effects, axis=0) if self.effects.size else np.full((0, 0), np.nan)
+        np.fill_diagonal(out, np.nan)
+        return np.asarray(out)
+
+    @property
+    def lr_decades(self) -> np.ndarray:
+        """``(C,)`` how far apart the studies' chosen rates lie: ``log10(max / min)`` (0: the same rate)."""
+        return np.asarray(np.log10(self.lr.max(axis=0) / self.lr.min(axis=0)))
+
+    @property
+    def shown_rank_low(self) -> np.ndarray:
+        """``(C,)`` ``1 +`` the number of contenders the across-studies test shows better."""
+        return np.asarray(1 + self.shown.sum(axis=0))
+
+    @property
+    def shown_rank_high(self) -> np.ndarray:
+        """``(C,)`` ``C -`` the number of contenders the across-studies test shows worse."""
+        return np.asarray(len(self.names) - self.shown.sum(axis=1))
+
+    def _order(self) -> list[int]:
+        lo, hi = self.shown_rank_low, self.shown_rank_high
+        return sorted(range(len(self.names)), key=lambda k: (lo[k], hi[k], k))
+
+    def shown_letters(self) -> list[str]:
+        """The compact letter display of the across-studies claims (:func:`mxopt_jax.compare.stats.letters`)."""
+        return stats.letters(self.shown | self.shown.T, self._order())
+
+    def replicated_letters(self) -> list[str]:
+        """The compact letter display of the claims made in every study, letters named in the same order."""
+        return stats.letters(self.replicated | self.replicated.T, self._order())
+
+    def agreement(self) -> dict[str, int]:
+        """How far the studies agree on the claims (unordered pairs of contenders):
+
+        * ``pairs``: every pair of ``names``;
+        * ``claimed``: pairs shown to differ in at least one study;
+        * ``replicated``: pairs shown to differ, the same way, in every study;
+        * ``contradicted``: pairs shown to differ one way in a study and the other way in another;
+        * ``unreplicated``: pairs shown to differ in some study but not in every one, never contradicted;
+        * ``shown``: pairs the across-studies test shows to differ.
+        """
+        C = len(self.names)
+        iu = np.triu_indices(C, 1)
+        any_claim = (self.better | self.better.transpose(0, 2, 1)).any(axis=0)[iu]
+        rep = (self.replicated | self.replicated.T)[iu]
+        con = (self.contradicted | self.contradicted.T)[iu]
+        return {
+            "pairs": len(iu[0]),
+            "claimed": int(any_claim.sum()),
+            "replicated": int(rep.sum()),
+            "contradicted": int(con.sum()),
+            "unreplicated": int((any_claim & ~rep & ~con).sum()),
+            "shown": int((self.shown | self.shown.T)[iu].sum()),
+        }
+
+
+def _study_level(
+    effects: np.ndarray, level: float, test: str = TEST, margin: float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The across-studies test of every pair: ``effects`` ``(P, N)`` the per-study effects (each study's median
+    over seeds of the pair's paired differences, oriented, the rounding margin applied seed by seed; ``+-inf``
+    when a contender diverged on most seeds of a study). The study is the unit and each study's effect a paired
+    difference whose sign is a fair coin under the null (the two contenders, tuning included, exchangeable):
+    ``test`` ``"wilcoxon"``, the exact signed-rank test over the ``N`` effects (ties and zero effects as the
+    single-study test takes them); ``"t"``, the exact sign-flip test of their mean (:func:`stats.paired_t`'s
+    p-value). Either way the smallest two-sided p-value is ``2 / 2^N``, whatever the spread: a near-zero spread
+    of the studies' effects is no certainty. ``margin``: an effect is evidence only beyond it. Holm over the
+    ``P`` pairs at ``level``. Returns the raw and the Holm-adjusted two-sided p-values, the direction (``-1``:
+    the first is better, ``1``: the second, ``0``: neither tail smaller) and the significance."""
+    P, N = effects.shape
+    p = np.ones(P)
+    direction = np.zeros(P)
+    if N >= 2 and P:
+        pl, pg = stats._pair_tails(effects, test, margin)
+        p = np.minimum(1.0, 2 * np.minimum(pl, pg))
+        direction = np.where(pl < pg, -1.0, np.where(pg < pl, 1.0, 0.0))
+    adj = stats._holm(p) if P else p
+    return p, adj, direction, (adj <= level) & (direction != 0)
+
+
+def across_studies(
+    studies: Sequence[Sequence[Selection]],
+    identical: Sequence[Mapping[str, Sequence[str]] | None] | None = None,
+    level: float = TEST_LEVEL,
+    test: str = TEST,
+    rtol: float = stats.ROUNDING_RTOL,
+) -> AcrossStudies:
+    """One table (problem and mode) read over ``N`` independent studies of it: the spread of the tuning's luck,
+    and the claims that hold across the studies.
+
+    ``studies[s]`` is study ``s``'s selections of the table (the same problem and mode in every study; each
+    study its own selection seeds, confirmation seeds and search draws); ``identical[s]`` its identity map
+    (``{representative: [others]}``, as :func:`compare_table`). Each study is tested on its own by
+    :func:`compare_table` (Holm over that study's table at ``level``). Then:
+
+    * **spread** (what the tuning's luck does): per contender the chosen rate, the mean and the median test
+      value in each study, and the mean over studies with its Student-t interval over the ``N`` studies;
+    * **claims across studies** (``shown``): a study's tests hold its *chosen configurations* fixed, so they
+      say nothing of the tuning's luck: two contenders identical in distribution whose chosen configurations
+      differ by half a paired standard deviation are separated in 37 % of single studies (2 contenders, 10
+      seeds). The across-studies test takes the study as the unit: per pair and per study the *effect*, the
+      median over seeds of the paired (oriented) differences with the rounding margin applied seed by seed (a
+      difference within ``rtol`` x the value is a zero); under the null (the two contenders, their tuning
+      included, exchangeable) each study's effect is as likely positive as negative, so the exact test over the
+      ``N`` effects is the sign-flip one: the exact signed-rank test of the effects (``test = "wilcoxon"``; ties
+      and zero effects as the single-study test takes them) or the sign-flip test of their mean (``"t"``), the
+      problem's margin as in a study, Holm over the table's ``C (C - 1) / 2`` pairs at ``level``. Its smallest
+      p-value is ``2 / 2^N`` whatever the spread of the effects, so a near-zero spread (a discrete metric, equal
+      medians, rounding twins) is never certainty; the price is that ``N`` studies can support a claim only when
+      ``2 / 2^N <= level / pairs`` (:attr:`AcrossStudies.min_studies`: 6 studies for one pair, 8 for 4 entries,
+      9 for 5, 14 for 22; :attr:`AcrossStudies.can_claim`). Measured (``tests/app/test_error_rates.py``): under
+      the null with the tuning's luck, on a discrete metric with rounding twins, no claim at 2, 3 and 5 studies
+      and 1.7 % of tables at 8 (the former Student t over the per-study medians: 21 %, 78 %, 100 %, 100 %); a
+      1.2-standard-deviation difference is found in 87 % of 4-entry tables at 8 studies, 99 % at 10;
+    * **agreement** (descriptive, :meth:`AcrossStudies.agreement`): ``replicated[i, j]`` when ``i`` was shown
+      better than ``j`` in *every* study, ``contradicted[i, j]`` when one study shows ``i`` better and another
+      ``j``. Requiring every study to agree is not a test: with the tuning's luck at half a paired standard
+      deviation, 7 % of null pairs (2 contenders, 2 studies) are still claimed in both (20 % at one standard
+      deviation); without tuning luck, 0.07 %.
+
+    Contenders missing from a study are left out (``names`` holds those present in all); contenders that every
+    study's ``identical`` map lists as identical to the same representative are folded into it (``identical``).
+
+    Raises
+    ------
+    ValueError
+        no study; a study with no selection; studies of different tables; no contender common to every study;
+        ``identical`` of another length than ``studies``; as :func:`compare_table`.
+    """
+    per = [list(s) for s in studies]
+    if not per:
+        raise ValueError("across_studies needs at least one study")
+    if any(not s for s in per):
+        raise ValueError("across_studies: a study has no selection for this table")
+    tables = sorted({(s.problem, s.mode) for sels in per for s in sels})
+    if len(tables) > 1:
+        raise ValueError(
+            f"across_studies reads one table (one problem, one mode) in every study, got {tables}"
+        )
+    idents = list(identical) if identical is not None else [None] * len(per)
+    if len(idents) != len(per):
+        raise ValueError(f"identical must hold one map per study ({len(per)}), got {len(idents)}")
+    common = [
+        n
+        for n in dict.fromkeys(s.contender for s in per[0])
+        if all(any(x.contender == n for x in sels) for sels in per)
+    ]
+    if not common:
+        raise ValueError("across_studies: no contender ran in every study")
+    # contenders identical in every study are one entry (a duplicate would count twice in the family)
+    everywhere: dict[str, list[str]] = {}
+    for rep in common:
+        others = [o for o in common if o != rep and all(o in (ident or {}).get(rep, ()) for ident in idents)]
+        if others and not any(rep in v for v in everywhere.values()):
+            everywhere[rep] = others
+    folded = {o for v in everywhere.values() for o in v}
+    common = [n for n in common if n not in folded]
+    N, C = len(per), len(common)
+    lr, mean, median = np.zeros((N, C)), np.zeros((N, C)), np.zeros((N, C))
+    low, high = np.zeros((N, C), np.int64), np.zeros((N, C), np.int64)
+    better = np.zeros((N, C, C), bool)
+    words = sorted({s.better for sels in per for s in sels})
+    if len(words) > 1:
+        raise ValueError(f"the contenders of one table must share the problem's better, got {words}")
+    orient = Direction(words[0]).orient
+    i, j = np.triu_indices(C, 1)
+    medians = np.zeros((len(i), N))
+    for k, (sels, ident) in enumerate(zip(per, idents, strict=True)):
+        table = compare_table(sels, ident, level, test, rtol)
+        by = {s.contender: s for s in sels}
+        values, _ = paired_values([by[n] for n in common])
+        d, _ = stats._rounded(orient(values[i]), orient(values[j]), rtol)
+        medians[:, k] = [median_inf(row) for row in d]
+        for a, n in enumerate(common):
+            s = by[n]
+            lr[k, a] = s.lr
+            mean[k, a] = s.test_mean
+            median[k, a] = s.test_quartiles[1]
+            low[k, a], high[k, a] = table.rank(n), table.rank_high(n)
+            for b, m in enumerate(common):
+                better[k, a, b] = a != b and table.shown_better(n, m)
+    margins = {float(s.margin) for sels in per for s in sels}
+    if len(margins) > 1:
+        raise ValueError(
+            f"the contenders of one table must share the problem's margin, got {sorted(margins)}"
+        )
+    margin = margins.pop()
+    raw, adj, sign, significant = _study_level(medians, level, test, margin)
+    shown = np.zeros((C, C), bool)
+    shown[i, j] = significant & (sign < 0)
+    shown[j, i] = significant & (sign > 0)
+    p_adjusted, p_raw = np.full((C, C), np.nan), np.full((C, C), np.nan)
+    p_adjusted[i, j] = p_adjusted[j, i] = adj
+    p_raw[i, j] = p_raw[j, i] = raw
+    effects = np.zeros((N, C, C))  # raw units: [s, a, b] = study s's median of (a - b) over its seeds
+    sgn = Direction(words[0]).sign
+    effects[:, i, j] = sgn * medians.T
+    effects[:, j, i] = -sgn * medians.T
+    replicated = np.asarray(better.all(axis=0))
+    contradicted = np.asarray(better.any(axis=0) & better.transpose(0, 2, 1).any(axis=0))
+    study_ci = np.array([ci_halfwidth(mean[:, a], LEVEL) for a in range(C)])
+    return AcrossStudies(
+        problem=tables[0][0],
+        mode=tables[0][1],
+        names=tuple(common),
+        studies=N,
+        lr=lr,
+        test_mean=mean,
+        test_median=median,
+        rank_low=low,
+        rank_high=high,
+        better=better,
+        shown=shown,
+        p_adjusted=p_adjusted,
+        p=p_raw,
+        effects=effects,
+        margin=margin,
+        replicated=replicated,
+        contradicted=contradicted,
+        study_mean=mean.mean(axis=0),
+        identical=everywhere,
+        study_ci=study_ci,
+        level=level,
+        test=test,
+        direction=Direction(words[0]),
+    )
+
+
+def median_inf(row: np.ndarray) -> float:
+    """The median of ``row`` (``numpy.median``'s mean of the two middle values for an even count), an average
+    that touches an infinite value being that value (``inf + -inf``: 0, a tie)."""
+    v = np.sort(row)
+    a, b = v[(len(v) - 1) // 2], v[len(v) // 2]
+    if np.isinf(a) or np.isinf(b):
+        return 0.0 if np.isinf(a) and np.isinf(b) and a != b else float(a if np.isinf(a) else b)
+    return float(0.5 * (a + b))

@@ -1,0 +1,169 @@
+"""The readings over problems: :class:`Ranking` (the overall ranking of one mode: the mean rank over the
+problems, its bootstrap over problems, P(best), targets reached, the profile score) and :class:`Profile`
+(AlgoPerf's performance profile), made once from the tables' analyses by :func:`analyse_ranking`.
+
+Nothing here re-tests: a contender's rank on a problem is the middle of its rank set in that problem's table
+(:class:`~mxopt_jax.compare.analysis.table.TableAnalysis`), and the bootstrap resamples problems
+(:func:`mxopt_jax.compare.stats.bootstrap_problems`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .. import stats
+from ..protocol import (
+    BOOTSTRAP_REPLICATES,
+    BOOTSTRAP_SEED,
+    LEVEL,
+    TAU_MAX,
+    Selection,
+    midpoint_ranks,
+    profile_times,
+)
+from .table import TableAnalysis
+
+__all__ = ["Profile", "Ranking", "analyse_profile", "analyse_ranking"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """AlgoPerf's performance profile of one mode's contenders over the problems.
+
+    Attributes:
+      times: ``{problem: {contender: time}}``, the fastest trial's steps to target
+        (:func:`mxopt_jax.compare.protocol.profile_times`), identical contenders folded.
+      tau_max: the largest ratio looked at; ``taus``: the ``tau`` grid from 1 to it; ``rho``: ``{contender:
+        rho(taus)}`` (:func:`mxopt_jax.compare.stats.performance_profile`).
+      scores: ``{contender: AlgoPerf's score}``, the normalized area under its profile
+        (:func:`mxopt_jax.compare.stats.profile_score`).
+    """
+
+    times: dict[str, dict[str, float]]
+    tau_max: float
+    taus: np.ndarray
+    rho: dict[str, np.ndarray]
+    scores: dict[str, float]
+
+    @property
+    def problems(self) -> int:
+        return len(self.times)
+
+
+def analyse_profile(by_problem: Mapping[str, Sequence[Selection]], tau_max: float = TAU_MAX) -> Profile:
+    """The performance profile of ``by_problem``'s selections (one mode; identical contenders already
+    folded)."""
+    times = profile_times(by_problem)
+    if not times:
+        return Profile({}, tau_max, np.zeros(0), {}, {})
+    taus, rho = stats.performance_profile(times, tau_max)
+    ratios = stats.performance_ratios(times)
+    scores = {n: stats.profile_score(r, tau_max) for n, r in ratios.items()}
+    return Profile(times, tau_max, taus, rho, scores)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ranking:
+    """The overall ranking of one mode over the problems.
+
+    Attributes:
+      mode: ``"tuned"`` or ``"one-shot"``.
+      tables: ``{problem: TableAnalysis}`` of this mode, problems in the study's order (those with a table).
+      identical: ``{representative: [others]}``: contenders identical on every problem, one row.
+      names: the rows (contenders left after folding ``identical``), in the order met.
+      bootstrap: :class:`~mxopt_jax.compare.stats.BootstrapRanks` over ``names``: mean rank, its bootstrap
+        interval over problems, P(best).
+      profile: the performance profile (:class:`Profile`).
+      reached: ``{name: problems whose target its fastest trial reached}``.
+      seed: the bootstrap's seed.
+    """
+
+    mode: str
+    tables: dict[str, TableAnalysis]
+    identical: dict[str, list[str]]
+    names: tuple[str, ...]
+    bootstrap: stats.BootstrapRanks
+    profile: Profile
+    reached: dict[str, int]
+    seed: int = BOOTSTRAP_SEED
+
+    @property
+    def problems(self) -> list[str]:
+        return list(self.tables)
+
+    def mean_rank(self, name: str) -> float:
+        """Mean over the problems ``name`` ran of the middle of its rank set (``inf``: it ran none)."""
+        vals = [t.midpoint(name) for t in self.tables.values() if name in t.entry]
+        return float(np.mean(vals)) if vals else math.inf
+
+    def score(self, name: str) -> float:
+        """``name``'s profile score (0 when it reached no target)."""
+        return self.profile.scores.get(name, 0.0)
+
+    @property
+    def order(self) -> list[str]:
+        """The rows, best mean rank first (then the profile score, then the name)."""
+        return sorted(self.names, key=lambda n: (self.mean_rank(n), -self.score(n), n))
+
+
+def analyse_ranking(
+    tables: Mapping[str, TableAnalysis],
+    identical: Mapping[str, Sequence[str]] | None = None,
+    tau_max: float = TAU_MAX,
+    n_boot: int = BOOTSTRAP_REPLICATES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = LEVEL,
+) -> Ranking:
+    """The overall ranking of one mode from its tables (``{problem: TableAnalysis}``, each with its own
+    identity map folded), rows folding ``identical`` (contenders identical on every problem).
+
+    Raises
+    ------
+    ValueError
+        no table; as :func:`mxopt_jax.compare.stats.bootstrap_problems`.
+    """
+    tables = {p: t for p, t in tables.items() if t.selections}
+    if not tables:
+        raise ValueError("analyse_ranking: no table")
+    modes = {t.mode for t in tables.values()}
+    if len(modes) > 1:
+        raise ValueError(f"analyse_ranking reads the tables of one mode, got {sorted(modes)}")
+    ident = {k: list(v) for k, v in (identical or {}).items()}
+    reps: dict[str, set[str]] = {}
+    for rep, others in ident.items():
+        for o in others:
+            if o != rep:
+                reps.setdefault(o, set()).add(rep)
+
+    def entries(t: TableAnalysis) -> list[Selection]:
+        """``t``'s selections less the contenders folded into a present representative (as ``fold``)."""
+        present = {s.contender for s in t.selections}
+        return [s for s in t.selections if not reps.get(s.contender, set()) & present]
+
+    folded = {p: entries(t) for p, t in tables.items()}
+    names = list(dict.fromkeys(s.contender for sels in folded.values() for s in sels))
+    ranks = midpoint_ranks([t.comparison for t in tables.values()], names)
+    boot = stats.bootstrap_problems(ranks, names, n_boot, seed, level)
+    reached = {
+        n: sum(
+            1
+            for t in tables.values()
+            for s in t.selections
+            if s.contender == n and math.isfinite(s.fastest_time)
+        )
+        for n in names
+    }
+    return Ranking(
+        mode=next(iter(modes)),
+        tables=dict(tables),
+        identical=ident,
+        names=tuple(names),
+        bootstrap=boot,
+        profile=analyse_profile(folded, tau_max),
+        reached=reached,
+        seed=seed,
+    )
