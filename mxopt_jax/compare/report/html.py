@@ -140,12 +140,15 @@ def html_report(
     standalone: bool = True,
     images: Mapping[str, bytes] | None = None,
     across: str = "",
+    lead: str = "",
 ) -> str:
     """The study as HTML, results first: a whole page (``standalone``, what ``report.html`` holds) or a
     fragment for a notebook. ``text``: the text report (shown whole, folded); ``protocol``: the protocol as it
     ran; ``notes``: paragraphs under "Checks and timings"; ``images``: the figures as PNG bytes by file name
     (default: drawn now, when matplotlib is installed; ``{}``: none); ``across``: the tables across independent
-    studies (text; none for one study). :func:`mxopt_jax.compare.report.render.study_html` fills these in."""
+    studies (text; none for one study); ``lead``: what the claims are about, or the claims about the optimizers
+    (:func:`mxopt_jax.compare.report.render.lead_claims`), shown first. :func:`mxopt_jax.compare.report.render.
+    study_html` fills these in."""
     images = render_images(study) if images is None else images
     names = [
         c.name for c in study.contenders if any(c.name in study.tuned.get(p.name, {}) for p in study.problems)
@@ -163,6 +166,8 @@ def html_report(
         )
         + "</p>"
     )
+    if lead:
+        parts.append(f"<h2>Claims</h2><pre>{_e(lead)}</pre>")
     if len(study.problems) > 0:
         parts.append("<h2>Overall ranking</h2>")
         for mode in ("tuned", "one-shot"):

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..analysis import AcrossStudies, Ranking, StudyAnalysis, TableAnalysis
-from ..protocol import TEST, Selection
+from ..analysis import AcrossStudies, Ranking, StudyAnalysis, TableAnalysis, across_claims
+from ..protocol import ROUNDING_RTOL, TEST, Selection
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -195,7 +195,40 @@ def claims_note(table: TableAnalysis, metric: str = "metric") -> list[str]:
             f"{c.level / c.pairs:.2g}: no pair of this table can be shown to differ. {c.pairs} pairs need at "
             f"least {need} report seeds (--confirm-seeds {need}), or fewer contenders."
         )
+    elif c.test == "wilcoxon" and c.pairs:
+        diverged = table.comparison.power_note()
+        if diverged:
+            out.append(f"power: {diverged}")
+    for better, worse, p in table.comparison.divergence_claims():
+        d = table.comparison.divergence
+        assert d is not None
+        k, m = d.diverged[table.entries.index(better)], d.diverged[table.entries.index(worse)]
+        out.append(
+            f"divergence: {better} diverged on fewer report seeds than {worse} ({k} against {m} of {table.seeds}; "
+            f"exact sign test on the seeds where only one diverged, Holm over the pairs that differ there, p_adj "
+            f"{p:.2g})."
+        )
+    out.append(claims_sentences(table, metric))
     return out
+
+
+#: What a single study's claims are about, as its tables say it.
+ABOUT_CONFIGURATIONS = (
+    "about the configurations this study chose (its tests hold each contender's chosen configuration fixed, "
+    "so the tuning's luck is in them; for claims about the optimizers, repeat the tuning: mxopt-jax compare "
+    "--studies N)"
+)
+
+
+def claims_sentences(table: TableAnalysis, metric: str = "metric") -> str:
+    """The table's claims as a reader would cite them, one sentence each
+    (:meth:`~mxopt_jax.compare.analysis.Claim.sentence`), said to be about the configurations this study chose;
+    ``"no difference shown among the E entries"`` where the tests showed none."""
+    shown = table.shown_claims()
+    E = len(table.entries)
+    if not shown:
+        return f"claims ({ABOUT_CONFIGURATIONS}): no difference shown among the {E} entries."
+    return f"claims ({ABOUT_CONFIGURATIONS}): " + "; ".join(c.sentence(metric) for c in shown) + "."
 
 
 def _fmt_test(s: Selection) -> str:
@@ -370,6 +403,10 @@ def overall_table(ranking: Ranking, title: str | None = None) -> Table:
                 f"{ranking.score(n):.3f}",
             ]
         )
+    omitted = ranking.omitted
+    if omitted:  # the interval and P(best) need the problems (and the report-wide family) to support them
+        head = head[:2] + head[4:]
+        rows = [r[:2] + r[4:] for r in rows]
     title = title or f"== Overall: {len(problems)} problem(s)"
     notes = [
         "mean rank: the mean over the problems of the middle of the contender's rank set on each (its table's "
@@ -379,13 +416,13 @@ def overall_table(ranking: Ranking, title: str | None = None) -> Table:
         f"problems (numpy seed {ranking.seed}), each problem's tests kept as they are (nothing re-tested): how much "
         "the ranking depends on which problems were run (one problem: no interval); P(best): share of the resamples "
         "in which it has the lowest mean rank (ties split). Neither claims a difference that no table's test "
-        "showed; per problem: the table's rank set.",
+        "showed; per problem: the table's rank set." + (f" {omitted}" if omitted else ""),
         "targets: problems where a majority of the selection seeds had a rate reaching the validation target; "
         "profile score: AlgoPerf's, the normalized area under the performance profile (linear tau from 1 to "
         f"{tau_max:g}) of the fastest trial's steps to target, both read from the selection runs (1: fastest "
         "everywhere).",
     ]
-    return Table(title, head, rows, "<>>>" + ">" * len(problems) + ">>", notes)
+    return Table(title, head, rows, ("<>" if omitted else "<>>>") + ">" * len(problems) + ">>", notes)
 
 
 def format_overall(ranking: Ranking, title: str | None = None) -> str:
@@ -498,19 +535,41 @@ def format_across(across: AcrossStudies, metric: str = "metric", title: str | No
     agree = a.agreement()
     title = title or f"== {a.problem} [{a.mode}] across {N} independent studies"
     notes = [
-        f"rank, group: the across-studies test, the study as the unit: per pair and study the median paired "
-        f"difference over the seeds, Student's t over the {N} studies ({N - 1} degrees of freedom), Holm over the "
-        f"table's {agree['pairs']} pair(s), level {100 * a.level:g} %: its claims hold whatever the tuning's luck "
-        "(it needs about 5 studies to show a 2-standard-deviation difference). in every study: the letters of the "
-        f"claims each study made on its own ({test_words(a.test)}, Holm over its table), kept where all {N} agree; "
-        "agreement is not a test (with tuning luck, identical contenders are still claimed different in every "
-        "study). lr spread: log10(largest / smallest chosen rate) over the studies (0: the same rate every time).",
+        f"claims about the optimizers, over {N} independent tunings. rank, group: the across-studies test, the "
+        "study as the unit: per pair and study the median paired difference over the seeds (a difference within "
+        f"{ROUNDING_RTOL:g} relative of the value is none), then the exact sign-flip test "
+        f"over the {N} studies ({test_words(a.test).split(' (')[0]} of the studies' effects: a study's effect is "
+        f"as likely positive as negative when the optimizers do not differ), Holm over the table's "
+        f"{agree['pairs']} pair(s), level {100 * a.level:g} %: its claims hold whatever the tuning's luck, and its "
+        f"smallest p-value is 2/2^{N} = {2.0 ** (1 - N):.2g} however alike the studies are. in every study: the "
+        f"letters of the claims each study made on its own ({test_words(a.test)}, Holm over its table), kept "
+        f"where all {N} agree; agreement is not a test (with tuning luck, identical contenders are still claimed "
+        "different in every study). lr spread: log10(largest / smallest chosen rate) over the studies (0: the "
+        "same rate every time).",
         f"agreement over {agree['pairs']} pair(s): {agree['claimed']} shown to differ in at least one study, "
         f"{agree['replicated']} in every study the same way, {agree['contradicted']} one way in a study and the "
         f"other way in another, {agree['unreplicated']} in some studies only; {agree['shown']} shown by the "
         "across-studies test.",
     ]
+    if agree["pairs"] and not a.can_claim:
+        notes.append(
+            f"power: {N} studies cannot support any claim about the optimizers in a table of {len(a.names)} "
+            f"entries: the smallest p-value, 2/2^{N} = {2.0 ** (1 - N):.2g}, is above Holm's first threshold "
+            f"{100 * a.level:g} %/{agree['pairs']} = {a.level / agree['pairs']:.2g}; it needs at least "
+            f"{a.min_studies} studies (--studies {a.min_studies}), or fewer contenders."
+        )
+    notes.append(across_sentences(a, metric))
     return "\n".join([title, *text_table(head, rows, ">>><<>>>"), *notes])
+
+
+def across_sentences(a: AcrossStudies, metric: str = "metric") -> str:
+    """An across-studies table's claims in sentences (about the optimizers), or ``"no difference shown among
+    the E entries"``."""
+    shown = [c for c in across_claims(a) if c.shown]
+    about = f"claims (about the optimizers, over {a.studies} independent tunings)"
+    if not shown:
+        return f"{about}: no difference shown among the {len(a.names)} entries."
+    return f"{about}: " + "; ".join(c.sentence(metric) for c in shown) + "."
 
 
 def format_report(analysis: StudyAnalysis, problems: Sequence[Problem] = (), protocol: str = "") -> str:
