@@ -231,7 +231,8 @@ class StudyResult:
         """
         if family not in protocol.FAMILIES:
             raise ValueError(f"family must be one of {list(protocol.FAMILIES)}, got {family!r}")
-        for r in [self, *self.repeats]:
+        results: list[StudyResult] = [self, *self.repeats]
+        for r in results:
             r.family = family
             r.__dict__.pop("analysis", None)
         return self
