@@ -165,7 +165,8 @@ def test_words(test: str = TEST) -> str:
     """The paired test's name as the report prints it."""
     return {
         "wilcoxon": "Wilcoxon's signed-rank test (exact, two-sided)",
-        "t": "Student's paired t-test (two-sided; a pair with a diverged seed: the signed-rank test)",
+        "t": "Student's paired t statistic with its exact sign-flip p-value (two-sided; smallest p 2/2^R; a pair "
+        "with a diverged seed: the signed-rank test)",
     }[test]
 
 
