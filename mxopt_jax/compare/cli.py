@@ -197,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         "another value than the stored one is refused",
     )
     cmp.add_argument("--no-plots", action="store_true", help="write no PNGs")
+    cmp.add_argument("--family", **_FAMILY_ARG)
     cmp.add_argument(
         "--compare-presets",
         nargs=2,
@@ -221,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default=None, metavar="DIR", help="write the rendered files here (default: DIR)"
     )
     rep.add_argument("--no-plots", action="store_true", help="write no PNGs")
+    rep.add_argument("--family", **_FAMILY_ARG)
 
     agr = sub.add_parser(
         "agree",
@@ -235,6 +237,15 @@ def build_parser() -> argparse.ArgumentParser:
     agr.add_argument(
         "--top", type=positive_int_arg, default=3, metavar="K", help="k of the top-k overlap (default: 3)"
     )
+    for side in ("a", "b"):
+        agr.add_argument(
+            f"--study-{side}",
+            type=int,
+            default=0,
+            metavar="N",
+            help=f"which of DIR_{side.upper()}'s independent studies (--studies) to compare: 0 the first (default), "
+            "as summary.csv's study column",
+        )
 
     from .tour.cli import add_tour_parser
 
@@ -480,7 +491,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command == "report":
         return _report_command(args)
     if args.command == "agree":
-        return _agree_command(args.dir_a, args.dir_b, args.top)
+        return _agree_command(args.dir_a, args.dir_b, args.top, args.study_a, args.study_b)
     if args.compare_presets:
         print(
             "mxopt-jax: compare --compare-presets is deprecated; it is now mxopt-jax agree DIR_A DIR_B",
@@ -519,6 +530,17 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
     from .plan import SETTINGS
 
     return {k: getattr(args, k) for k in SETTINGS if hasattr(args, k)}
+
+
+#: ``--family`` of ``compare`` and ``report``: the report's error control.
+_FAMILY_ARG: dict[str, Any] = dict(
+    choices=("table", "report"),
+    default="table",
+    help="the report's error control: 'table' (default) corrects each table's pairs by Holm on their own (each "
+    "table's chance of any false claim is at most 5 %%; a report of many tables can hold one more often); "
+    "'report' makes every pair of every table one Holm family (at most 5 %% for the whole report, less power), "
+    "and shows the overall ranking's interval and P(best) from 9 problems on",
+)
 
 
 def _compare_command(args: argparse.Namespace) -> int:
@@ -674,6 +696,11 @@ def _compare(
         if isinstance(e, PreflightError):
             message += "\nDrop them with --contenders."
         return _fail(message)
+    if args.family != "table":  # the report-wide family: the outputs written again under it
+        from .report import write_study
+
+        result.with_family(args.family)
+        write_study(result, root, plots=plots, data=False)
     print()
     print(result.report())
     written = (
@@ -701,7 +728,7 @@ def _report_command(args: argparse.Namespace) -> int:
         )
     try:
         out = output_dir(args.out if args.out is not None else source.parent, "--out", create=True)
-        result = Study.from_json(source)
+        result = Study.from_json(source).with_family(args.family)
     except (ValueError, KeyError, TypeError) as e:
         return _fail(str(e), "report")
     plots = _plots(args.no_plots)
@@ -723,12 +750,13 @@ def _report_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _agree_command(a: str, b: str, k: int) -> int:
-    """``mxopt-jax agree DIR_A DIR_B``: how far two saved studies agree (no JAX, nothing run)."""
+def _agree_command(a: str, b: str, k: int, study_a: int = 0, study_b: int = 0) -> int:
+    """``mxopt-jax agree DIR_A DIR_B [--study-a N] [--study-b N]``: how far two saved studies agree (no JAX,
+    nothing run); it names the studies compared and warns when they share seeds."""
     from .report.agreement import compare_studies
 
     try:
-        print(compare_studies(a, b, k=k))
+        print(compare_studies(a, b, k=k, study_a=study_a, study_b=study_b))
     except (FileNotFoundError, ValueError) as e:
         return _fail(str(e), "agree")
     return 0

@@ -23,7 +23,8 @@ short (:func:`mxopt_jax.compare.report.text.describe` prints them in full with t
   contenders are folded into one entry first; :func:`rank_uncertainty`: the mean rank over problems with its
   bootstrap interval over problems and P(best), the tests' decisions kept;
 * **across studies**: :mod:`mxopt_jax.compare.analysis.across` reads a table over independent repetitions of
-  the whole tuning, from the selections made here;
+  the whole tuning, from the selections made here: the claims about the optimizers come from the exact
+  sign-flip (signed-rank) test over the studies' effects, the study as the unit;
 * **performance profile** (:func:`profile_times`, :func:`profile_scores`): AlgoPerf's, on the steps the
   fastest trial needs to reach each problem's validation target (:attr:`Selection.fastest_time`), read from the
   *selection* runs.
@@ -51,7 +52,9 @@ __all__ = [
     "BOOTSTRAP_REPLICATES",
     "BOOTSTRAP_SEED",
     "CONFIRM_OFFSET",
+    "FAMILIES",
     "LEVEL",
+    "MIN_PROBLEMS",
     "PRESETS",
     "ROUNDING_RTOL",
     "TAU_MAX",
@@ -66,11 +69,13 @@ __all__ = [
     "log_grid",
     "midpoint_ranks",
     "paired_values",
+    "report_family",
     "profile_scores",
     "profile_times",
     "quartiles",
     "rank",
     "rank_uncertainty",
+    "ranking_omitted",
     "select",
     "shift_grid",
     "time_to_target",
@@ -686,6 +691,8 @@ class TableComparison:
       comparison: :class:`mxopt_jax.compare.stats.Comparison` over ``entries`` (its arrays in that order).
       entry: ``{contender: its entry}`` for every contender of the table.
       seeds: report seeds per contender; ``better``: the metric's direction; ``margin``: the practical margin.
+      divergence: :func:`mxopt_jax.compare.stats.compare_divergence` over ``entries``: the seeds each diverged on
+        and which diverge on fewer seeds than which (its own Holm family), or None (no entry diverged).
     """
 
     problem: str
@@ -696,6 +703,48 @@ class TableComparison:
     seeds: int
     better: str = "lower"
     margin: float = 0.0
+    divergence: stats.DivergenceComparison | None = None
+
+    def power_note(self) -> str:
+        """What this table's seeds can show at its size, in a sentence ('' when nothing to say): the seeds the
+        exact signed-rank test needs to show any difference among the entries (:func:`mxopt_jax.compare.stats.
+        min_seeds`), and, per entry that diverged on some seeds, the seeds it would need to be shown better than
+        an entry that did not (a diverged seed is the largest difference against it)."""
+        c = self.comparison
+        if c.test != "wilcoxon" or c.pairs == 0:
+            return ""
+        family = c.family or c.pairs
+        parts = []
+        need = stats.min_seeds(family, c.level)
+        if need > self.seeds:
+            parts.append(
+                f"{self.seeds} seeds cannot show any difference among {len(self.entries)} entries "
+                f"({family} tests corrected together need at least {need} seeds)"
+            )
+        elif self.divergence is not None:
+            for k, name in enumerate(self.entries):
+                n = int(self.divergence.diverged[k])
+                if 0 < n < self.seeds:
+                    m = stats.min_seeds(family, c.level, diverged=n)
+                    if m > self.seeds:
+                        parts.append(
+                            f"{name} diverged on {n} of {self.seeds} seeds: it cannot be shown better than an entry "
+                            f"that did not diverge there (the diverged seeds count as its worst values; {m} seeds "
+                            "would be needed)"
+                        )
+        return "; ".join(parts) + ("." if parts else "")
+
+    def divergence_claims(self) -> list[tuple[str, str, float]]:
+        """Every ``(diverges less, diverges more, adjusted p)`` the divergence comparison makes."""
+        d = self.divergence
+        if d is None:
+            return []
+        return [
+            (self.entries[i], self.entries[j], float(d.p_adjusted[i, j]))
+            for i in range(len(self.entries))
+            for j in range(len(self.entries))
+            if d.fewer[i, j]
+        ]
 
     def _k(self, name: str) -> int:
         return self.entries.index(self.entry[name])
@@ -788,7 +837,9 @@ def compare_table(
     margin = float(_one(sels, "margin"))
     shown, entry = fold(sels, identical)
     keep = [i for i, s in enumerate(sels) if entry[s.contender] == s.contender]
-    comparison = stats.compare(Direction(better).orient(values[keep]), level, test, margin, rtol)
+    oriented = Direction(better).orient(values[keep])
+    comparison = stats.compare(oriented, level, test, margin, rtol)
+    diverged = ~np.isfinite(oriented)
     return TableComparison(
         problem=sels[0].problem,
         mode=sels[0].mode,
@@ -798,7 +849,37 @@ def compare_table(
         seeds=len(seeds),
         better=better,
         margin=margin,
+        divergence=stats.compare_divergence(oriented, level) if diverged.any() else None,
     )
+
+
+#: How a report controls its error rate: ``"table"`` (the default: each table one Holm family, as the tables
+#: have always been read; the chance of some false claim in a report of ``T`` tables is then up to
+#: ``1 - (1 - level)^T``) or ``"report"`` (every pair of every table one family: at most ``level`` for the whole
+#: report, at the price of power).
+FAMILIES = ("table", "report")
+
+
+def report_family(
+    tables: Sequence[TableComparison], family: str = "table", level: float | None = None
+) -> list[TableComparison]:
+    """``tables`` as the report reads them under ``family`` (:data:`FAMILIES`): unchanged for ``"table"``; for
+    ``"report"`` every pair of every table corrected together by Holm's method
+    (:func:`mxopt_jax.compare.stats.holm_family`), so that the chance of any false claim in the whole report is
+    at most ``level`` (default: the tables' level). A report-wide claim is always a per-table claim too.
+
+    Raises
+    ------
+    ValueError
+        ``family`` not in :data:`FAMILIES`.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
+    out = list(tables)
+    if family == "table" or not out:
+        return out
+    joint = stats.holm_family([t.comparison for t in out], level)
+    return [dataclasses.replace(t, comparison=c) for t, c in zip(out, joint, strict=True)]
 
 
 def rank(
@@ -876,6 +957,45 @@ def rank_uncertainty(
     if np.isnan(ranks).all():
         raise ValueError("rank_uncertainty: none of names ran on any problem")
     return stats.bootstrap_problems(ranks, names, n_boot, seed, level)
+
+
+#: The fewest problems whose overall ranking gets its bootstrap interval and P(best) (:func:`ranking_omitted`):
+#: the percentile bootstrap over ``P`` problems covers a contender's mean rank over problems at 95 % nominal in
+#: only 49-83 % of draws with 2 problems, 86-87 % at 5, 89-92 % at 8 and at least 90 % from 9 on (four shapes of
+#: per-problem ranks, ``tests/app/test_error_rates.py``).
+MIN_PROBLEMS = 9
+
+
+def ranking_omitted(problems: int, family: str = "table", level: float = TEST_LEVEL) -> str:
+    """Why the overall ranking's interval and P(best) are left out, in a sentence, or ``''`` when they are
+    shown: they need at least :data:`MIN_PROBLEMS` problems (fewer cannot support a bootstrap over problems:
+    with 2, the interval is the two ranks and P(best) splits ties) *and* the report's claims corrected as one
+    family (``family == "report"``, :func:`report_family`): the ranking reads every table's claims at once,
+    and with a family per table some table of 9 holds a false claim in about 30 % of studies where no
+    contender differs, enough to give someone P(best) >= 0.5 in a quarter of them.
+
+    Raises
+    ------
+    ValueError
+        ``family`` not in :data:`FAMILIES`; ``problems`` negative.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
+    if isinstance(problems, bool) or int(problems) != problems or problems < 0:
+        raise ValueError(f"problems must be an integer >= 0, got {problems!r}")
+    if problems < MIN_PROBLEMS:
+        return (
+            f"The interval and P(best) are omitted: {problems} problem(s) cannot support a bootstrap over problems "
+            f"(it needs at least {MIN_PROBLEMS}; below, its {100 * LEVEL:g} % interval covers the mean rank in as "
+            "few as half of the draws)."
+        )
+    if family != "report":
+        return (
+            "The interval and P(best) are omitted: the ranking reads every table's claims at once, and with "
+            f"Holm's correction per table ({100 * level:g} % for each table) some table of {problems} holds a false "
+            "claim far more often than that; run with `--family report` (all tables one family) to get them."
+        )
+    return ""
 
 
 def midpoint_ranks(tables: Sequence[TableComparison], names: Sequence[str]) -> np.ndarray:

@@ -213,6 +213,8 @@ class StudyResult:
         studies 1, 2, ... (each complete; empty when the plan runs one study).
       resumed: for a resumed study, ``{"programs": programs saved by earlier sessions, "wall_s": their
         seconds}`` (empty otherwise): what the timing counts.
+      family: the report's error control (:meth:`with_family`): ``"table"`` (each table one Holm family, the
+        default) or ``"report"`` (every table of the report one family).
     """
 
     plan: Plan
@@ -228,6 +230,25 @@ class StudyResult:
     study: int = 0
     repeats: Sequence[StudyResult] = dataclasses.field(default_factory=list)
     resumed: dict[str, float] = dataclasses.field(default_factory=dict)
+    family: str = "table"
+
+    def with_family(self: R, family: str) -> R:
+        """This result read with the report's error control ``family`` (:data:`mxopt_jax.compare.protocol.
+        FAMILIES`: ``"table"``, the default, one Holm family per table; ``"report"``, every table one family):
+        sets it here and in the repeats, and drops the analysis made so far (the next use makes it again).
+
+        Raises
+        ------
+        ValueError
+            ``family`` not one of :data:`~mxopt_jax.compare.protocol.FAMILIES`.
+        """
+        if family not in protocol.FAMILIES:
+            raise ValueError(f"family must be one of {list(protocol.FAMILIES)}, got {family!r}")
+        results: list[StudyResult] = [self, *self.repeats]
+        for r in results:
+            r.family = family
+            r.__dict__.pop("analysis", None)
+        return self
 
     # ------------------------------------------------------------------ the plan's settings, for reading
     @property

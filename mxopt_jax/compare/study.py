@@ -99,8 +99,16 @@ class Study(StudyResult):
         :func:`~mxopt_jax.compare.report.export.summary_frame`. Needs pandas (the app's ``study`` extra)."""
         return Frames(
             _report.export.runs_frame([r for s in self.studies() for r in s.all_records()]),
-            _report.export.summary_frame(self.analysis.all_tables()),
+            _report.export.summary_frame(_report.render.study_tables(self)),
         )
+
+    def claims(self) -> pd.DataFrame:
+        """Every tested pair of every table as a DataFrame, what ``claims.csv`` holds
+        (:func:`~mxopt_jax.compare.report.export.claims_rows`: per study and table, then across the independent
+        studies; the test, its statistic, p, Holm-adjusted p, the effect with its interval, the seeds or studies
+        used, what the claim is about, the claim in a sentence). Needs pandas (the app's ``study`` extra)."""
+        metrics = {p.name: p.metric_name for p in self.problems}
+        return _report.export.claims_frame(_report.render.all_claims(self), metrics)
 
     def _repr_html_(self) -> str:
         """A notebook displays a study as its HTML report: tables and figures (figures need matplotlib)."""

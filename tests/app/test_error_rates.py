@@ -23,11 +23,11 @@ import math
 
 import numpy as np
 import pytest
+import scipy.stats
 
 from mxopt_jax.compare import analysis as A
 from mxopt_jax.compare import protocol as P
 from mxopt_jax.compare import stats as S
-from mxopt_jax.compare.analysis import across as across_module
 
 LEVEL = 0.05
 
@@ -129,7 +129,7 @@ def _old_bootstrap_separation(rng, seeds, n=2000, replicates=50):
     d = rng.normal(size=(n, seeds))
     idx = rng.integers(0, seeds, size=(n, replicates, seeds))
     resampled = np.take_along_axis(d[:, None, :], idx, axis=-1)
-    _, _, p = S.paired_t_rows(resampled)
+    _, p = _student(resampled)
     return float((p <= LEVEL).mean())
 
 
@@ -179,18 +179,50 @@ def _studies(rng, n, N, C, luck, effect=0.0, seeds=10):
     return values
 
 
-def _across(values):
-    """Per repetition: the per-study claims ``(N, C, C)``, the replicated ones and the across-studies test's."""
+def _across(values, test="wilcoxon", level=LEVEL):
+    """Per repetition: the per-study claims ``(N, C, C)``, the replicated ones and the across-studies test's
+    (:func:`mxopt_jax.compare.protocol._study_level` on each study's median paired difference, the rounding
+    margin applied seed by seed, as :func:`~mxopt_jax.compare.protocol.across_studies`), all repetitions at
+    once."""
     n, N, C, seeds = values.shape
     per_study = _claims(values.reshape(n * N, C, seeds)).reshape(n, N, C, C)
+    return per_study, per_study.all(axis=1), _shown(values, test, level)
+
+
+def _shown(values, test="wilcoxon", level=LEVEL):
+    """The across-studies claims ``(n, C, C)`` of ``n`` repetitions of ``N`` studies ``(n, N, C, seeds)``."""
+    n, N, C, seeds = values.shape
     i, j = np.triu_indices(C, 1)
-    d = values[:, :, i, :] - values[:, :, j, :]
-    medians = np.moveaxis(np.median(d, axis=-1), 1, -1)  # (n, pairs, N)
+    d, _ = S._rounded(values[:, :, i], values[:, :, j], S.ROUNDING_RTOL)  # (n, N, pairs, seeds)
+    effects = np.moveaxis(np.median(d, axis=-1), 1, -1).reshape(-1, N)  # (n * pairs, N)
+    pl, pg = S._pair_tails(effects, test, 0.0)
+    p = np.minimum(1.0, 2 * np.minimum(pl, pg)).reshape(n, -1)
+    sig = S._holm(p) <= level
+    lower, higher = (pl < pg).reshape(n, -1), (pg < pl).reshape(n, -1)
     shown = np.zeros((n, C, C), bool)
-    for k in range(n):
-        _, sign, sig = across_module._study_level(medians[k], LEVEL)
-        shown[k, i, j], shown[k, j, i] = sig & (sign < 0), sig & (sign > 0)
-    return per_study, per_study.all(axis=1), shown
+    shown[:, i, j], shown[:, j, i] = sig & lower, sig & higher
+    return shown
+
+
+def _student(d):
+    """The former paired t-test of every row of ``d`` (last axis): the mean and Student's two-sided p-value,
+    ``sd = 0`` giving ``p = 0`` (a nonzero mean) or 1 (a zero one)."""
+    n = d.shape[-1]
+    mean, sd = d.mean(axis=-1), d.std(axis=-1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(mean) / (sd / math.sqrt(n))
+    p = 2 * scipy.stats.t.sf(t, n - 1)
+    return mean, np.where(sd == 0, np.where(mean == 0, 1.0, 0.0), p)
+
+
+def _old_shown(values, level=LEVEL):
+    """The former across-studies test (issue 40, item 1): Student's t over the studies' median paired
+    differences, ``sd = 0`` giving ``p = 0``, Holm over the pairs."""
+    n, N, C, seeds = values.shape
+    i, j = np.triu_indices(C, 1)
+    medians = np.moveaxis(np.median(values[:, :, i] - values[:, :, j], axis=-1), 1, -1)  # (n, pairs, N)
+    mean, p = _student(medians)
+    return (S._holm(p) <= level) & (mean != 0)
 
 
 def _selections(values, rep):
@@ -216,12 +248,13 @@ def _selections(values, rep):
 
 @pytest.mark.parametrize("luck", [0.0, 0.5, 1.0])
 def test_across_studies_error_rates(luck):
-    """Item 6: under the null, with the tuning's luck at 0, 0.5 and 1 paired standard deviations, 2 studies of 2
+    """Under the null, with the tuning's luck at 0, 0.5 and 1 paired standard deviations, 2 studies of 2
     contenders (n = 3000): a single study claims a difference in 5.6 % (the exact rate: 4.9 %), 37 %, 63 % of the
     tables (its tests hold the chosen configurations fixed); both studies make the same claim in 0.07 %, 7.2 %,
-    19.5 % (agreement is not a test); the across-studies test (the study as the unit) in 5.0 %, 4.5 %, 4.8 %.
-    With 5 studies of 5 contenders the across-studies test's share of tables with any claim stays at the level
-    too (5.2 %, 3.7 %, 4.0 %)."""
+    19.5 % (agreement is not a test); the across-studies test (the study as the unit, an exact sign-flip test
+    over the studies' effects) never does: its smallest p-value with 2 studies is 2 / 2^2 = 0.5. With 8 studies
+    of 4 contenders (6 pairs: 2 / 2^8 <= 5 % / 6) its share of tables with any claim stays at the level
+    (measured 4.0 %, 4.1 %, 4.3 %)."""
     rng = np.random.default_rng(500 + int(10 * luck))
     n = 3000
     per_study, replicated, shown = _across(_studies(rng, n, 2, 2, luck))
@@ -230,29 +263,242 @@ def test_across_studies_error_rates(luck):
     quoted = {0.0: (0.049, 0.001), 0.5: (0.37, 0.072), 1.0: (0.63, 0.195)}[luck]
     assert single == pytest.approx(quoted[0], abs=3 * math.sqrt(quoted[0] * (1 - quoted[0]) / n))
     assert both == pytest.approx(quoted[1], abs=3 * math.sqrt(max(quoted[1], 1e-3) * (1 - quoted[1]) / n))
-    assert shown.any(axis=(1, 2)).mean() <= _upper(LEVEL, n)
-    n5 = 600
-    values = _studies(rng, n5, 5, 5, luck)
-    _, _, shown5 = _across(values)
-    assert shown5.any(axis=(1, 2)).mean() <= _upper(LEVEL, n5)
+    assert not shown.any()
+    n8 = 1000
+    values = _studies(rng, n8, 8, 4, luck)
+    shown8 = _shown(values)
+    assert shown8.any(axis=(1, 2)).mean() <= _upper(LEVEL, n8)
     # the public function agrees with the simulation's path
     for rep in range(3):
         a = A.across_studies(_selections(values, rep))
-        np.testing.assert_array_equal(a.shown, shown5[rep])
+        np.testing.assert_array_equal(a.shown, shown8[rep])
 
 
 def test_across_studies_power():
-    """A consistent 2-standard-deviation difference over 10 seeds, no tuning luck, 5 contenders: the
-    across-studies test shows it (contender 0 better than contender 1) with 2 studies in 5.4 % of the tables
-    (1 degree of freedom), 3 studies 41 %, 5 studies 100 %; each single study shows it in 96-97 %, and both of 2
-    studies in 93 %."""
+    """A consistent 2-standard-deviation difference over 10 seeds, no tuning luck, 5 contenders (10 pairs):
+    each single study shows it (contender 0 better than contender 1) in 96-97 % of the tables, and both of 2
+    studies in 93 %. The across-studies test cannot show it with 2, 3 or 5 studies (its smallest p-value,
+    2 / 2^N, is above Holm's first threshold 5 % / 10: the table says so, :attr:`AcrossStudies.can_claim`,
+    and names the 9 studies it needs, :attr:`AcrossStudies.min_studies`); with 9 studies it shows it in
+    99 % of the tables (measured), with 12 in 100 %."""
     rng = np.random.default_rng(600)
     n = 1000
     found = {}
-    for N in (2, 3, 5):
+    for N in (2, 3, 5, 9, 12):
         per_study, replicated, shown = _across(_studies(rng, n, N, 5, 0.0, effect=2.0))
         found[N] = shown[:, 0, 1].mean()
         if N == 2:
             assert replicated[:, 0, 1].mean() >= _lower(0.90, n)
-    assert found[5] >= _lower(0.97, n) and found[3] >= _lower(0.35, n)
-    assert found[2] <= _upper(0.06, n)  # 2 studies: the across-studies test has next to no power
+        assert not shown[:, 1:, 0].any()  # never the wrong way
+    assert found[2] == found[3] == found[5] == 0.0
+    assert found[9] >= _lower(0.97, n) and found[12] >= _lower(0.99, n)
+    values = _studies(rng, 1, 5, 5, 0.0, effect=2.0)
+    a = A.across_studies(_selections(values, 0))
+    assert not a.can_claim and a.min_studies == 9 and a.pairs == 10
+    a9 = A.across_studies(_selections(_studies(rng, 1, 9, 5, 0.0, effect=2.0), 0))
+    assert a9.can_claim and a9.shown[0, 1]
+
+
+# --------------------------------------------------------------------------- across studies, as the app runs
+def _tuned_studies(rng, n, N, C, luck=1.0, effect=0.0, seeds=10, examples=100, twins=()):
+    """``n`` repetitions of ``N`` studies of one table ``(n, N, C, seeds)`` on a *discrete* metric, each
+    contender *tuned* in each study: an error rate (``k / examples``, so ties are common) of the configuration
+    its selection chose. Every contender has the same 7 configurations (true error 0.2 plus a flat bowl plus
+    ``luck`` x 0.033 x N(0, 1) per configuration, drawn once per repetition: identical in distribution, the
+    null, unless ``effect`` lowers contender 0's error on every configuration); a study chooses per contender the
+    configuration with the lowest mean of 5 noisy validation values (noise 0.06 per seed: the tuning's luck, a
+    different choice in each study and for each contender), then runs it on ``seeds`` confirmation seeds (a
+    seed effect every contender shares, binomial noise). ``twins`` ``(a, b)``: contender ``b`` is ``a``'s rounding
+    twin (``a`` x (1 + 3e-6) on every seed, as adam and optax.adam)."""
+    G = 7
+    true = (
+        0.20
+        + 0.005 * ((np.arange(G) - G // 2) / (G // 2)) ** 2
+        + luck * 0.033 * rng.normal(size=(n, 1, 1, G))
+    )
+    true = np.broadcast_to(true, (n, N, C, G)).copy()
+    true[:, :, 0] -= effect
+    val = true[..., None] + 0.06 * rng.normal(size=(n, N, C, G, 5))
+    chosen = val.mean(axis=-1).argmin(axis=-1)  # (n, N, C)
+    q = np.take_along_axis(true, chosen[..., None], axis=-1)
+    pr = np.clip(q + 0.02 * rng.normal(size=(n, N, 1, seeds)), 0.01, 0.99)
+    values = rng.binomial(examples, pr) / examples
+    for a, b in twins:
+        values[:, :, b] = values[:, :, a] * (1 + 3e-6)
+    return values
+
+
+@pytest.mark.parametrize("N", [2, 3, 5, 8])
+def test_across_studies_null_with_tuning_luck_discrete_metric_and_twins(N):
+    """Issue 40, item 1, the "Done when": contenders identical in distribution, each tuned in each study (the
+    tuning's luck from selection on noisy validation values), a discrete metric (errors out of 100 examples:
+    ties, zero differences, equal per-study medians) and a pair of rounding twins, 4 contenders, at 2, 3, 5 and 8
+    studies. The across-studies test's share of tables with any claim stays at most the level: 0 at 2, 3 and 5
+    studies (no claim is possible there), 1.7 % at 8 (measured, wilcoxon and t alike); a single study's tests
+    claim in 13-17 % (they hold the chosen configurations fixed). The former rule (Student's t over the
+    per-study medians) claimed in 21 % at 2 studies, 78 % at 3 and 100 % at 5 and 8 (the twins: equal medians,
+    sd 0, p 0)."""
+    rng = np.random.default_rng(4000 + N)
+    n, C = 1000, 4
+    values = _tuned_studies(rng, n, N, C, twins=((2, 3),))
+    for test in ("wilcoxon", "t"):
+        rate = _shown(values, test).any(axis=(1, 2)).mean()
+        assert rate <= _upper(LEVEL, n), (test, rate)
+        if N <= 5:
+            assert rate == 0.0
+    old = _old_shown(values).any(axis=-1).mean()
+    assert old > 0.15  # the former rule: far above the level at every N
+    single = _claims(values[:, 0]).any(axis=(1, 2)).mean()
+    assert single > 0.09  # the tuning's luck: a single study's claims are about its chosen configurations
+    for rep in range(2):  # the public path agrees
+        a = A.across_studies(_selections(values, rep))
+        np.testing.assert_array_equal(a.shown, _shown(values[rep : rep + 1])[0])
+        assert a.can_claim == (N >= 8) and a.min_studies == 8
+
+
+def test_across_studies_power_on_the_tuned_discrete_metric():
+    """Power where the app can claim (issue 40: "power stated"): contender 0's error lower by 0.066 (1.2
+    standard deviations of a seed's paired difference) on every configuration, tuned as above with the tuning's
+    luck, 4 contenders: shown better than contender 1 in 87 % of the tables at 8 studies and 99 % at 10
+    (measured, n = 1000), never the wrong way; half that difference: 32 % and 58 %."""
+    rng = np.random.default_rng(4100)
+    n = 1000
+    for N, power in ((8, 0.84), (10, 0.97)):
+        shown = _shown(_tuned_studies(rng, n, N, 4, effect=0.066))
+        assert shown[:, 0, 1].mean() >= _lower(power, n), (N, shown[:, 0, 1].mean())
+        assert not shown[:, 1:, 0].any()
+
+
+# --------------------------------------------------------------------------- a report of many tables
+def _report_claims(values, family):
+    """Per report ``(n, T, C, S)``: the claims ``(n, T, C, C)`` with Holm per table or over the report."""
+    n, T, C, S_ = values.shape
+    pt = S._pair_tests(
+        values.reshape(n * T, C, S_), np.ones((n * T, C), bool), "wilcoxon", 0.0, S.ROUNDING_RTOL
+    )
+    if family == "table":
+        adj = S._holm(pt.p)
+    else:
+        adj = S._holm(pt.p.reshape(n, -1)).reshape(n * T, -1)
+    better, _, _ = S._square(pt, adj, LEVEL, C)
+    return better.reshape(n, T, C, C)
+
+
+def test_report_wide_family_holds_the_level_for_the_report():
+    """Issue 40, item 3: with a family per table, a report of 9 null tables (5 contenders, 16 seeds) carries some
+    false claim in 27 % of the reports (measured, n = 400; about 1 - 0.965^9), and the overall ranking built on
+    them gives someone P(best) >= 0.5 in 23 %; one Holm family over the report (``--family report``,
+    :func:`~mxopt_jax.compare.protocol.report_family`) holds both at the level (3.3 %, 3.3 %)."""
+    rng = np.random.default_rng(700)
+    n, T, C = 400, 9, 5
+    values = _null(rng, n * T, C, 16).reshape(n, T, C, 16)
+    names = list("abcde")
+    rates = {}
+    for family in ("table", "report"):
+        better = _report_claims(values, family)
+        any_claim = better.any(axis=(1, 2, 3))
+        high = 0
+        for k in np.flatnonzero(any_claim):
+            low, hi = S._rank_sets(better[k], np.ones((T, C), bool))
+            res = S.bootstrap_problems(0.5 * (low + hi), names, n_boot=200, seed=int(k))
+            high += bool((res.p_first >= 0.5).any())
+        rates[family] = (any_claim.mean(), high / n)
+    assert rates["table"][0] > 0.2 and rates["table"][1] > 0.15  # the per-table family: a report-wide error
+    assert rates["report"][0] <= _upper(LEVEL, n) and rates["report"][1] <= _upper(LEVEL, n)
+    # the public path: report_family gives the same claims
+    sels = [[_sel(values[0, t, c], f"c{c}", f"p{t}") for c in range(C)] for t in range(T)]
+    tables = P.report_family([P.compare_table(s) for s in sels], "report")
+    for t, table in enumerate(tables):
+        np.testing.assert_array_equal(table.comparison.better, _report_claims(values[:1], "report")[0, t])
+        assert table.comparison.family == T * 10
+
+
+def _sel(v, name, problem="p"):
+    return P.Selection(
+        contender=name, problem=problem, mode="tuned", lrs=np.array([0.01]), index=0, lr=0.01, scores=np.zeros(1),
+        val_final=v, val_mean=0.0, val_ci=0.0, test=v, test_mean=float(np.mean(v)), test_ci=0.0, best_val=v,
+        best_val_mean=0.0, steps_to_target=np.full(len(v), np.inf), time_to_target=math.inf, reached=0,
+        ms_per_step=1.0, on_edge=None, diverged=int((~np.isfinite(v)).sum()), diverged_chosen=0, seeds=len(v),
+        steps=10, report_seeds=np.arange(len(v)) + 1000,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "probs", [(0.2, 0.1, 0.4, 0.1, 0.2), (0.4, 0.1, 0.3, 0.1, 0.1), (0.2,) * 5, (0.45, 0.05, 0.0, 0.05, 0.45)]
+)
+def test_the_ranking_interval_needs_nine_problems(probs):
+    """Issue 40, item 3: the overall ranking's bootstrap interval over problems, for a contender whose rank on a
+    problem is drawn from ``probs`` over 1..5 (spread, skewed, uniform, bimodal), covers its mean rank over
+    problems (95 % nominal; n = 4000) in 83 %, 49 %, 69 %, 50 % of the draws with 2 problems, 87 %, 87 %, 87 %,
+    92 % with 5, 90 %, 89 %, 92 %, 92 % with 8 and 90-93 % from 9 on: the report shows the interval and P(best)
+    from :data:`~mxopt_jax.compare.protocol.MIN_PROBLEMS` = 9 problems on, and says why not below."""
+    rng = np.random.default_rng(800)
+    support = np.arange(1.0, 6.0)
+    p = np.array(probs)
+    mu = float(support @ p)
+    n, B = 4000, 400
+    cover = {}
+    for problems in (2, 9, 12):
+        r = rng.choice(support, p=p, size=(n, problems))
+        idx = rng.integers(0, problems, size=(n, B, problems))
+        rep = np.take_along_axis(r[:, None, :], idx, axis=-1).mean(axis=-1)
+        lo, hi = np.quantile(rep, [0.025, 0.975], axis=1)
+        cover[problems] = float(((lo <= mu) & (mu <= hi)).mean())
+    assert cover[2] < 0.85
+    assert cover[9] >= 0.9 - 3 * math.sqrt(0.09 / n) and cover[12] >= 0.9 - 3 * math.sqrt(0.09 / n)
+    # the public function's interval is the same percentile interval
+    res = S.bootstrap_problems(r[:1].T, ["x"], n_boot=B, seed=1)
+    assert res.low[0] <= res.mean_rank[0] <= res.high[0]
+    assert (
+        P.ranking_omitted(8, "report")
+        and P.ranking_omitted(9, "table")
+        and not P.ranking_omitted(9, "report")
+    )
+
+
+# --------------------------------------------------------------------------- diverged seeds
+def test_one_diverged_seed_is_in_the_power_note_and_divergences_are_compared():
+    """Issue 40, item 5: a contender 5 standard deviations better on 15 of 16 seeds and diverged on the 16th
+    (the worst value there) is shown better than a given other in 3 % of 5-entry tables and never in 10-entry
+    ones (measured, n = 300): the smallest p-value it can get, 2 x 169 / 2^16 = 0.0052, is above Holm's first
+    threshold. The table's power note says so (17 seeds needed for 5 entries); and where the divergence counts
+    differ enough, the divergence comparison says who diverges less."""
+    rng = np.random.default_rng(900)
+    n = 300
+    for C, most in ((5, 0.06), (10, 0.0)):
+        values = _null(rng, n, C, 16)
+        values[:, 0] -= 5.0 * math.sqrt(2)  # 5 paired standard deviations better
+        values[:, 0, 0] = np.inf  # diverged on one seed
+        shown = _claims(values)[:, 0, 1:].mean()
+        assert shown <= most, (C, shown)
+    table = P.compare_table([_sel(values[0, c], f"c{c}") for c in range(5)])
+    assert "c0 diverged on 1 of 16 seeds" in table.power_note() and "17 seeds" in table.power_note()
+    assert table.divergence is not None and list(table.divergence.diverged) == [1, 0, 0, 0, 0]
+    assert table.divergence_claims() == []  # 1 seed against 0: nothing shown
+    v = values[0, :5].copy()
+    v[1, :10] = np.inf  # c1 diverged on 10 of 16 seeds: shown to diverge more often than the others
+    table = P.compare_table([_sel(v[c], f"c{c}") for c in range(5)])
+    claims = {(a, b) for a, b, _ in table.divergence_claims()}
+    assert {("c2", "c1"), ("c3", "c1"), ("c4", "c1")} <= claims and ("c0", "c1") in claims
+
+
+def test_paired_t_option_on_a_discrete_metric_holds_the_level():
+    """Issue 40, item 1 (the t option): Student's p-value made a zero spread certainty (``sd = 0``: ``p = 0``), so
+    on a discrete metric (errors out of 100 examples) 5-entry null tables claimed a difference in 39 % of the
+    tables at 2 seeds (measured, n = 2000; the former rule recomputed here); the sign-flip p-value never claims
+    below 6 seeds (its smallest p-value is 2 / 2^n) and stays at the level at 10 seeds (2.5 %; 3.2 % at 16 in the
+    slow run)."""
+    rng = np.random.default_rng(1000)
+    n, C = 2000, 5
+    for seeds in (2, 3, 10):  # 16 seeds: 65,536 sign patterns per pair, ~2 min (measured 3.2 %)
+        pr = np.clip(0.2 + 0.02 * rng.normal(size=(n, 1, seeds)), 0.01, 0.99)
+        values = rng.binomial(100, np.broadcast_to(pr, (n, C, seeds))) / 100
+        rate = _claims(values, "t").any(axis=(1, 2)).mean()
+        assert rate <= _upper(LEVEL, n), (seeds, rate)
+        if seeds < 6:
+            assert rate == 0.0
+        i, j = np.triu_indices(C, 1)
+        mean, p = _student(values[:, i] - values[:, j])  # the former rule: Student's t, sd = 0 -> p = 0
+        old = ((S._holm(p) <= LEVEL) & (mean != 0)).any(axis=-1).mean()
+        if seeds == 2:
+            assert old > 0.3, old

@@ -396,7 +396,15 @@ def test_describe_states_the_rules():
         "paired by seed",
         "Wilcoxon's signed-rank test (exact, two-sided)",
         "a diverged seed is the worst value on its seed",
-        "0.0001 relative on every seed are rounding twins",
+        "0.0001 relative of the value on a seed is no difference on that seed",
+        # issue 40: what the claims are about, error control per table, the report-wide option, agree
+        "Error control is per table",
+        "--family report every pair of every table is one Holm family",
+        "What a study's claims are about: the configurations it chose",
+        "Claims about the optimizers come from --studies N",
+        "exact sign-flip test over the N studies' effects",
+        "`mxopt-jax agree A B`",
+        "only from 9 problems on and with --family report",
         "practical margin",
         "Holm's step-down method at 5 %",
         "The family is every pair of the table's entries",
@@ -577,16 +585,22 @@ def _studies(offsets, luck=0.0, n_studies=2, seeds=10, seed=0):
 
 
 def test_across_studies_spread_and_claims():
-    studies = _studies([0.0, 0.5, 0.5, 2.0], n_studies=3)
+    studies = _studies([0.0, 0.5, 0.5, 2.0], n_studies=8)
     a = A.across_studies(studies)
-    assert a.names == ("c0", "c1", "c2", "c3") and a.studies == 3 and a.lr.shape == (3, 4)
+    assert a.names == ("c0", "c1", "c2", "c3") and a.studies == 8 and a.lr.shape == (8, 4)
     np.testing.assert_allclose(a.test_mean[0], [s.test_mean for s in studies[0]])
     np.testing.assert_allclose(a.study_mean, a.test_mean.mean(axis=0))
     assert np.all(a.study_ci > 0) and np.all(a.lr_decades >= 0)
     # c0 < c1, c2 < c3 and c0 < c3 in every study; c1 vs c2 never
     assert a.replicated[0, 1] and a.replicated[0, 3] and a.replicated[1, 3] and not a.replicated[1, 2]
     assert a.replicated_letters() == ["a", "b", "b", "c"]
-    # the across-studies test (t over the 3 studies' median differences): the same claims here (no tuning luck)
+    # the across-studies test (the exact signed-rank test over the 8 studies' median differences): the same
+    # claims here (no tuning luck); 8 studies are the fewest that can show a difference among 4 entries
+    assert a.can_claim and a.min_studies == 8 and a.pairs == 6
+    assert a.effect[0, 3] == pytest.approx(-2.0, abs=0.1) and a.effect[3, 0] == -a.effect[0, 3]
+    assert a.p[0, 3] == 2 / 2**8 and a.p_adjusted[0, 3] == pytest.approx(6 * 2 / 2**8)
+    three = A.across_studies(studies[:3])  # 3 studies: 2 / 2^3 > 5 % / 6, no claim possible, and it says so
+    assert not three.can_claim and not three.shown.any() and three.replicated[0, 3]
     assert list(a.shown_rank_low) == [1, 2, 2, 4] and list(a.shown_rank_high) == [1, 3, 3, 4]
     assert a.shown_letters() == ["a", "b", "b", "c"] and np.isnan(a.p_adjusted[0, 0])
     assert a.agreement() == {

@@ -151,10 +151,14 @@ def summary_ranks(sels, identical=None) -> dict[str, str]:
 
 
 def overall_ranks(sels, identical=None) -> dict[str, str]:
-    """The per-problem rank sets of the overall table (one problem: its last column)."""
+    """The per-problem rank sets of the overall table (the problem's column, wherever the interval and P(best)
+    are shown or left out)."""
     text = tables.format_overall(analyse(sels, identical=identical).rankings[sels[0].mode])
-    return {r[0].split(" (= ")[0]: r[-1] for r in (re.split(r"\s{2,}", x.strip()) for x in text.splitlines()[3:])
-            if len(r) > 5 and r[-1][:1].isdigit()}  # fmt: skip
+    lines = text.splitlines()
+    head = re.split(r"\s{2,}", lines[1].strip())
+    k = head.index(sels[0].problem)
+    return {r[0].split(" (= ")[0]: r[k] for r in (re.split(r"\s{2,}", x.strip()) for x in lines[3:])
+            if len(r) == len(head) and r[k][:1].isdigit()}  # fmt: skip
 
 
 def every_rank(sels, identical=None) -> list[dict[str, str]]:
@@ -363,7 +367,7 @@ def test_table_notes_state_the_interval_and_the_test():
         "Holm's correction over the table's pairs",
         "level 5 %",
         "two entries that share a letter were not shown to differ",
-        "rounding twins (within 0.0001 relative on every seed)",
+        "a difference within 0.0001 relative of the value on a seed is none on that seed",
         "the simultaneous rank set [1 + entries shown better, E - entries shown worse]",
         "Report seeds (the confirmation runs of the chosen rate): test, median, rank, group",
         "Selection runs (every rate tried on the selection seeds): fastest trial",
@@ -405,23 +409,37 @@ def test_unpaired_table_is_refused_with_a_reason():
 
 
 def test_overall_table_shows_the_bootstrap_interval_and_p_best():
+    """The interval and P(best) are shown from 9 problems on with the report-wide family (issue 40, item 3),
+    and left out, with the reason, below that or with a family per table."""
     rng = np.random.default_rng(6)
     by_problem = {}
-    for p in ("p1", "p2", "p3"):
-        base = rng.normal(5.0, 1.0, 10)
-        noise = rng.normal(0, 0.05, 10)
-        values = {"a": base + rng.normal(0, 0.05, 10), "b": base + 0.5 + noise, "c": base + 0.5 + noise[::-1]}
+    for p in [f"p{k}" for k in range(1, 10)]:
+        base = rng.normal(5.0, 1.0, 12)
+        noise = rng.normal(0, 0.05, 12)
+        values = {"a": base + rng.normal(0, 0.05, 12), "b": base + 0.5 + noise, "c": base + 0.5 + noise[::-1]}
         # b - c is antisymmetric over the seeds: W+ is its null mean, p = 1
         by_problem[p] = [dataclasses.replace(contender(n, v), problem=p) for n, v in values.items()]
     every = [s for v in by_problem.values() for s in v]
-    text = tables.format_overall(analyse(every).rankings["tuned"])
-    assert text == tables.format_overall(analyse(every).rankings["tuned"])  # reproducible: a fixed seed
+    three = [s for p in ("p1", "p2", "p3") for s in by_problem[p]]
+    short = tables.format_overall(analyse(three, family="report").rankings["tuned"])
+    assert "P(best)" not in short.splitlines()[1] and "3 problem(s) cannot support a bootstrap" in " ".join(
+        short.split()
+    )
+    per_table = tables.format_overall(analyse(every).rankings["tuned"])
+    assert "P(best)" not in per_table.splitlines()[1] and "run with `--family report`" in " ".join(
+        per_table.split()
+    )
+    text = tables.format_overall(analyse(every, family="report").rankings["tuned"])
+    assert text == tables.format_overall(analyse(every, family="report").rankings["tuned"])  # a fixed seed
     lines = text.splitlines()
     assert "95% bootstrap (problems)" in lines[1] and "P(best)" in lines[1]
     rows = {re.split(r"\s{2,}", line.strip())[0]: re.split(r"\s{2,}", line.strip()) for line in lines[3:6]}
     # a: shown better than b and c on every problem (rank set 1); b and c: not told apart (2-3, middle 2.5)
-    assert rows["a"][1:4] == ["1.00", "[1.00, 1.00]", "1.00"] and rows["a"][6:9] == ["1", "1", "1"]
-    assert rows["b"][1:4] == ["2.50", "[2.50, 2.50]", "0.00"] and rows["c"][6] == "2-3"
+    # nine problems: the table prints in two parts (within 120 columns), the problems' rank sets second
+    sets = {re.split(r"\s{2,}", line.strip())[0]: re.split(r"\s{2,}", line.strip()) for line in lines[8:11]}
+    assert lines[6].split()[1:] == [f"p{k}" for k in range(1, 10)]
+    assert rows["a"][1:4] == ["1.00", "[1.00, 1.00]", "1.00"] and sets["a"][1:] == ["1"] * 9
+    assert rows["b"][1:4] == ["2.50", "[2.50, 2.50]", "0.00"] and sets["c"][1] == "2-3"
     assert sum(float(r[3]) for r in rows.values()) == pytest.approx(1.0)
     flat = " ".join(tables.how_to_read(analyse(every)).split())  # the columns, explained once
     assert "1000 resamples of the problems" in flat and "nothing re-tested" in flat
@@ -429,7 +447,7 @@ def test_overall_table_shows_the_bootstrap_interval_and_p_best():
     assert "a majority of the selection seeds" in flat and "read from the selection runs" in flat
     # the one-shot overall table has them too
     shot = {p: [dataclasses.replace(s, mode="one-shot") for s in sels] for p, sels in by_problem.items()}
-    report = tables.format_report(analyse(every + [s for v in shot.values() for s in v]))
+    report = tables.format_report(analyse(every + [s for v in shot.values() for s in v], family="report"))
     one_shot = report[report.index("== Overall, one-shot") :]
     assert "P(best)" in one_shot.splitlines()[1]
     modes = report[report.index("== One-shot (default rate) -> tuned") :]

@@ -503,17 +503,18 @@ def test_a_study_of_several_studies_fits_120_columns_too():
 
 
 def test_one_problem_prints_no_interval_and_says_so():
-    """The overall table's legend said "one problem: no interval" above an interval like [3.00, 3.00]: with one
-    problem the bootstrap column is left out (and the reference says why); with several it is printed and
-    nothing says there is none."""
+    """The overall table's legend said "one problem: no interval" above an interval like [3.00, 3.00]: below
+    the problems a bootstrap over them needs (one, or three here) the interval and P(best) are left out, and
+    the reference line says why; no bracketed interval is printed (9 problems with the report-wide family show
+    them: tests/app/test_ranking.py)."""
     one = [s for s in synthetic_selections() if s.problem == "digits_mlp"]
-    text = tables.format_overall(analyse(one).rankings["tuned"])
-    head, *rows = [line for line in text.splitlines()[1:] if line and not line.startswith("-")]
-    assert "bootstrap" not in head and not any("[" in r for r in rows[:-1])
-    assert "One problem: no bootstrap interval" in text
-    several = tables.format_overall(analyse(synthetic_selections()).rankings["tuned"])
-    assert "95% bootstrap (problems)" in several.splitlines()[1] and "no bootstrap interval" not in several
-    assert re.search(r"\[\d\.\d\d, \d\.\d\d\]", several)
+    for sels, n in ((one, 1), (synthetic_selections(), 3)):
+        text = tables.format_overall(analyse(sels).rankings["tuned"])
+        head, *rows = [line for line in text.splitlines()[1:] if line and not line.startswith("-")]
+        assert "bootstrap" not in head and "P(best)" not in head and not re.search(r"\[\d\.\d\d, ", text)
+        flat = " ".join(text.split())
+        assert f"The interval and P(best) are omitted: {n} problem(s) cannot support a bootstrap" in flat
+        assert "One problem: no bootstrap interval" not in text
 
 
 def synthetic_selections() -> list:
@@ -665,12 +666,14 @@ def test_the_html_of_several_studies_mirrors_the_text_report():
     page.feed(render.study_html(golden, images={}))
     heads = [s[0] for s in page.sections]
     names = [p.name for p in golden.problems]
-    assert heads[0] == "Across 2 independent studies"
-    assert heads[1] == "Overall ranking (study 1 of 2)"
-    assert [h.split(":")[0] for h in heads[2:5]] == names and all(
-        h.endswith("(study 1 of 2)") for h in heads[2:5]
+    # the claims about the optimizers (or why there are none) lead, as in the text
+    assert heads[0] == "Claims"
+    assert heads[1] == "Across 2 independent studies"
+    assert heads[2] == "Overall ranking (study 1 of 2)"
+    assert [h.split(":")[0] for h in heads[3:6]] == names and all(
+        h.endswith("(study 1 of 2)") for h in heads[3:6]
     )
-    assert heads[5:] == [
+    assert heads[6:] == [
         "One-shot (default rate) -> tuned (study 1 of 2)",
         "How to read these tables",
         "Checks and timings",
@@ -678,15 +681,15 @@ def test_the_html_of_several_studies_mirrors_the_text_report():
     assert all(pre == 0 for _, _, pre in page.sections)  # no text dump outside the folded details
     text = render.format_study(golden)
     assert text.index("across 2 independent studies") < text.index("== Overall (study 1 of 2)")
-    across = page.sections[0][1]
+    across = page.sections[1][1]
     assert len(across) == len(golden.analysis.across) == 2 * len(names)
     metrics = {p.name: p.metric_name for p in golden.problems}
     for table, a in zip(across, golden.analysis.across, strict=True):
         want = tables.across_table(a, metrics[a.problem])
         assert table[0] == want.head and [r for r in table[1:]] == want.rows
-    overall = page.sections[1][1]
+    overall = page.sections[2][1]
     assert [t[0][0] for t in overall] == ["contender", "contender"] and len(overall[0]) == 1 + 4
-    for sec, p in zip(page.sections[2:5], golden.problems, strict=True):
+    for sec, p in zip(page.sections[3:6], golden.problems, strict=True):
         assert len(sec[1]) == 2  # tuned, one-shot
         assert sec[1][0][1:] == tables.problem_table(golden.analysis.table(p.name), p).rows
 

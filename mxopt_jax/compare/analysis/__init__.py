@@ -21,7 +21,7 @@ from __future__ import annotations
 from .across import AcrossStudies, across_studies
 from .bands import Band, mean_band
 from .overall import Profile, Ranking, analyse_profile, analyse_ranking
-from .study import MODES, StudyAnalysis, analyse, analyse_study
+from .study import MODES, StudyAnalysis, across_claims, analyse, analyse_study
 from .table import About, Claim, TableAnalysis, analyse_table
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "Ranking",
     "StudyAnalysis",
     "TableAnalysis",
+    "across_claims",
     "across_studies",
     "analyse",
     "analyse_profile",

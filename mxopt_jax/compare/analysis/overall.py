@@ -24,6 +24,7 @@ from ..protocol import (
     Selection,
     midpoint_ranks,
     profile_times,
+    ranking_omitted,
 )
 from .table import TableAnalysis
 
@@ -80,6 +81,8 @@ class Ranking:
       profile: the performance profile (:class:`Profile`).
       reached: ``{name: problems whose target its fastest trial reached}``.
       seed: the bootstrap's seed.
+      family: how the report's claims were corrected (:data:`mxopt_jax.compare.protocol.FAMILIES`): the
+        bootstrap interval and P(best) are shown only where :attr:`omitted` is empty.
     """
 
     mode: str
@@ -90,6 +93,14 @@ class Ranking:
     profile: Profile
     reached: dict[str, int]
     seed: int = BOOTSTRAP_SEED
+    family: str = "table"
+
+    @property
+    def omitted(self) -> str:
+        """Why the bootstrap interval and P(best) are left out of the report, or ``''`` when they are shown
+        (:func:`mxopt_jax.compare.protocol.ranking_omitted`: at least 9 problems and one Holm family over the
+        report)."""
+        return ranking_omitted(len(self.tables), self.family)
 
     @property
     def problems(self) -> list[str]:
@@ -117,6 +128,7 @@ def analyse_ranking(
     n_boot: int = BOOTSTRAP_REPLICATES,
     seed: int = BOOTSTRAP_SEED,
     level: float = LEVEL,
+    family: str = "table",
 ) -> Ranking:
     """The overall ranking of one mode from its tables (``{problem: TableAnalysis}``, each with its own
     identity map folded), rows folding ``identical`` (contenders identical on every problem).
@@ -166,4 +178,5 @@ def analyse_ranking(
         profile=analyse_profile(folded, tau_max),
         reached=reached,
         seed=seed,
+        family=family,
     )

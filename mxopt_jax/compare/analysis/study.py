@@ -5,15 +5,19 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from ..protocol import Selection
-from .across import AcrossStudies, across_studies
+import numpy as np
+
+from .. import stats
+from ..protocol import LEVEL, Selection, TableComparison, compare_table, report_family
+from .across import AcrossStudies, across_studies, median_inf
 from .overall import Ranking, analyse_ranking
 from .table import Claim, TableAnalysis, analyse_table
 
-__all__ = ["MODES", "StudyAnalysis", "analyse", "analyse_study"]
+__all__ = ["MODES", "StudyAnalysis", "across_claims", "analyse", "analyse_study"]
 
 #: The two modes a study reports, in the order the report shows them.
 MODES = ("tuned", "one-shot")
@@ -80,6 +84,75 @@ class StudyAnalysis:
         """Every tested pair of every table, in :meth:`all_tables`' order."""
         return [c for t in self.all_tables() for c in t.claims]
 
+    def across_claims(self) -> list[Claim]:
+        """Every tested pair of every table read across the independent studies (:func:`across_claims`), the
+        claims about the optimizers; empty for a study of one."""
+        return [c for a in self.across for c in across_claims(a)]
+
+
+def across_claims(a: AcrossStudies) -> list[Claim]:
+    """One :class:`Claim` per pair of ``a``'s entries (``about="optimizers"``, ``study=None``): the
+    across-studies test's raw and Holm-adjusted p-values, its statistic (``W+`` of the studies' effects, oriented
+    lower-is-better; Student's t of them for the t option), the effect (the median over the studies of each
+    study's median paired difference, raw units) with the Hodges-Lehmann estimate and exact interval over the
+    studies (:func:`mxopt_jax.compare.stats.effect`: with fewer than 6 studies the interval is the range and its
+    coverage below 95 %), and in how many studies the effect went the claim's way."""
+    out: list[Claim] = []
+    C, N = len(a.names), a.studies
+    units = tuple(range(N))
+    for i in range(C):
+        for j in range(i + 1, C):
+            eff = a.effects[:, i, j] if a.effects.size else np.zeros(N)
+            oriented = a.direction.orient(eff)
+            if a.test == "t" and np.isfinite(oriented).all() and N > 1:
+                sd = oriented.std(ddof=1)
+                stat = (
+                    float(oriented.mean() / (sd / np.sqrt(N)))
+                    if sd > 0
+                    else math.copysign(math.inf, oriented.mean())
+                    if oriented.mean()
+                    else 0.0
+                )
+            else:
+                stat = float(stats._w_plus(oriented[None])[0])
+            better = a.names[i] if a.shown[i, j] else a.names[j] if a.shown[j, i] else None
+            way = (
+                -1.0
+                if better == a.names[i]
+                else 1.0
+                if better == a.names[j]
+                else float(np.sign(median_inf(oriented))) or -1.0
+            )
+            size = stats.effect(eff, LEVEL)
+            p = float(a.p[i, j]) if a.p.size else math.nan
+            out.append(
+                Claim(
+                    problem=a.problem,
+                    mode=a.mode,
+                    a=a.names[i],
+                    b=a.names[j],
+                    test=a.test,
+                    statistic=stat,
+                    p=p,
+                    p_adjusted=float(a.p_adjusted[i, j]),
+                    effect=size.median,
+                    n=N,
+                    units=units,
+                    about="optimizers",
+                    better=better,
+                    equal=bool(np.all(eff == 0)),
+                    level=a.level,
+                    estimate=size.estimate,
+                    low=size.low,
+                    high=size.high,
+                    confidence=size.confidence,
+                    family=a.pairs,
+                    agree=int((np.sign(oriented) == way).sum()),
+                    study=None,
+                )
+            )
+    return out
+
 
 def analyse(
     selections: Iterable[Selection],
@@ -87,11 +160,17 @@ def analyse(
     *,
     identical_by_problem: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]] | None = None,
     identical_by_mode: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    family: str = "table",
 ) -> StudyAnalysis:
     """The analysis of a set of selections (a study's, or any a user made with
     :func:`mxopt_jax.compare.protocol.select`; both modes mixed or not): each problem's table of each mode
     (:attr:`Selection.mode <mxopt_jax.compare.protocol.Selection.mode>`) tested once, the overall ranking of each
     mode from those tables. Problems and contenders keep the order met.
+
+    ``family`` (:data:`mxopt_jax.compare.protocol.FAMILIES`): ``"table"`` (the default) corrects each table's
+    pairs by Holm on their own; ``"report"`` corrects every pair of every table together (:func:`~mxopt_jax.
+    compare.protocol.report_family`), so that the chance of any false claim in the whole report is at most the
+    level.
 
     Identity (``{representative: [others]}``): ``identical_by_problem[problem][mode]`` folds a table (default
     ``identical``); ``identical_by_mode[mode]`` folds the rows of that mode's overall table (contenders identical
@@ -106,19 +185,25 @@ def analyse(
     by_mode = {m: _by_problem(s for s in sels if s.mode == m) for m in MODES}
     problems = list(dict.fromkeys([*by_mode["tuned"], *by_mode["one-shot"]]))
     flat = {k: list(v) for k, v in (identical or {}).items()}
-    tables: dict[tuple[str, str], TableAnalysis] = {}
+    tested: dict[tuple[str, str], tuple[list[Selection], Mapping[str, Sequence[str]], TableComparison]] = {}
     for p in problems:
         for mode in MODES:
             table = by_mode[mode].get(p)
             if table:
                 ident = (identical_by_problem or {}).get(p, {}).get(mode, flat)
-                tables[(p, mode)] = analyse_table(table, ident)
+                tested[(p, mode)] = (table, ident, compare_table(table, ident))
+    # the report's error control: a family per table (as printed by default) or every table's pairs one family
+    decided = report_family([t for _, _, t in tested.values()], family)
+    tables: dict[tuple[str, str], TableAnalysis] = {
+        key: analyse_table(sels, ident, comparison=c)
+        for (key, (sels, ident, _)), c in zip(tested.items(), decided, strict=True)
+    }
     everywhere = {m: {k: list(v) for k, v in (identical_by_mode or {}).get(m, flat).items()} for m in MODES}
     rankings = {}
     for mode in MODES:
         of = {p: t for (p, m), t in tables.items() if m == mode}
         if of:
-            rankings[mode] = analyse_ranking(of, everywhere[mode])
+            rankings[mode] = analyse_ranking(of, everywhere[mode], family=family)
     both = {
         rep: [o for o in others if o in everywhere["one-shot"].get(rep, [])]
         for rep, others in everywhere["tuned"].items()
@@ -148,6 +233,7 @@ def analyse_study(result: _Result) -> StudyAnalysis:
         [s for p in names for t in (result.tuned, result.one_shot) for s in t.get(p, {}).values()],
         identical_by_problem={p: {m: result.identical_map(p, m) for m in MODES} for p in names},
         identical_by_mode={m: result.identical_everywhere(m) for m in MODES},
+        family=str(getattr(result, "family", "table")),
     )
     studies = list(result.studies())
     if len(studies) < 2:

@@ -9,12 +9,15 @@ problem's practical margin); this module runs them once and keeps what every ren
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+import numpy as np
+
 from .. import stats
 from ..direction import Direction
-from ..protocol import TEST, TEST_LEVEL, Selection, TableComparison, compare_table, paired_values
+from ..protocol import LEVEL, TEST, TEST_LEVEL, Selection, TableComparison, compare_table, paired_values
 from .across import median_inf
 
 __all__ = ["About", "Claim", "TableAnalysis", "analyse_table"]
@@ -22,6 +25,11 @@ __all__ = ["About", "Claim", "TableAnalysis", "analyse_table"]
 #: What a claim speaks of: ``"configurations"`` (a study's own tests hold the chosen configurations fixed) or
 #: ``"optimizers"`` (a test with the independent study as the unit, whatever the tuning's luck).
 About = Literal["configurations", "optimizers"]
+
+
+def _num(v: float, digits: int = 3) -> str:
+    """``v`` with ``digits`` significant digits (``inf``, ``-inf``, ``nan`` as such)."""
+    return f"{v:.{digits}g}" if math.isfinite(v) else str(v)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +54,14 @@ class Claim:
       better: the entry shown better (a rejected test Holm's correction kept), or ``None``: not shown to differ.
       equal: whether the pair are rounding twins (never separated).
       level: the level of the family.
+      estimate, low, high, confidence: the Hodges-Lehmann estimate of ``a - b`` (raw units) and its exact
+        signed-rank interval with the coverage it has (:func:`mxopt_jax.compare.stats.effect`; with fewer than
+        6 units the interval is the whole range of the Walsh averages and ``confidence`` below 95 %).
+      family: Holm's family (the tests corrected together: the table's pairs, or every pair of a report under
+        the report-wide family).
+      agree: how many of the ``n`` units went the way of the claim (the better one lower where lower is better);
+        for a pair not shown to differ, the way of the median.
+      study: the study the claim comes from (0 for the first), or ``None`` for a claim across the studies.
 
     Extending it (a new test, an interval): add fields with defaults after these, so every construction stays
     valid, and say in this docstring what they hold.
@@ -66,6 +82,50 @@ class Claim:
     better: str | None = None
     equal: bool = False
     level: float = TEST_LEVEL
+    estimate: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    confidence: float = math.nan
+    family: int = 0
+    agree: int = 0
+    study: int | None = 0
+
+    @property
+    def what(self) -> str:
+        """What the claim is about, in words: ``"the configurations this study chose"`` or ``"the optimizers,
+        over N independent tunings"``."""
+        if self.about == "optimizers":
+            return f"the optimizers, over {self.n} independent tunings"
+        return "the configurations this study chose"
+
+    def sentence(self, metric: str = "") -> str:
+        """The claim as a reader would cite it: ``"adam is better than nag on logreg (tuned, median paired
+        difference -0.0085 [95 % interval -0.011, -0.006] log-loss, p_adj 0.003, 5 of 5 studies)"``; for a
+        pair not shown to differ, ``"adam and nag are not shown to differ ..."``. The interval is the
+        Hodges-Lehmann one of ``a - b`` (or ``b - a``, following the sentence's order)."""
+        if self.better is not None:
+            first, second = self.better, self.worse
+            verb = "is better than"
+        else:
+            first, second = self.a, self.b
+            verb = ""
+        sign = 1.0 if first == self.a else -1.0
+        eff, lo, hi = sign * self.effect, sign * self.low, sign * self.high
+        if sign < 0:
+            lo, hi = hi, lo
+        unit = "studies" if self.about == "optimizers" else "seeds"
+        interval = (
+            f" [{100 * self.confidence:.3g} % interval {_num(lo)}, {_num(hi)}]"
+            if math.isfinite(self.confidence) and not math.isnan(lo)
+            else ""
+        )
+        detail = (
+            f"{self.mode}, median paired difference {_num(eff)}{interval}{' ' + metric if metric else ''}, "
+            f"p_adj {_num(self.p_adjusted, 2)}, {self.agree} of {self.n} {unit}"
+        )
+        if self.better is not None:
+            return f"{first} {verb} {second} on {self.problem} ({detail})"
+        return f"{first} and {second} are not shown to differ on {self.problem} ({detail})"
 
     @property
     def shown(self) -> bool:
@@ -204,9 +264,12 @@ def analyse_table(
     identical: Mapping[str, Sequence[str]] | None = None,
     level: float = TEST_LEVEL,
     test: str = TEST,
+    comparison: TableComparison | None = None,
 ) -> TableAnalysis:
     """One table's analysis: :func:`~mxopt_jax.compare.protocol.compare_table` once (``identical`` folded before
-    testing), every pair's :class:`Claim`, every contender's quartiles.
+    testing; or ``comparison``, the table's tests already run, e.g. re-decided as one family with the report's
+    other tables by :func:`~mxopt_jax.compare.protocol.report_family`), every pair's :class:`Claim`, every
+    contender's quartiles.
 
     Raises
     ------
@@ -214,7 +277,8 @@ def analyse_table(
         as :func:`~mxopt_jax.compare.protocol.compare_table`.
     """
     sels = list(selections)
-    comparison = compare_table(sels, identical, level, test)
+    if comparison is None:
+        comparison = compare_table(sels, identical, level, test)
     c = comparison.comparison
     values, seeds = paired_values(sels)
     row = {s.contender: k for k, s in enumerate(sels)}
@@ -226,6 +290,11 @@ def analyse_table(
             a, b = entries[i], entries[j]
             d = stats.differences(values[row[a]], values[row[b]])
             shown = a if c.better[i, j] else b if c.better[j, i] else None
+            size = stats.effect(d, LEVEL)
+            oriented = Direction(comparison.better).orient(d)  # lower: a better
+            # the claim's way: a lower (better) is a negative oriented difference; unshown: the median's way
+            way = -1.0 if shown == a else 1.0 if shown == b else float(np.sign(median_inf(oriented))) or -1.0
+            agree = int((np.sign(oriented) == way).sum())
             claims.append(
                 Claim(
                     problem=comparison.problem,
@@ -243,6 +312,12 @@ def analyse_table(
                     better=shown,
                     equal=bool(c.equal[i, j]),
                     level=c.level,
+                    estimate=size.estimate,
+                    low=size.low,
+                    high=size.high,
+                    confidence=size.confidence,
+                    family=c.family or c.pairs,
+                    agree=agree,
                 )
             )
     return TableAnalysis(

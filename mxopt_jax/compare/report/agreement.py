@@ -1,4 +1,5 @@
-"""How far two saved studies agree (``mxopt-jax compare --compare-presets DIR_A DIR_B``).
+"""How far two saved studies agree (``mxopt-jax agree DIR_A DIR_B``; it names the studies it compares, and
+``--study-a``/``--study-b`` pick them in a folder of several independent studies).
 
 The quick preset's budget is a fraction of the full one's, so its tables rank early progress; whether a
 ranking survives a longer budget (or another search, schedule or seed set) is a measurement, not an
@@ -73,6 +74,7 @@ class Agreement:
     problems: list[ProblemAgreement]
     only_a: list[str] = dataclasses.field(default_factory=list)
     only_b: list[str] = dataclasses.field(default_factory=list)
+    shared_seeds: list[int] = dataclasses.field(default_factory=list)
 
     @property
     def mean_tau(self) -> float:
@@ -121,15 +123,28 @@ class Agreement:
             lines.append(
                 f"problems only in A: {', '.join(self.only_a) or '-'}; only in B: {', '.join(self.only_b) or '-'}"
             )
+        if self.shared_seeds:
+            seeds = ", ".join(str(x) for x in self.shared_seeds[:8]) + (
+                ", ..." if len(self.shared_seeds) > 8 else ""
+            )
+            lines.append(
+                f"warning: A and B share {len(self.shared_seeds)} seed(s) ({seeds}): their runs are not independent "
+                "(on the same seeds and configuration they are the same runs), so their agreement says little; "
+                "compare studies on disjoint seeds (--study-a/--study-b pick another study of a folder)."
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.format()
 
 
-def _load(study: str | Path | Mapping[str, Any]) -> tuple[str, dict[str, dict[str, float]]]:
-    """``(label, {problem: {contender: tuned test mean, lower is better}})`` of a saved study (a folder holding
-    ``study.json``, the file, or :func:`~mxopt_jax.compare.serialize.read_document`'s dict)."""
+def _load(
+    study: str | Path | Mapping[str, Any], index: int = 0
+) -> tuple[str, dict[str, dict[str, float]], set[int]]:
+    """``(label, {problem: {contender: tuned test mean, lower is better}}, seeds)`` of study ``index`` of a saved
+    plan (a folder holding ``study.json``, the file, or :func:`~mxopt_jax.compare.serialize.read_document`'s
+    dict): ``seeds`` every selection and report seed that study ran on; the label names the study (``study 2
+    of 3``)."""
     if isinstance(study, Mapping):
         doc, label = study, str(study.get("preset") or "study")
     else:
@@ -154,31 +169,67 @@ def _load(study: str | Path | Mapping[str, Any]) -> tuple[str, dict[str, dict[st
         name: Direction((info or {}).get("better") or "lower").sign
         for name, info in ((doc.get("meta") or {}).get("problems") or {}).items()
     }
+    studies = sorted({int(getattr(r, "study", 0) or 0) for r in doc.get("records", ())}) or [0]
+    if isinstance(index, bool) or not isinstance(index, int) or index not in range(len(studies)):
+        raise ValueError(
+            f"compare_studies: {label} holds {len(studies)} independent stud{'y' if len(studies) == 1 else 'ies'} "
+            f"(0 to {len(studies) - 1}), got study {index!r}"
+        )
+    label += f", study {index} of {len(studies)} (numbered from 0)"
+    if len(studies) > 1 or index:
+        from ..result import StudyResult
+
+        selections = StudyResult.from_document(doc).studies()[index].selections()
+        number = studies[index]
+    else:
+        selections = [
+            s if isinstance(s, Selection) else Selection.from_dict(s) for s in doc.get("selections", ())
+        ]
+        number = studies[0]
+    seeds = {
+        int(x)
+        for r in doc.get("records", ())
+        if int(getattr(r, "study", 0) or 0) == number
+        for x in np.asarray(getattr(r, "seeds", ())).ravel()
+    }
     means: dict[str, dict[str, float]] = {}
-    for s in doc.get("selections", ()):
-        sel = s if isinstance(s, Selection) else Selection.from_dict(s)
+    for sel in selections:
         if sel.mode != "tuned":
             continue
         mean = sign.get(sel.problem, 1.0) * sel.test_mean if math.isfinite(sel.test_mean) else math.inf
         means.setdefault(sel.problem, {})[sel.contender] = float(mean)
+        seeds |= {int(x) for x in np.asarray(sel.report_seeds).ravel()}
     if not means:
         raise ValueError(f"compare_studies: {label} holds no tuned selections")
-    return label, means
+    return label, means, seeds
 
 
 def compare_studies(
-    a: str | Path | Mapping[str, Any], b: str | Path | Mapping[str, Any], k: int = 3
+    a: str | Path | Mapping[str, Any],
+    b: str | Path | Mapping[str, Any],
+    k: int = 3,
+    study_a: int = 0,
+    study_b: int = 0,
 ) -> Agreement:
     """How far two saved studies agree, per problem both ran: Kendall's tau-b of the tuned test means and
     the overlap of the top ``k``, over the contenders both ran (a diverged mean, ``inf``, ties with another).
 
     ``a`` and ``b``: folders written by ``mxopt-jax compare`` (or :meth:`Study.write`), their ``study.json``
-    files, or :func:`~mxopt_jax.compare.serialize.read_document`'s dicts. Contenders and problems in one study only are listed.
+    files, or :func:`~mxopt_jax.compare.serialize.read_document`'s dicts; ``study_a``, ``study_b``: which of a
+    folder's independent studies (``--studies``; 0 the first, as ``summary.csv``'s ``study`` column). The labels
+    name the studies compared. Contenders and problems in one study only are listed. Two studies that ran on
+    some of the same seeds are not independent (on the same seeds and configuration they are the same runs):
+    :attr:`Agreement.shared_seeds` lists those seeds and the text warns.
+
+    Raises
+    ------
+    ValueError
+        ``k`` not an int >= 1; a study number outside the folder's studies; a study without tuned selections.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"compare_studies: k must be an int >= 1, got {k!r}")
-    label_a, ma = _load(a)
-    label_b, mb = _load(b)
+    label_a, ma, seeds_a = _load(a, study_a)
+    label_b, mb, seeds_b = _load(b, study_b)
     rows = []
     for problem in [p for p in ma if p in mb]:
         xa, xb = ma[problem], mb[problem]
@@ -205,4 +256,5 @@ def compare_studies(
         problems=rows,
         only_a=[p for p in ma if p not in mb],
         only_b=[p for p in mb if p not in ma],
+        shared_seeds=sorted(seeds_a & seeds_b),
     )

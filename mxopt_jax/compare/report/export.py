@@ -11,13 +11,13 @@ import csv
 import dataclasses
 import math
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..analysis import TableAnalysis
+from ..analysis import Claim, TableAnalysis
 from ..checks import atomic_file
 from ..records import Records
 from ..serialize import csv_number, pandas, read_csv
@@ -27,12 +27,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "RUN_COLUMNS",
+    "CLAIMS_COLUMNS",
     "SUMMARY_COLUMNS",
+    "claims_frame",
+    "claims_rows",
     "read_csv",
     "records_equal",
     "runs_frame",
     "summary_frame",
     "summary_rows",
+    "write_claims_csv",
     "write_csv",
     "write_summary_csv",
 ]
@@ -54,6 +58,7 @@ SUMMARY_COLUMNS = (
     "problem",
     "contender",
     "mode",
+    "study",
     "rank",
     "rank_high",
     "group",
@@ -125,11 +130,20 @@ def write_csv(path: str | Path, records_list: Iterable[Records]) -> Path:
     return path
 
 
-def write_summary_csv(path: str | Path, tables: Iterable[TableAnalysis]) -> Path:
-    """One row per selection (contender, problem, mode) of ``tables`` (a study's:
-    :meth:`~mxopt_jax.compare.analysis.StudyAnalysis.all_tables`), in their order: the reported numbers, the
-    rank, the seeds they come from, and the chosen value of every tuned hyperparameter (one column each after
-    the fixed ones).
+StudyTables = Iterable[TableAnalysis] | Iterable[tuple[int, TableAnalysis]]
+
+
+def _numbered(tables: StudyTables) -> list[tuple[int, TableAnalysis]]:
+    """``tables`` as ``(study, table)`` pairs: a bare table is study 0's."""
+    return [t if isinstance(t, tuple) else (0, t) for t in tables]
+
+
+def write_summary_csv(path: str | Path, tables: StudyTables) -> Path:
+    """One row per selection (contender, problem, mode, study) of ``tables`` (a study's:
+    :meth:`~mxopt_jax.compare.analysis.StudyAnalysis.all_tables`, or ``(study, table)`` pairs for a plan of
+    independent studies: every study's tables, ``study`` numbering them from 0), in their order: the reported
+    numbers, the rank, the seeds they come from, and the chosen value of every tuned hyperparameter (one column
+    each after the fixed ones).
 
     ``rank``, ``rank_high`` and ``group`` are the table's analysis (:class:`~mxopt_jax.compare.analysis.TableAnalysis`,
     among the selections of the same problem and mode, paired by seed): the simultaneous rank set ``[rank,
@@ -143,12 +157,12 @@ def write_summary_csv(path: str | Path, tables: Iterable[TableAnalysis]) -> Path
     selection runs: per selection seed the fewest steps any configuration tried needed, then a majority).
     """
     path = Path(path)
-    rows = [(t, s) for t in tables for s in t.selections]
-    extra = _extra(k for _, s in rows for k in s.config)
+    rows = [(k, t, s) for k, t in _numbered(tables) for s in t.selections]
+    extra = _extra(k for _, _, s in rows for k in s.config)
     with atomic_file(path, newline="") as f:  # whole or not at all (a full disk)
         w = csv.writer(f)
         w.writerow([*SUMMARY_COLUMNS, *extra])
-        for table, s in rows:
+        for study, table, s in rows:
             n = s.contender
             q1, med, q3 = table.quartiles[n]
             w.writerow(
@@ -156,6 +170,7 @@ def write_summary_csv(path: str | Path, tables: Iterable[TableAnalysis]) -> Path
                     s.problem,
                     s.contender,
                     s.mode,
+                    study,
                     table.rank(n),
                     table.rank_high(n),
                     table.letters(n),
@@ -243,7 +258,7 @@ def runs_frame(records_list: Iterable[Records]) -> pd.DataFrame:
     return frame.astype({"problem": "str", "contender": "str", "role": "str"})
 
 
-def summary_frame(tables: Iterable[TableAnalysis]) -> pd.DataFrame:
+def summary_frame(tables: StudyTables) -> pd.DataFrame:
     """One row per selection (contender, problem, mode) of ``tables`` as a DataFrame: exactly ``summary.csv``
     (:func:`write_summary_csv`) parsed, numbers as floats (``inf``: never / diverged), ``on_edge`` ``""`` where
     the chosen rate is inside its grid."""
@@ -261,9 +276,109 @@ def _numeric(path: Path) -> list[str]:
     return [c for c in head if c not in ("problem", "contender", "mode", "group", "on_edge", "report_seeds")]
 
 
-def summary_rows(tables: Iterable[TableAnalysis]) -> list[dict[str, str]]:
+def summary_rows(tables: StudyTables) -> list[dict[str, str]]:
     """The rows of ``summary.csv`` (:func:`write_summary_csv`) as ``{column: text}`` dicts, without pandas."""
     with tempfile.TemporaryDirectory() as tmp:
         path = write_summary_csv(Path(tmp) / "summary.csv", tables)
         with path.open(newline="") as f:
             return list(csv.DictReader(f))
+
+
+#: The columns of ``claims.csv`` (:func:`write_claims_csv`).
+CLAIMS_COLUMNS = (
+    "study",
+    "problem",
+    "mode",
+    "about",
+    "a",
+    "b",
+    "shown",
+    "better",
+    "worse",
+    "equal",
+    "test",
+    "statistic",
+    "p",
+    "p_adjusted",
+    "family",
+    "level",
+    "effect",
+    "hodges_lehmann",
+    "ci_low",
+    "ci_high",
+    "ci_confidence",
+    "n",
+    "agree",
+    "units",
+    "sentence",
+)
+
+
+def claims_rows(claims: Iterable[Claim], metrics: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+    """One row per tested pair (:class:`~mxopt_jax.compare.analysis.Claim`), as ``{column: text}``
+    (:data:`CLAIMS_COLUMNS`): ``study`` the study number (``all`` for a claim across the independent studies);
+    ``about`` what the claim speaks of (``the configurations this study chose`` or ``the optimizers, over N
+    independent tunings``); ``a``, ``b`` the pair and ``better``/``worse`` where a test Holm's correction kept
+    showed one better (``shown``); ``test`` and its ``statistic`` of ``a - b`` (``W+``, or Student's t);
+    ``p`` raw and ``p_adjusted`` (Holm over ``family`` tests at ``level``); ``effect`` the median paired
+    difference ``a - b`` in the metric's raw units (across studies: the median of the studies' medians),
+    ``hodges_lehmann`` its Hodges-Lehmann estimate and ``[ci_low, ci_high]`` the exact signed-rank interval
+    with the coverage it has (``ci_confidence``); ``n`` the seeds (or studies) used, ``units`` which,
+    ``agree`` how many went the claim's way; ``sentence`` the claim as the report says it (``metrics``:
+    ``{problem: metric name}``)."""
+    out = []
+    for c in claims:
+        out.append(
+            {
+                "study": "all" if c.study is None else str(c.study),
+                "problem": c.problem,
+                "mode": c.mode,
+                "about": c.what,
+                "a": c.a,
+                "b": c.b,
+                "shown": str(c.shown).lower(),
+                "better": c.better or "",
+                "worse": c.worse or "",
+                "equal": str(c.equal).lower(),
+                "test": c.test,
+                "statistic": csv_number(c.statistic),
+                "p": csv_number(c.p),
+                "p_adjusted": csv_number(c.p_adjusted),
+                "family": str(c.family),
+                "level": csv_number(c.level),
+                "effect": csv_number(c.effect),
+                "hodges_lehmann": csv_number(c.estimate),
+                "ci_low": csv_number(c.low),
+                "ci_high": csv_number(c.high),
+                "ci_confidence": csv_number(c.confidence),
+                "n": str(c.n),
+                "agree": str(c.agree),
+                "units": " ".join(str(u) for u in c.units),
+                "sentence": c.sentence((metrics or {}).get(c.problem, "")),
+            }
+        )
+    return out
+
+
+def write_claims_csv(
+    path: str | Path, claims: Iterable[Claim], metrics: Mapping[str, str] | None = None
+) -> Path:
+    """``claims.csv``: one row per table and pair (:func:`claims_rows`, every study's tables and, with
+    independent studies, the tables across them), what a citation can point to."""
+    path = Path(path)
+    with atomic_file(path, newline="") as f:  # whole or not at all (a full disk)
+        w = csv.DictWriter(f, fieldnames=list(CLAIMS_COLUMNS))
+        w.writeheader()
+        w.writerows(claims_rows(claims, metrics))
+    return path
+
+
+def claims_frame(claims: Iterable[Claim], metrics: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """``claims.csv`` (:func:`write_claims_csv`) as a DataFrame, numbers as floats."""
+    pandas()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_claims_csv(Path(tmp) / "claims.csv", claims, metrics)
+        text = {"study", "problem", "mode", "about", "a", "b", "shown", "better", "worse", "equal", "test"}
+        text |= {"units", "sentence"}
+        numeric = [c for c in CLAIMS_COLUMNS if c not in text]
+        return read_csv(path, keep_default_na=False, na_values={c: ["nan", ""] for c in numeric})

@@ -193,13 +193,16 @@ def html_report(
     notes: Sequence[str] = (),
     standalone: bool = True,
     images: Mapping[str, bytes] | None = None,
+    lead: str = "",
 ) -> str:
     """The study as HTML, in the text report's order, results first: a whole page (``standalone``, what
-    ``report.html`` holds) or a fragment for a notebook. With independent studies, the tables across them
-    first, then the first study's sections, each labelled with it. ``text``: the text report (shown whole,
-    folded); ``protocol``: the protocol as it ran; ``notes``: paragraphs under "Checks and timings";
-    ``images``: the figures as PNG bytes by file name (default: drawn now, when matplotlib is installed; ``{}``:
-    none). :func:`mxopt_jax.compare.report.render.study_html` fills these in."""
+    ``report.html`` holds) or a fragment for a notebook. First what the claims are about, or with independent
+    studies the claims about the optimizers in sentences (``lead``:
+    :func:`mxopt_jax.compare.report.render.lead_claims`); with independent studies the tables across them next,
+    then the first study's sections, each labelled with it. ``text``: the text report (shown whole, folded);
+    ``protocol``: the protocol as it ran; ``notes``: paragraphs under "Checks and timings"; ``images``: the
+    figures as PNG bytes by file name (default: drawn now, when matplotlib is installed; ``{}``: none).
+    :func:`mxopt_jax.compare.report.render.study_html` fills these in."""
     images = render_images(study) if images is None else images
     names = [
         c.name for c in study.contenders if any(c.name in study.tuned.get(p.name, {}) for p in study.problems)
@@ -217,6 +220,10 @@ def html_report(
         )
         + "</p>"
     )
+    if lead:
+        head, *items = [line.strip() for line in lead.splitlines() if line.strip()]
+        listed = "".join(f"<li>{_e(item)}</li>" for item in items)
+        parts.append(f"<h2>Claims</h2><p>{_e(head)}</p>" + (f"<ul>{listed}</ul>" if listed else ""))
     parts += _across(study)
     which = study_label(study.analysis)
     of = f" ({which})" if which else ""

@@ -5,17 +5,18 @@ rendering it lives here, and reads the result only."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..analysis import AcrossStudies
+from ..analysis import AcrossStudies, Claim, TableAnalysis, across_claims
 from ..distributed import is_writer
 from ..protocol import PRESETS
 from ..result import StudyResult
 from ..serialize import contender_info, problem_info, write_atomic, write_document
 from . import tables
-from .export import write_csv, write_summary_csv
+from .export import write_claims_csv, write_csv, write_summary_csv
 from .html import html_report
 from .plots import draw_study, save_all
 from .tables import format_report
@@ -23,6 +24,9 @@ from .text import describe
 
 __all__ = [
     "across_studies",
+    "all_claims",
+    "lead_claims",
+    "study_tables",
     "batching_note",
     "format_across",
     "describe_study",
@@ -131,7 +135,61 @@ def format_across(study: Study) -> str:
         f"== Across {1 + len(study.repeats)} independent studies (each repeats the whole tuning on its own "
         "seeds and search draws: the claims to cite; the tables after these are the first study's)"
     )
-    return "\n\n".join(["\n".join(tables.wrap(head, indent="   ")), *parts])
+    return "\n\n".join(["\n".join(tables.wrap(head, indent="   ")), _wrapped(lead_claims(study)), *parts])
+
+
+def study_tables(study: Study) -> list[tuple[int, TableAnalysis]]:
+    """Every study's tables as ``(study, table)`` (study 0 first): what ``summary.csv`` holds."""
+    return [(k, t) for k, s in enumerate(study.studies()) for t in s.analysis.all_tables()]
+
+
+def all_claims(study: Study) -> list[Claim]:
+    """Every tested pair of every table of every study (``study`` numbering them from 0), then, with
+    independent studies, every pair of every table across them (``study = None``): what ``claims.csv`` holds."""
+    own = [
+        dataclasses.replace(c, study=k) for k, s in enumerate(study.studies()) for c in s.analysis.claims()
+    ]
+    return own + list(study.analysis.across_claims())
+
+
+def lead_claims(study: Study) -> str:
+    """What a report leads with: with independent studies, the claims about the optimizers (every across-studies
+    table's claims in sentences, or why there are none); for a study of one, that its claims are about the
+    configurations it chose and how to get claims about the optimizers."""
+    across = across_studies(study)
+    if not across:
+        return (
+            "Claims in this report are about the configurations this study chose: each table's tests hold each "
+            "contender's chosen configuration fixed, so the tuning's luck is part of every claim. For claims about "
+            "the optimizers, repeat the whole tuning: mxopt-jax compare --studies N (the study is then the unit; "
+            "N >= 6 can show a difference between 2 contenders, 9 among 5, 14 among 22)."
+        )
+    metrics = {p.name: p.metric_name for p in study.problems}
+    claims = [c for a in across for c in across_claims(a) if c.shown]
+    N = across[0].studies
+    if claims:
+        lines = [f"Claims about the optimizers, over {N} independent tunings ({len(claims)}):"]
+        lines += [f"  {c.sentence(metrics.get(c.problem, ''))}." for c in claims]
+        return "\n".join(lines)
+    short = [a for a in across if a.pairs and not a.can_claim]
+    need = sorted({a.min_studies for a in short})
+    span = f"{need[0]}" if len(need) == 1 else f"{need[0]}-{need[-1]}"
+    why = (
+        f" {N} studies cannot support any claim in {len(short)} of the {len(across)} tables (they need {span} "
+        "studies at their sizes: --studies)."
+        if short
+        else ""
+    )
+    return f"Claims about the optimizers, over {N} independent tunings: none shown.{why}"
+
+
+def _wrapped(text: str) -> str:
+    """``text`` with each of its lines wrapped at the report's width, continuations indented under it."""
+    out: list[str] = []
+    for line in text.splitlines():
+        lead = line[: len(line) - len(line.lstrip())]
+        out += tables.wrap(line, indent=lead + "  ")
+    return "\n".join(out)
 
 
 def format_study(study: Study) -> str:
@@ -142,7 +200,7 @@ def format_study(study: Study) -> str:
     across = format_across(study)
     return "\n\n".join(
         [
-            *([across] if across else []),
+            *([across] if across else [_wrapped(lead_claims(study))]),
             text.rstrip("\n"),
             "\n".join(tables.wrap(batching_note(study), indent="  ")),
             "\n".join(tables.wrap(timing_note(study), indent="  ")),
@@ -181,6 +239,7 @@ def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes
         format_study(study),
         describe_study(study),
         [batching_note(study), timing_note(study)],
+        lead=lead_claims(study),
         standalone=standalone,
         images=images,
     )
@@ -201,7 +260,9 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
     write_atomic(out / "report.txt", format_study(study) + "\n")
     if data:
         written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
-    written.append(write_summary_csv(out / "summary.csv", study.analysis.all_tables()))
+    written.append(write_summary_csv(out / "summary.csv", study_tables(study)))
+    metrics = {p.name: p.metric_name for p in study.problems}
+    written.append(write_claims_csv(out / "claims.csv", all_claims(study), metrics))
     if data:
         written.append(write_document(out / "study.json", study_document(study)))
     pngs: list[Path] = []

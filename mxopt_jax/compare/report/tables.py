@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..analysis import AcrossStudies, Ranking, StudyAnalysis, TableAnalysis
-from ..protocol import TEST, Selection
+from ..analysis import AcrossStudies, Ranking, StudyAnalysis, TableAnalysis, across_claims
+from ..protocol import ROUNDING_RTOL, TEST, Selection
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -253,7 +253,8 @@ def test_words(test: str = TEST) -> str:
     """The paired test's name as the report prints it."""
     return {
         "wilcoxon": "Wilcoxon's signed-rank test (exact, two-sided)",
-        "t": "Student's paired t-test (two-sided; a pair with a diverged seed: the signed-rank test)",
+        "t": "Student's paired t statistic with its exact sign-flip p-value (two-sided; smallest p 2/2^R; a pair "
+        "with a diverged seed: the signed-rank test)",
     }[test]
 
 
@@ -272,6 +273,20 @@ def claims_note(table: TableAnalysis, metric: str = "metric") -> list[str]:
             f"{c.level / c.pairs:.2g}: no pair of this table can be shown to differ. {c.pairs} pairs need at "
             f"least {need} report seeds (--confirm-seeds {need}), or fewer contenders."
         )
+    elif c.test == "wilcoxon" and c.pairs:
+        diverged = table.comparison.power_note()
+        if diverged:
+            out.append(f"power: {diverged}")
+    for better, worse, p in table.comparison.divergence_claims():
+        d = table.comparison.divergence
+        assert d is not None
+        k, m = d.diverged[table.entries.index(better)], d.diverged[table.entries.index(worse)]
+        out.append(
+            f"divergence: {better} diverged on fewer report seeds than {worse} ({k} against {m} of {table.seeds}; "
+            f"exact sign test on the seeds where only one diverged, Holm over the pairs that differ there, p_adj "
+            f"{p:.2g})."
+        )
+    out.append(claims_sentences(table, metric))
     return out
 
 
@@ -283,8 +298,8 @@ def _guide_problem(test: str, level: float, rtol: float, pct: str, edges: bool, 
         "group: two entries that share a letter were not shown to differ; two with no letter in common were: "
         f"{test_words(test)}, paired by seed, Holm's correction over the table's pairs (the line under the table "
         f"says how many), level {100 * level:g} %; differences within the problem's practical margin (under "
-        f"the table) are not claimed; rounding twins (within {rtol:g} relative on every seed) are never "
-        "separated; a diverged seed is the worst value on its seed.",
+        f"the table) are not claimed; a difference within {rtol:g} relative of the value on a seed is none on "
+        "that seed (rounding twins are never separated); a diverged seed is the worst value on its seed.",
         'contender: contenders identical in the table (the same runs) are one entry, "sgd (= ccsgd, test)".',
         f"test: mean over the report seeds ± the half-width of the {pct} Student-t interval of the mean "
         "(symmetric, so it can reach past the metric's range, e.g. below 0; with diverged report seeds: over "
@@ -342,11 +357,15 @@ def _guide_modes() -> list[str]:
 
 
 def _guide_across(across: AcrossStudies) -> list[str]:
+    N = across.studies
     return [
-        "rank, group: the across-studies test, the study as the unit: per pair and study the median paired "
-        "difference over the seeds, Student's t over the studies (studies - 1 degrees of freedom), Holm over the "
-        f"table's pairs, level {100 * across.level:g} %: its claims hold whatever the tuning's luck (it needs "
-        "about 5 studies to show a 2-standard-deviation difference).",
+        "claims about the optimizers, over the independent tunings. rank, group: the across-studies test, the "
+        "study as the unit: per pair and study the median paired difference over the seeds (a difference within "
+        f"{ROUNDING_RTOL:g} relative of the value is none), then the exact sign-flip test over the studies "
+        f"({test_words(across.test).split(' (')[0]} of the studies' effects: a study's effect is as likely "
+        "positive as negative when the optimizers do not differ), Holm over the table's pairs, level "
+        f"{100 * across.level:g} %: its claims hold whatever the tuning's luck, and its smallest p-value is "
+        f"2/2^N ({2.0 ** (1 - N):.2g} at N = {N}) however alike the studies are.",
         f"in every study: the letters of the claims each study made on its own ({test_words(across.test)}, Holm "
         "over its table), kept where all studies agree; agreement is not a test (with tuning luck, identical "
         "contenders are still claimed different in every study).",
@@ -398,6 +417,25 @@ def how_to_read(analysis: StudyAnalysis, width: int = WIDTH) -> str:
         lines.append(f"{name[0].upper()}{name[1:]}:")
         lines += [line for item in items for line in wrap(f"  {item}", width, "    ")]
     return "\n".join(lines)
+
+
+#: What a single study's claims are about, as its tables say it.
+ABOUT_CONFIGURATIONS = (
+    "about the configurations this study chose (its tests hold each contender's chosen configuration fixed, "
+    "so the tuning's luck is in them; for claims about the optimizers, repeat the tuning: mxopt-jax compare "
+    "--studies N)"
+)
+
+
+def claims_sentences(table: TableAnalysis, metric: str = "metric") -> str:
+    """The table's claims as a reader would cite them, one sentence each
+    (:meth:`~mxopt_jax.compare.analysis.Claim.sentence`), said to be about the configurations this study chose;
+    ``"no difference shown among the E entries"`` where the tests showed none."""
+    shown = table.shown_claims()
+    E = len(table.entries)
+    if not shown:
+        return f"claims ({ABOUT_CONFIGURATIONS}): no difference shown among the {E} entries."
+    return f"claims ({ABOUT_CONFIGURATIONS}): " + "; ".join(c.sentence(metric) for c in shown) + "."
 
 
 def _fmt_test(s: Selection) -> str:
@@ -563,10 +601,25 @@ def overall_table(ranking: Ranking, title: str | None = None) -> Table:
                 *cells,
             ]
         )
+    omitted = ranking.omitted
+    if omitted:  # the interval and P(best) need the problems (and the report-wide family) to support them
+        kept = [
+            i
+            for i, h in enumerate(head)
+            if i == 0 or i > 0 and h not in (f"{pct} bootstrap (problems)", "P(best)")
+        ]
+        head = [head[i] for i in kept]
+        rows = [[r[i] for i in kept] for r in rows]
     title = title or f"== Overall: {len(problems)} problem(s)"
     notes = [
         _see("overall")
-        + ("" if several else " One problem: no bootstrap interval (it resamples the problems).")
+        + (
+            f" {omitted}"
+            if omitted
+            else ""
+            if several
+            else " One problem: no bootstrap interval (it resamples the problems)."
+        )
     ]
     first = len(head) - len(problems)  # the summary columns; the problems' rank sets
     groups = (tuple(range(1, first)), tuple(range(first, len(head))))
@@ -704,13 +757,21 @@ def across_table(across: AcrossStudies, metric: str = "metric", title: str | Non
     agree = a.agreement()
     title = title or f"== {a.problem} [{a.mode}] across {N} independent studies"
     notes = [
-        f"Student's t over {N} studies, Holm over {agree['pairs']} pair(s) at {100 * a.level:g} %. "
-        + _see("across"),
+        f"claims about the optimizers, over {N} independent tunings: the exact sign-flip test over the studies, "
+        f"Holm over {agree['pairs']} pair(s) at {100 * a.level:g} %. " + _see("across"),
         f"agreement over {agree['pairs']} pair(s): {agree['claimed']} shown to differ in at least one study, "
         f"{agree['replicated']} in every study the same way, {agree['contradicted']} one way in a study and the "
         f"other way in another, {agree['unreplicated']} in some studies only; {agree['shown']} shown by the "
         "across-studies test.",
     ]
+    if agree["pairs"] and not a.can_claim:
+        notes.append(
+            f"power: {N} studies cannot support any claim about the optimizers in a table of {len(a.names)} "
+            f"entries: the smallest p-value, 2/2^{N} = {2.0 ** (1 - N):.2g}, is above Holm's first threshold "
+            f"{100 * a.level:g} %/{agree['pairs']} = {a.level / agree['pairs']:.2g}; it needs at least "
+            f"{a.min_studies} studies (--studies {a.min_studies}), or fewer contenders."
+        )
+    notes.append(across_sentences(a, metric))
     return Table(title, head, rows, ">>><<>>>", notes, keep=(3,), guide="across")
 
 
@@ -718,6 +779,16 @@ def study_label(analysis: StudyAnalysis) -> str:
     """``"study 1 of 3"`` when the analysis holds several independent studies (its tables are the first
     study's), else ``""``."""
     return f"study 1 of {analysis.across[0].studies}" if analysis.across else ""
+
+
+def across_sentences(a: AcrossStudies, metric: str = "metric") -> str:
+    """An across-studies table's claims in sentences (about the optimizers), or ``"no difference shown among
+    the E entries"``."""
+    shown = [c for c in across_claims(a) if c.shown]
+    about = f"claims (about the optimizers, over {a.studies} independent tunings)"
+    if not shown:
+        return f"{about}: no difference shown among the {len(a.names)} entries."
+    return f"{about}: " + "; ".join(c.sentence(metric) for c in shown) + "."
 
 
 def format_report(analysis: StudyAnalysis, problems: Sequence[Problem] = (), protocol: str = "") -> str:
