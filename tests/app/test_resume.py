@@ -103,7 +103,10 @@ SCRIPT = textwrap.dedent(
     facts["runs_equal"] = open(out + "/runs.csv").read() == open(full_out + "/runs.csv").read()
     back = Study.from_json(out + "/study.json")
     facts["reloaded_report_equal"] = back.report() == resumed.report()
-    facts["resumed_time_note"] = [line for line in resumed.report().splitlines() if line.startswith("Time:")]
+    # the "Time:" paragraph, its wrapped lines joined (the report fits 120 columns)
+    facts["resumed_time_note"] = [
+        " ".join(part.split()) for part in resumed.report().split(chr(10) * 2) if part.startswith("Time:")
+    ]
     labels.clear()
     more = study(p, ["sgd", "adam", "adamax"], preset, resume=out, progress=lambda s, f: labels.append(s), **kw)
     facts["extended_compiled"] = [s for s in labels if s.startswith("compiled")]
