@@ -5,14 +5,16 @@ a family by default), then, for every contender of the program and every indepen
 
 1. **selection**: runs every configuration (the learning-rate grid of :meth:`protocol.Preset.grid`, centred on
    its default rate, or the trials of a random search over every hyperparameter, :mod:`.search`, under the
-   plan's learning-rate schedule, :mod:`.schedules`) on the selection seeds. Study 0's runs are timed
-   (ms/step) while nothing else runs: the next program starts compiling, in a background thread, only once
-   every contender of this one has made them;
+   plan's learning-rate schedule, :mod:`.schedules`) on the selection seeds, the validation split only (the
+   test split is evaluated in the reported runs alone). Every study's selection runs of a contender go through
+   the same calls (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`: packed into the program's slots,
+   not one pass per study), and they are timed (ms/step) while nothing else runs: the next program starts
+   compiling, in a background thread, only once every contender of this one has made them;
 2. chooses on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge (grid mode),
    runs the grid shifted past that edge with the same compiled program (rates are inputs) and chooses again on
    the union, up to ``extend`` times; a rate still on the edge stays flagged;
 3. **confirmation**: re-runs the chosen configuration on fresh seeds (disjoint from the selection seeds); the
-   tuned mode reports these runs only;
+   tuned mode reports these runs only (every study's in the same calls, as the extensions of step 2);
 4. **default**: runs the default configuration (MXNet's or optax's defaults) on the same fresh seeds: the
    one-shot mode (the Crowded Valley's smallest budget, no tuning) reports them;
 5. (study 0) checks that the chosen configuration's result does not depend on the other runs batched with it:
@@ -441,7 +443,9 @@ def _run_jobs(
             tick(f"compiled {prog.name} ({prog.compile_s:.1f} s)", 4)
             # every study's selection runs of a contender through the same calls (packed into the slots)
             selection = {
-                c.name: prog.run_many(i, [(_configs(p, c, sub), sub.seeds, "selection") for sub in studies])
+                c.name: prog.run_many(
+                    i, [(_configs(p, c, sub), sub.seeds, "selection") for sub in studies], test=False
+                )
                 for i, c in enumerate(group)
             }
             if k + 1 < len(jobs):  # selection runs are timed alone; the next compile overlaps the rest
@@ -504,6 +508,7 @@ def _finish(
                     )
                     for k in edge
                 ],
+                test=False,
             )
             for k, more in zip(edge, mores, strict=True):
                 grids[k] = more.lrs
@@ -540,7 +545,7 @@ def _finish(
         for c in targets:
             i, sel = group.index(c), chosen[0][c.name]
             width = len(selection[c.name][0].lrs)  # the selection call's configurations: the same batch shape
-            alone = prog.run(i, _columns(prog.tuned[c.name], *[sel.config] * width), plan.seeds)
+            alone = prog.run(i, _columns(prog.tuned[c.name], *[sel.config] * width), plan.seeds, test=False)
             batching[c.name] = _rel_diff(
                 alone.val[0, :, -1], records[0][c.name]["selection"].val[sel.index, :, -1]
             )
