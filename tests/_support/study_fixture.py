@@ -1,10 +1,12 @@
-"""The records of a small study, as numbers, for ``tests/app/test_study_records.py``: made once with the
+"""The records of a small study, as numbers, for ``tests/app/test_study.py``: made once with the
 engine as it was before the studies ran as one batch (``tests/app/data/study_records.json``), and again by the
 test, which holds them equal.
 
 The study: the tiny MLP (``tiny_problems.mlp_problem``), two contenders in one program (``sgd`` and ``ccsgd``,
-one ``lax.switch``), a 3-point grid extended once past its edge, 2 selection and 2 confirmation seeds, two
-independent studies, the batching check of every contender. Timings (``compile_s``,
+one ``lax.switch``), a 3-point grid (the quick preset's spacing) extended once past its edge, 2 selection and 3
+confirmation seeds, two independent studies, the batching check of every contender: the study of
+``test_independent_studies_run_through_the_same_programs``, which holds its numbers to the fixture (no
+compile of its own). Timings (``compile_s``,
 ``run_s``) are left out; every other number of every record, and every batching figure, is kept.
 
 Regenerate (only when a change of the numbers is by design; say so in the commit):
@@ -24,23 +26,24 @@ FIXTURE = pathlib.Path(__file__).parents[1] / "app" / "data" / "study_records.js
 ARRAYS = ("lrs", "seeds", "eval_steps", "train_loss", "val", "test", "steps_to_target", "diverged_at")
 
 
-def make() -> dict[str, Any]:
-    """Run the small study; ``{"records": {key: {field: value}}, "batching": {...}}`` (JSON-ready)."""
+def run_study(progress: Any = False) -> Any:
+    """The small study (``tests/app/test_study.py``'s independent studies)."""
+    import dataclasses
+
     from tiny_problems import mlp_problem
 
     from mxopt_jax.compare import protocol
     from mxopt_jax.compare.study import study
 
-    preset = protocol.Preset("fixture", grid_points=3, seeds=2, confirm_seeds=2, spacing=1.0, quick=False)
-    s = study(
-        mlp_problem(),
-        ["sgd", "ccsgd"],
-        preset,
-        studies=2,
-        extend=1,
-        check_batching="all",
-        progress=False,
+    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
+    return study(
+        mlp_problem(), ["sgd", "ccsgd"], preset, studies=2, extend=1, check_batching="all", progress=progress
     )
+
+
+def numbers(s: Any) -> dict[str, Any]:
+    """A study's numbers: ``{"records": {key: {field: value}}, "batching": {...}, "jax": version}``
+    (JSON-ready; timings left out)."""
     records: dict[str, Any] = {}
     for sub in s.studies():
         for r in sub.all_records():
@@ -79,5 +82,5 @@ def _nan(v: Any) -> Any:
 
 
 if __name__ == "__main__":
-    FIXTURE.write_text(json.dumps(make(), sort_keys=True) + "\n")
+    FIXTURE.write_text(json.dumps(numbers(run_study()), sort_keys=True) + "\n")
     print(f"wrote {FIXTURE}")
