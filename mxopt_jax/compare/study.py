@@ -495,22 +495,18 @@ def _finish(
         sels = [protocol.select(r, p) for r in recs]
         grids = [r.lrs for r in recs]
         for _ in range(extend):
-            edge = [k for k in range(n) if sels[k].on_edge is not None]
+            edge = [(k, side) for k in range(n) if (side := sels[k].on_edge) is not None]
             if not edge:
                 break
             mores = prog.run_many(
                 i,
                 [
-                    (
-                        {"learning_rate": protocol.shift_grid(grids[k], sels[k].on_edge)},
-                        studies[k].seeds,
-                        "selection",
-                    )
-                    for k in edge
+                    ({"learning_rate": protocol.shift_grid(grids[k], side)}, studies[k].seeds, "selection")
+                    for k, side in edge
                 ],
                 test=False,
             )
-            for k, more in zip(edge, mores, strict=True):
+            for (k, _), more in zip(edge, mores, strict=True):
                 grids[k] = more.lrs
                 recs[k] = protocol.combine(recs[k], more)
                 sels[k] = protocol.select(recs[k], p)
