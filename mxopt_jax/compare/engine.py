@@ -3,9 +3,12 @@
 For one problem (:class:`~mxopt_jax.compare.problems.base.Problem`) and a group of contenders
 (:class:`~mxopt_jax.compare.contenders.Contender`), :func:`compile_group` builds **one** XLA program that trains
 a batch of runs at once: a run is a ``lax.scan`` over evaluation intervals of a ``lax.scan`` over steps,
-``jax.vmap``-ed over the run axis, and the contenders of the group are branches of one ``lax.switch`` (the index
+``jax.vmap``-ed over the run axis, and the contenders of the group are branches of a ``lax.switch`` (the index
 picks one contender per call, so each call runs only that contender and its time is its own; one program for
-a family compiles in well under half the time of one program each). A run's configuration (its learning rate
+a family compiles in well under half the time of one program each). The switch holds only each interval's
+training steps (:func:`group_run`): the loop over intervals, the evaluations on the validation and test splits,
+the divergence checks and the trace are in the program once, whatever the number of contenders, the
+contenders' optimizer states sharing buffers (one per dtype) between intervals. A run's configuration (its learning rate
 and every other hyperparameter the study tunes) and its seed are traced inputs: any grid, any random search and
 any seeds run through the same compiled program without recompiling.
 
@@ -31,7 +34,8 @@ What a run does (every contender sees exactly the same data, initializations and
    it next to the parameters, differentiates the parameters only, and never hands the state to the
    optimizer.
 3. After every ``eval_every`` steps it records the mean mini-batch loss of the interval and
-   ``problem.metric`` on the validation and the test splits (with the model's state as it stands), and whether
+   ``problem.metric`` on the validation and the test splits (with the model's state as it stands; the test
+   split only in the calls that ask for it, the runs a study reports: elsewhere it is NaN), and whether
    the run is still alive: a run whose training loss, any parameter or any value of the model's state has
    become non-finite has **diverged**, and its metrics are NaN from that
    point on, whatever the problem's metric returns (NaN logits still give an ``argmax``). A problem with a
@@ -63,6 +67,7 @@ __all__ = [
     "CompiledGroup",
     "Schedule",
     "compile_group",
+    "group_run",
     "run_one",
     "single_run",
     "steps_to_target",
@@ -100,6 +105,7 @@ def train_run(
     data: Any,
     steps: int,
     schedule: Schedule | None = None,
+    test: bool | jax.Array = True,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]:
     """One training run (traceable): ``(train_loss, val, test, alive, trace)``, the first four of shape
     ``(steps // eval_every,)``; ``trace`` is ``problem.trace(params)`` at each evaluation point, stacked
@@ -108,10 +114,14 @@ def train_run(
     ``hp`` maps the contender's hyperparameters to their values (``"learning_rate"`` always; missing ones take
     their defaults); ``data`` is the problem's :class:`~mxopt_jax.compare.problems.base.Splits` as JAX arrays.
     ``alive[e]`` is False once the run has diverged (a non-finite training loss, parameter or model state); ``val`` and
-    ``test`` are NaN from there on. This is the unbatched definition the engine vmaps; the tests hold the
+    ``test`` are NaN from there on. ``test`` (a Python bool or a traced scalar bool, the same for every run of
+    a batch) says whether the test split is evaluated at all: where it is False the test metric is NaN
+    throughout and its evaluation is skipped (a ``lax.cond``), so the runs that report nothing on the test
+    split (selection) do not pay for it. This is the unbatched definition the engine vmaps; the tests hold the
     vmapped program equal to it.
     """
-    train, val, test = data
+    train, val, test_split = data
+    with_test = test
     n_train = jax.tree.leaves(train)[0].shape[0]
     init_key, batch_key, opt_key = jax.random.split(key, 3)
     params = problem.init(init_key)
@@ -140,12 +150,154 @@ def train_run(
         alive = alive & jnp.isfinite(mean_loss) & _all_finite(p) & _all_finite(m)
         nan = jnp.float32(jnp.nan)
         v = jnp.where(alive, problem.evaluate(p, m, val), nan)
-        t = jnp.where(alive, problem.evaluate(p, m, test), nan)
+        if isinstance(with_test, bool):
+            t = jnp.where(alive, problem.evaluate(p, m, test_split), nan) if with_test else nan
+        else:
+            t = jax.lax.cond(
+                with_test,
+                lambda: jnp.where(alive, problem.evaluate(p, m, test_split), nan).astype(jnp.float32),
+                lambda: nan,
+            )
         traced = None if problem.trace is None else jnp.asarray(problem.trace(p))
         return ((p, s, m), alive), (mean_loss, v, t, alive, traced)
 
     keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
     carry = ((params, state, model_state), jnp.bool_(True))
+    _, (train_loss, val_m, test_m, alive, trace) = jax.lax.scan(interval, carry, keys)
+    return train_loss, val_m, test_m, alive, trace
+
+
+class _Layout:
+    """How one contender's optimizer state sits in the group's shared state buffers: its leaves, in order, each
+    a slice of the one-dimensional buffer of its dtype (the contenders of a program share one buffer per
+    dtype, as long as the largest of them needs)."""
+
+    def __init__(self, abstract: Any) -> None:
+        leaves, self.treedef = jax.tree.flatten(abstract)
+        self.leaves: list[tuple[str, tuple[int, ...], int]] = []  # (dtype, shape, offset in its buffer)
+        self.sizes: dict[str, int] = {}
+        for leaf in leaves:
+            dtype, shape = np.dtype(leaf.dtype).name, tuple(leaf.shape)
+            offset = self.sizes.get(dtype, 0)
+            self.leaves.append((dtype, shape, offset))
+            self.sizes[dtype] = offset + int(np.prod(shape, dtype=np.int64))
+
+    def flatten(self, state: Any, sizes: Mapping[str, int]) -> dict[str, jax.Array]:
+        """``state`` as the shared buffers (``sizes``: each dtype's length; this contender's values first, the
+        rest zeros). Pure data movement: the values are not changed."""
+        parts: dict[str, list[jax.Array]] = {d: [] for d in sizes}
+        for leaf, (dtype, _, _) in zip(jax.tree.leaves(state), self.leaves, strict=True):
+            parts[dtype].append(jnp.ravel(leaf))
+        out = {}
+        for dtype, size in sizes.items():
+            used = self.sizes.get(dtype, 0)
+            pieces = parts[dtype] + ([jnp.zeros((size - used,), dtype)] if size > used else [])
+            out[dtype] = jnp.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+        return out
+
+    def unflatten(self, buffers: Mapping[str, jax.Array]) -> Any:
+        """The state :meth:`flatten` stored in ``buffers``."""
+        leaves = [
+            jax.lax.slice(buffers[dtype], (offset,), (offset + int(np.prod(shape, dtype=np.int64)),)).reshape(
+                shape
+            )
+            for dtype, shape, offset in self.leaves
+        ]
+        return jax.tree.unflatten(self.treedef, leaves)
+
+
+def group_run(
+    problem: Problem,
+    contenders: Sequence[Contender],
+    tuned: Mapping[str, Sequence[str]],
+    index: jax.Array | int,
+    row: jax.Array,
+    key: jax.Array,
+    data: Any,
+    steps: int,
+    schedule: Schedule | None = None,
+    test: bool | jax.Array = True,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]:
+    """One run of contender ``contenders[index]`` (traceable), exactly :func:`train_run`'s, written so that a
+    program holding several contenders holds the problem's evaluation (and the divergence checks, the trace)
+    once, not once per contender: the loop over evaluation intervals is shared, and only each interval's
+    training steps are a ``lax.switch`` over the contenders (their optimizer states kept in shared buffers,
+    one per dtype; :class:`_Layout`). ``row`` holds the tuned values in the order of ``tuned[name]``.
+
+    The arithmetic of a run is :func:`train_run`'s, operation for operation (the state buffers only move
+    values); the tests hold the two equal.
+    """
+    train, val, test_split = data
+    n_train = jax.tree.leaves(train)[0].shape[0]
+    init_key, batch_key, opt_key = jax.random.split(key, 3)
+    params = problem.init(init_key)
+    model_state = problem.initial_state(init_key)
+    every = problem.eval_every
+    n_evals = steps // every
+
+    def make_tx(c: Contender) -> optax.GradientTransformation:
+        values = {**c.defaults, **{n: row[j] for j, n in enumerate(tuned[c.name])}}
+        if schedule is not None:
+            values["learning_rate"] = schedule(values["learning_rate"], steps)
+        return c.factory(bool(problem.tables))(values, opt_key, steps)
+
+    layouts = [_Layout(jax.eval_shape(lambda c=c: make_tx(c).init(params))) for c in contenders]
+    sizes: dict[str, int] = {}
+    for lay in layouts:
+        for dtype, size in lay.sizes.items():
+            sizes[dtype] = max(sizes.get(dtype, 0), size)
+
+    def init_branch(i: int) -> Callable[[], dict[str, jax.Array]]:
+        return lambda: layouts[i].flatten(make_tx(contenders[i]).init(params), sizes)
+
+    def train_branch(i: int) -> Callable[..., Any]:
+        c, lay = contenders[i], layouts[i]
+
+        def run_interval(p, buffers, m, keys):
+            tx = make_tx(c)
+            grad_fn = _grad_fn(problem, c)
+
+            def step(carry, k):
+                p, s, m = carry
+                idx = jax.random.randint(k, (problem.batch_size,), 0, n_train)
+                batch = jax.tree.map(lambda a: a[idx], train)
+                (loss, m), grads = grad_fn(p, m, batch)
+                updates, s = tx.update(grads, s, p)
+                return (optax.apply_updates(p, updates), s, m), loss
+
+            (p, s, m), losses = jax.lax.scan(step, (p, lay.unflatten(buffers), m), keys)
+            return p, lay.flatten(s, sizes), m, losses
+
+        return run_interval
+
+    def pick(branches: list[Callable[..., Any]], *operands: Any) -> Any:
+        if len(branches) == 1:
+            return branches[0](*operands)
+        return jax.lax.switch(index, branches, *operands)
+
+    buffers = pick([init_branch(i) for i in range(len(contenders))])
+    trains = [train_branch(i) for i in range(len(contenders))]
+
+    def interval(carry, keys):
+        (p, b, m), alive = carry
+        p, b, m, losses = pick(trains, p, b, m, keys)
+        mean_loss = jnp.mean(losses)
+        alive = alive & jnp.isfinite(mean_loss) & _all_finite(p) & _all_finite(m)
+        nan = jnp.float32(jnp.nan)
+        v = jnp.where(alive, problem.evaluate(p, m, val), nan)
+        if isinstance(test, bool):
+            t = jnp.where(alive, problem.evaluate(p, m, test_split), nan) if test else nan
+        else:
+            t = jax.lax.cond(
+                test,
+                lambda: jnp.where(alive, problem.evaluate(p, m, test_split), nan).astype(jnp.float32),
+                lambda: nan,
+            )
+        traced = None if problem.trace is None else jnp.asarray(problem.trace(p))
+        return ((p, b, m), alive), (mean_loss, v, t, alive, traced)
+
+    keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
+    carry = ((params, buffers, model_state), jnp.bool_(True))
     _, (train_loss, val_m, test_m, alive, trace) = jax.lax.scan(interval, carry, keys)
     return train_loss, val_m, test_m, alive, trace
 
@@ -233,7 +385,9 @@ class CompiledGroup:
     """One compiled program: a group of contenders on one problem, ``capacity`` runs per call.
 
     Call :meth:`run` with a contender's index, its configurations and seeds: every (configuration, seed) pair is
-    one run; more pairs than ``capacity`` take several calls, fewer are padded.
+    one run; more pairs than ``capacity`` take several calls, fewer are padded. :meth:`run_many` runs several
+    such requests (the independent studies' runs of one contender) through the same calls, packed one after
+    another into the slots, and hands each its own :class:`Records`.
     """
 
     problem: Problem
@@ -273,63 +427,115 @@ class CompiledGroup:
         configs: Mapping[str, Any] | Sequence[Mapping[str, float]],
         seeds: Sequence[int] | np.ndarray,
         role: str = "selection",
+        test: bool = True,
     ) -> Records:
         """Run contender ``index`` at every configuration x seed; returns its :class:`Records` (``role``).
 
         ``configs`` gives the tuned hyperparameters of each configuration (``{"learning_rate": rates, ...}`` or a
         list of ``{"learning_rate": rate, ...}``): exactly the names this program traces for that contender.
+        ``test``: whether the test split is evaluated (where it is not, :attr:`Records.test` is NaN: a study's
+        selection runs, which report nothing on it, skip it).
+        """
+        return self.run_many(index, [(configs, seeds, role)], test=test)[0]
+
+    def run_many(
+        self,
+        index: int,
+        requests: Sequence[
+            tuple[Mapping[str, Any] | Sequence[Mapping[str, float]], Sequence[int] | np.ndarray, str]
+        ],
+        test: bool = True,
+    ) -> list[Records]:
+        """Run contender ``index`` for every request ``(configs, seeds, role)`` (each as :meth:`run`), all of them
+        through the same calls: their runs are packed one after another into the program's slots, so the
+        independent studies of a plan cost ``ceil(total runs / capacity)`` calls together rather than that many
+        each. A run's result does not depend on which slot it ran in (the batching check measures it), so each
+        request's records are those :meth:`run` would give; the calls' seconds are shared out by runs.
+
+        ``test`` is as in :meth:`run`; it is one input of a call, so every request of one ``run_many`` shares it.
         """
         c = self.contenders[index]
-        cols = _columns(configs)
         names = self.tuned[c.name]
-        if set(cols) != set(names):
-            raise ValueError(
-                f"program {self.name!r} tunes {', '.join(names)} of {c.name!r}; the configurations give "
-                f"{', '.join(cols) or 'nothing'}"
-            )
-        seeds = np.asarray(seeds, np.int64).ravel()
-        G, S = len(cols["learning_rate"]), len(seeds)
-        if G == 0 or S == 0:
-            raise ValueError(f"program {self.name!r}: need at least one configuration and one seed")
-        hp = np.stack([np.repeat(cols[n], S) for n in names], axis=1).astype(
-            np.float32
-        )  # (G*S, K), rate-major
+        if not requests:
+            raise ValueError(f"program {self.name!r}: run_many needs at least one request")
         width = max(len(v) for v in self.tuned.values())
-        hp = np.pad(hp, ((0, 0), (0, width - hp.shape[1])))
-        keys = np.tile(np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds]), (G, 1))
-        outs, run_s = self._call(index, hp, keys)
-        train_loss, val, test, alive = (o.reshape(G, S, -1) for o in outs[:4])
-        trace = None if outs[4] is None else outs[4].reshape(G, S, *outs[4].shape[1:]).astype(np.float64)
+        prepared = []
+        for configs, seeds, role in requests:
+            cols = _columns(configs)
+            if set(cols) != set(names):
+                raise ValueError(
+                    f"program {self.name!r} tunes {', '.join(names)} of {c.name!r}; the configurations give "
+                    f"{', '.join(cols) or 'nothing'}"
+                )
+            seeds = np.asarray(seeds, np.int64).ravel()
+            G, S = len(cols["learning_rate"]), len(seeds)
+            if G == 0 or S == 0:
+                raise ValueError(f"program {self.name!r}: need at least one configuration and one seed")
+            hp = np.stack([np.repeat(cols[n], S) for n in names], axis=1).astype(
+                np.float32
+            )  # (G*S, K), rate-major
+            hp = np.pad(hp, ((0, 0), (0, width - hp.shape[1])))
+            keys = np.tile(np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds]), (G, 1))
+            prepared.append((cols, seeds, role, hp, keys))
+        with_test = bool(test)
+        hp_all = np.concatenate([q[3] for q in prepared])
+        keys_all = np.concatenate([q[4] for q in prepared])
+        outs, run_s = self._call(index, hp_all, keys_all, with_test)
+        n_all = len(hp_all)
         eval_steps = self.eval_steps
-        return Records(
-            contender=c.name,
-            problem=self.problem.name,
-            lrs=cols["learning_rate"],
-            seeds=seeds,
-            eval_steps=eval_steps,
-            train_loss=train_loss.astype(np.float64),
-            val=val.astype(np.float64),
-            test=test.astype(np.float64),
-            steps_to_target=steps_to_target(val, eval_steps, self.problem.target, self.problem.direction),
-            diverged_at=_diverged_at(alive, eval_steps),
-            hparams={n: cols[n] for n in names if n != "learning_rate"},
-            role=role,
-            compile_s=self.compile_s,
-            run_s=run_s,
-            program=self.name,
-            devices=self.n_devices,
-            trace=trace,
-        )
+        out: list[Records] = []
+        start = 0
+        for cols, seeds, role, hp, _ in prepared:
+            G, S = len(cols["learning_rate"]), len(seeds)
+            rows = slice(start, start + len(hp))
+            start += len(hp)
+            train_loss, val, test_m, alive = (o[rows].reshape(G, S, -1) for o in outs[:4])
+            trace = (
+                None
+                if outs[4] is None
+                else outs[4][rows].reshape(G, S, *outs[4].shape[1:]).astype(np.float64)
+            )
+            out.append(
+                Records(
+                    contender=c.name,
+                    problem=self.problem.name,
+                    lrs=cols["learning_rate"],
+                    seeds=seeds,
+                    eval_steps=eval_steps,
+                    train_loss=train_loss.astype(np.float64),
+                    val=val.astype(np.float64),
+                    test=test_m.astype(np.float64),
+                    steps_to_target=steps_to_target(
+                        val, eval_steps, self.problem.target, self.problem.direction
+                    ),
+                    diverged_at=_diverged_at(alive, eval_steps),
+                    hparams={n: cols[n] for n in names if n != "learning_rate"},
+                    role=role,
+                    compile_s=self.compile_s,
+                    run_s=run_s * len(hp) / n_all,
+                    program=self.name,
+                    devices=self.n_devices,
+                    trace=trace,
+                )
+            )
+        return out
 
     def _index(self, index: int) -> jax.Array:
         """The contender's index, replicated over the program's devices."""
         replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
         return _to_device(np.asarray(index, np.int32), replicated)
 
-    def _call(self, index: int, hp: np.ndarray, keys: np.ndarray) -> tuple[list[Any], float]:
+    def _flag(self, value: bool) -> jax.Array:
+        """A boolean input, replicated over the program's devices."""
+        replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
+        return _to_device(np.asarray(value, np.bool_), replicated)
+
+    def _call(
+        self, index: int, hp: np.ndarray, keys: np.ndarray, test: bool = True
+    ) -> tuple[list[Any], float]:
         """Run the ``N`` rows of ``hp``/``keys`` in calls of ``capacity`` (the last one padded with copies of its
-        last run, whose results are dropped); returns the outputs (``N`` rows each; a problem without a trace
-        has ``None`` for it) and the seconds spent."""
+        last run, whose results are dropped), the test split evaluated where ``test``; returns the outputs
+        (``N`` rows each; a problem without a trace has ``None`` for it) and the seconds spent."""
         n = len(hp)
         sharded = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec("runs"))
         parts: list[list[Any]] = []
@@ -342,7 +548,9 @@ class CompiledGroup:
                 k = np.concatenate([k, np.repeat(k[-1:], pad, axis=0)])
             h_dev, k_dev = _to_device(h, sharded), _to_device(k, sharded)
             t0 = time.perf_counter()
-            out = jax.block_until_ready(self.compiled(self._index(index), h_dev, k_dev, self.data))
+            out = jax.block_until_ready(
+                self.compiled(self._index(index), self._flag(test), h_dev, k_dev, self.data)
+            )
             run_s += time.perf_counter() - t0
             parts.append([None if a is None else _to_host(a)[: self.capacity - pad] for a in out])
         return [None if p[0] is None else np.concatenate(p, axis=0) for p in zip(*parts, strict=True)], run_s
@@ -403,34 +611,21 @@ def compile_group(
     sharded = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("runs"))
     data = jax.tree.map(lambda a: _to_device(a, replicated), _host_data(problem))
 
-    def branch(c: Contender) -> Callable[..., Any]:
-        cols = names[c.name]
+    def one(index, test, row, key, data):
+        return group_run(problem, contenders, names, index, row, key, data, steps, schedule, test)
 
-        def one(row, key, data):
-            hp = {n: row[j] for j, n in enumerate(cols)}
-            return train_run(problem, c, hp, key, data, steps, schedule)
-
-        def batch(hp, keys, data):
-            return jax.vmap(one, in_axes=(0, 0, None))(hp, keys, data)
-
-        return batch
-
-    branches = [branch(c) for c in contenders]
-
-    def program(index, hp, keys, data):
-        if len(branches) == 1:
-            return branches[0](hp, keys, data)
-        return jax.lax.switch(index, branches, hp, keys, data)
+    def program(index, test, hp, keys, data):
+        return jax.vmap(one, in_axes=(None, None, 0, 0, None))(index, test, hp, keys, data)
 
     jitted = jax.jit(
         program,
-        in_shardings=(replicated, sharded, sharded, replicated),
+        in_shardings=(replicated, replicated, sharded, sharded, replicated),
         out_shardings=sharded,
     )
     hp_spec = jax.ShapeDtypeStruct((capacity, width), jnp.float32, sharding=sharded)
     key_spec = jax.ShapeDtypeStruct((capacity, 2), jnp.uint32, sharding=sharded)
     t0 = time.perf_counter()
-    compiled = jitted.lower(np.int32(0), hp_spec, key_spec, data).compile()
+    compiled = jitted.lower(np.int32(0), np.bool_(True), hp_spec, key_spec, data).compile()
     compile_s = time.perf_counter() - t0
     return CompiledGroup(
         problem=problem,

@@ -54,7 +54,9 @@ class Records:
       eval_steps: ``(E,)`` step numbers of the evaluation points.
       train_loss: ``(G, S, E)`` mean mini-batch training loss over the steps since the previous point.
       val: ``(G, S, E)`` validation metric at each point (lower is better; NaN from the point a run diverged).
-      test: ``(G, S, E)`` test metric at each point (never read by selection; NaN where diverged).
+      test: ``(G, S, E)`` test metric at each point (NaN where diverged); evaluated only in the runs that report
+        it (confirmation and default): a selection run's test metric is NaN throughout (selection never reads
+        it, and the engine skips its evaluation).
       steps_to_target: ``(G, S)`` first evaluation step whose validation metric reached the problem's
         target (``<=``), ``inf`` if never.
       diverged_at: ``(G, S)`` first evaluation step at which the run had diverged (its training loss or a

@@ -5,14 +5,16 @@ a family by default), then, for every contender of the program and every indepen
 
 1. **selection**: runs every configuration (the learning-rate grid of :meth:`protocol.Preset.grid`, centred on
    its default rate, or the trials of a random search over every hyperparameter, :mod:`.search`, under the
-   plan's learning-rate schedule, :mod:`.schedules`) on the selection seeds. Study 0's runs are timed
-   (ms/step) while nothing else runs: the next program starts compiling, in a background thread, only once
-   every contender of this one has made them;
+   plan's learning-rate schedule, :mod:`.schedules`) on the selection seeds, the validation split only (the
+   test split is evaluated in the reported runs alone). Every study's selection runs of a contender go through
+   the same calls (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`: packed into the program's slots,
+   not one pass per study), and they are timed (ms/step) while nothing else runs: the next program starts
+   compiling, in a background thread, only once every contender of this one has made them;
 2. chooses on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge (grid mode),
    runs the grid shifted past that edge with the same compiled program (rates are inputs) and chooses again on
    the union, up to ``extend`` times; a rate still on the edge stays flagged;
 3. **confirmation**: re-runs the chosen configuration on fresh seeds (disjoint from the selection seeds); the
-   tuned mode reports these runs only;
+   tuned mode reports these runs only (every study's in the same calls, as the extensions of step 2);
 4. **default**: runs the default configuration (MXNet's or optax's defaults) on the same fresh seeds: the
    one-shot mode (the Crowded Valley's smallest budget, no tuning) reports them;
 5. (study 0) checks that the chosen configuration's result does not depend on the other runs batched with it:
@@ -533,14 +535,16 @@ def _run_jobs(
         for k, (p, group, key) in enumerate(jobs):
             prog = future.result()
             tick(f"compiled {prog.name} ({prog.compile_s:.1f} s)", 4)
-            work = []
-            for s, sub in enumerate(studies):
-                selection = {c.name: prog.run(i, _configs(p, c, sub), sub.seeds) for i, c in enumerate(group)}
-                if s == 0 and k + 1 < len(
-                    jobs
-                ):  # selection runs are timed alone; the next compile overlaps the rest
-                    future = pool.submit(build, jobs[k + 1][0], jobs[k + 1][1])
-                work.append(_finish(prog, group, selection, sub, s, tick))
+            # every study's selection runs of a contender through the same calls (packed into the slots)
+            selection = {
+                c.name: prog.run_many(
+                    i, [(_configs(p, c, sub), sub.seeds, "selection") for sub in studies], test=False
+                )
+                for i, c in enumerate(group)
+            }
+            if k + 1 < len(jobs):  # selection runs are timed alone; the next compile overlaps the rest
+                future = pool.submit(build, jobs[k + 1][0], jobs[k + 1][1])
+            work = _finish(prog, group, selection, studies, tick)
             result = dataclasses.replace(work[0], repeats=[w.records for w in work[1:]])
             now = time.perf_counter()
             if store is not None:
@@ -566,65 +570,87 @@ def _configs(p: Problem, c: Contender, plan: Plan) -> dict[str, np.ndarray]:
 def _finish(
     prog: CompiledGroup,
     group: list[Contender],
-    selection: dict[str, Records],
-    plan: Plan,
-    study: int,
+    selection: dict[str, list[Records]],
+    studies: Sequence[Plan],
     tick: Callable[[str, float], None],
-) -> ProgramResult:
-    """Steps 2 to 5 of the module's docstring for every contender of ``prog`` in study ``study`` (whose plan is
-    ``plan``); the batching check runs in study 0."""
+) -> list[ProgramResult]:
+    """Steps 2 to 5 of the module's docstring for every contender of ``prog`` and every study (``studies``: the
+    plan of each, ``selection[name][k]`` study ``k``'s selection records): the studies' extensions and their
+    confirmation runs go through the same calls (:meth:`CompiledGroup.run_many`); the batching check runs in
+    study 0. One :class:`ProgramResult` per study."""
     p = prog.problem
+    plan = studies[0]
     extend = plan.extend if plan.search == "grid" else 0  # a random search is not extended
-    records: dict[str, dict[str, Records]] = {}
-    chosen: dict[str, protocol.Selection] = {}
+    n = len(studies)
+    records: list[dict[str, dict[str, Records]]] = [{} for _ in range(n)]
+    chosen: list[dict[str, protocol.Selection]] = [{} for _ in range(n)]
     for i, c in enumerate(group):
-        rec = selection[c.name]
-        sel = protocol.select(rec, p)
-        grid = rec.lrs
+        recs = list(selection[c.name])
+        sels = [protocol.select(r, p) for r in recs]
+        grids = [r.lrs for r in recs]
         for _ in range(extend):
-            if sel.on_edge is None:
+            edge = [(k, side) for k in range(n) if (side := sels[k].on_edge) is not None]
+            if not edge:
                 break
-            more = prog.run(i, {"learning_rate": protocol.shift_grid(grid, sel.on_edge)}, plan.seeds)
-            grid = more.lrs
-            rec = protocol.combine(rec, more)
-            sel = protocol.select(rec, p)
-        names = prog.tuned[c.name]
-        both = prog.run(i, _columns(names, sel.config, c.defaults), plan.confirm_seeds, role="confirmation")
-        records[c.name] = {
-            role: dataclasses.replace(r, study=study)
-            for role, r in (
-                ("selection", rec),
-                ("confirmation", both.take(0)),
-                ("default", dataclasses.replace(both.take(1), role="default")),
+            mores = prog.run_many(
+                i,
+                [
+                    ({"learning_rate": protocol.shift_grid(grids[k], side)}, studies[k].seeds, "selection")
+                    for k, side in edge
+                ],
+                test=False,
             )
-        }
-        chosen[c.name] = sel
-        tick(f"{p.name}: {c.name}" + (f" (study {study + 1})" if study else ""), 1)
+            for (k, _), more in zip(edge, mores, strict=True):
+                grids[k] = more.lrs
+                recs[k] = protocol.combine(recs[k], more)
+                sels[k] = protocol.select(recs[k], p)
+        names = prog.tuned[c.name]
+        boths = prog.run_many(
+            i,
+            [
+                (_columns(names, sels[k].config, c.defaults), studies[k].confirm_seeds, "confirmation")
+                for k in range(n)
+            ],
+        )
+        for k, both in enumerate(boths):
+            records[k][c.name] = {
+                role: dataclasses.replace(r, study=k)
+                for role, r in (
+                    ("selection", recs[k]),
+                    ("confirmation", both.take(0)),
+                    ("default", dataclasses.replace(both.take(1), role="default")),
+                )
+            }
+            chosen[k][c.name] = sels[k]
+            tick(f"{p.name}: {c.name}" + (f" (study {k + 1})" if k else ""), 1)
     batching: dict[str, float] = {}
-    if study == 0 and plan.check_batching != "none":
+    if plan.check_batching != "none":
         targets = (
             group
             if plan.check_batching == "all"
-            else [min(group, key=lambda c: float(np.min(p.direction.orient(chosen[c.name].scores))))]
+            else [min(group, key=lambda c: float(np.min(p.direction.orient(chosen[0][c.name].scores))))]
         )
         for c in targets:
-            i, sel = group.index(c), chosen[c.name]
-            width = len(selection[c.name].lrs)  # the selection call's configurations: the same batch shape
-            alone = prog.run(i, _columns(prog.tuned[c.name], *[sel.config] * width), plan.seeds)
+            i, sel = group.index(c), chosen[0][c.name]
+            width = len(selection[c.name][0].lrs)  # the selection call's configurations: the same batch shape
+            alone = prog.run(i, _columns(prog.tuned[c.name], *[sel.config] * width), plan.seeds, test=False)
             batching[c.name] = _rel_diff(
-                alone.val[0, :, -1], records[c.name]["selection"].val[sel.index, :, -1]
+                alone.val[0, :, -1], records[0][c.name]["selection"].val[sel.index, :, -1]
             )
             tick(f"{p.name}: {c.name} (batching check)", 1)
-    return ProgramResult(
-        problem=p.name,
-        name=prog.name,
-        contenders=[c.name for c in group],
-        records=records,
-        batching=batching,
-        compile_s=prog.compile_s,
-        devices=prog.n_devices,
-        runs=prog.capacity,
-        steps=prog.steps,
-        platform=prog.platform,
-        processes=prog.processes,
-    )
+    return [
+        ProgramResult(
+            problem=p.name,
+            name=prog.name,
+            contenders=[c.name for c in group],
+            records=records[k],
+            batching=batching if k == 0 else {},
+            compile_s=prog.compile_s,
+            devices=prog.n_devices,
+            runs=prog.capacity,
+            steps=prog.steps,
+            platform=prog.platform,
+            processes=prog.processes,
+        )
+        for k in range(n)
+    ]
