@@ -94,7 +94,7 @@ def _table_html(t: Table, name_col: int, best_col: int | None = None) -> str:
         rows.append(f"<tr{best}>{tds}</tr>")
     extra = f"<pre>{_e(chr(10).join(t.extra))}</pre>" if t.extra else ""
     return f"<table><thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>{extra}" + "".join(
-        f"<p class='note'>{_e(n)}</p>" for n in t.notes
+        f"<p class='note'>{_e(n).replace(chr(10), '<br>')}</p>" for n in t.notes
     )
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..analysis import AcrossStudies, Ranking, StudyAnalysis, TableAnalysis, across_claims
+from ..analysis import AcrossStudies, Claim, Ranking, StudyAnalysis, TableAnalysis, across_claims
 from ..protocol import ROUNDING_RTOL, TEST, Selection
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -226,8 +226,14 @@ def table_body(t: Table, width: int = WIDTH) -> list[str]:
 
 
 def reference_lines(t: Table, width: int = WIDTH) -> list[str]:
-    """The short reference under a table (:attr:`Table.notes`), wrapped to ``width``."""
-    return [line for note in t.notes for line in wrap(note, width, "  ")]
+    """The short reference under a table (:attr:`Table.notes`), each line of a note wrapped to ``width``
+    (continuations indented two more than the line)."""
+    return [
+        line
+        for note in t.notes
+        for part in note.split("\n")
+        for line in wrap(part, width, " " * (len(part) - len(part.lstrip()) + 2))
+    ]
 
 
 def _render(t: Table, width: int = WIDTH) -> str:
@@ -306,6 +312,9 @@ def _guide_problem(test: str, level: float, rtol: float, pct: str, edges: bool, 
         "the finite ones, k/R finite); the claims do not read the interval.",
         "median [quartiles]: over every report seed, a diverged seed counting as the worst value.",
         "lr: the chosen rate; best val: the best validation value over the run (mean over seeds).",
+        f"claims: {ABOUT_CONFIGURATIONS} (its tests hold each contender's chosen configuration fixed, so the "
+        "tuning's luck is in them; for claims about the optimizers, repeat the tuning: mxopt-jax compare --studies "
+        f"N), each in a sentence under its table (the first {MAX_SENTENCES}; claims.csv holds every one).",
     ]
     if edges:
         out.append(_EDGE_NOTE)
@@ -419,23 +428,28 @@ def how_to_read(analysis: StudyAnalysis, width: int = WIDTH) -> str:
     return "\n".join(lines)
 
 
-#: What a single study's claims are about, as its tables say it.
-ABOUT_CONFIGURATIONS = (
-    "about the configurations this study chose (its tests hold each contender's chosen configuration fixed, "
-    "so the tuning's luck is in them; for claims about the optimizers, repeat the tuning: mxopt-jax compare "
-    "--studies N)"
-)
+#: What a single study's claims are about, as its tables say it (why: "How to read these tables").
+ABOUT_CONFIGURATIONS = "about the configurations this study chose"
+#: The most claims printed in sentences under a table; ``claims.csv`` holds every one.
+MAX_SENTENCES = 10
+
+
+def sentences(head: str, claims: Sequence[Claim], metric: str, entries: int) -> str:
+    """``head``, then the shown ``claims`` one sentence a line (``Claim.sentence``; the first
+    :data:`MAX_SENTENCES`, then how many more ``claims.csv`` holds); ``"no difference shown among the E entries"``
+    where there is none."""
+    if not claims:
+        return f"{head}: no difference shown among the {entries} entries."
+    lines = [f"{head}, {len(claims)}:"] + [f"  {c.sentence(metric)}." for c in claims[:MAX_SENTENCES]]
+    if len(claims) > MAX_SENTENCES:
+        lines.append(f"  ... and {len(claims) - MAX_SENTENCES} more (claims.csv holds every claim).")
+    return "\n".join(lines)
 
 
 def claims_sentences(table: TableAnalysis, metric: str = "metric") -> str:
-    """The table's claims as a reader would cite them, one sentence each
-    (:meth:`~mxopt_jax.compare.analysis.Claim.sentence`), said to be about the configurations this study chose;
-    ``"no difference shown among the E entries"`` where the tests showed none."""
-    shown = table.shown_claims()
-    E = len(table.entries)
-    if not shown:
-        return f"claims ({ABOUT_CONFIGURATIONS}): no difference shown among the {E} entries."
-    return f"claims ({ABOUT_CONFIGURATIONS}): " + "; ".join(c.sentence(metric) for c in shown) + "."
+    """The table's claims as a reader would cite them (:func:`sentences`), said to be about the configurations
+    this study chose; ``"no difference shown among the E entries"`` where the tests showed none."""
+    return sentences(f"claims ({ABOUT_CONFIGURATIONS})", table.shown_claims(), metric, len(table.entries))
 
 
 def _fmt_test(s: Selection) -> str:
@@ -782,13 +796,12 @@ def study_label(analysis: StudyAnalysis) -> str:
 
 
 def across_sentences(a: AcrossStudies, metric: str = "metric") -> str:
-    """An across-studies table's claims in sentences (about the optimizers), or ``"no difference shown among
-    the E entries"``."""
+    """An across-studies table's claims in sentences (about the optimizers; :func:`sentences`), or ``"no
+    difference shown among the E entries"``."""
     shown = [c for c in across_claims(a) if c.shown]
-    about = f"claims (about the optimizers, over {a.studies} independent tunings)"
-    if not shown:
-        return f"{about}: no difference shown among the {len(a.names)} entries."
-    return f"{about}: " + "; ".join(c.sentence(metric) for c in shown) + "."
+    return sentences(
+        f"claims (about the optimizers, over {a.studies} independent tunings)", shown, metric, len(a.names)
+    )
 
 
 def format_report(analysis: StudyAnalysis, problems: Sequence[Problem] = (), protocol: str = "") -> str:
