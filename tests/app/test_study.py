@@ -447,7 +447,17 @@ def test_independent_studies_run_through_the_same_programs():
             for field in study_fixture.ARRAYS:
                 got = np.array(study_fixture._nan(doc["records"][key][field]), float)
                 want = np.array(study_fixture._nan(rec[field]), float)
-                np.testing.assert_allclose(got, want, rtol=1e-5, equal_nan=True, err_msg=f"{key}.{field}")
+                # a run blowing up (the grid's largest rates) amplifies a last-bit difference without bound
+                # (seen on JAX 0.4.35: 1e25 against 1.6e27): held where the reference is still a number of the
+                # problem's size; every other value to a relative 1e-5
+                rtol = 1e-5
+                if field in ("train_loss", "val", "test"):
+                    # the metrics of a trajectory: another XLA's last-bit rounding grows over the steps, and
+                    # without bound in a run blowing up (JAX 0.4.35: 5.5e-4 relative at 0.28; 1e25 against 1.6e27)
+                    tame = np.isfinite(want) & (np.abs(want) < 10)  # the tiny problem: losses of 0.01 to 1
+                    assert tame.mean() > 0.5, f"{key}.{field}: the fixture is mostly blown-up runs"
+                    got, want, rtol = got[tame], want[tame], 1e-3
+                np.testing.assert_allclose(got, want, rtol=rtol, equal_nan=True, err_msg=f"{key}.{field}")
     again = two.repeats[0]
     assert again.seeds == [100, 101] and again.tuned["tiny"]["sgd"].report_seeds.tolist() == [
         2000,
