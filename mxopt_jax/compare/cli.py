@@ -437,6 +437,12 @@ def _writer_output() -> Iterator[None]:
             os.close(saved)
 
 
+def _fill(text: str) -> str:
+    """A line the command prints, wrapped at the report's 120 columns (continuations indented; a word, such as
+    a path, never broken)."""
+    return textwrap.fill(text, 120, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+
+
 def _devices_text() -> str:
     from .distributed import process_info
 
@@ -637,9 +643,11 @@ def _compare(
     how = f"{shown.search} search" + (f", {shown.trials} trials" if shown.search == "random" else "")
     studies = f", {shown.studies} independent studies" if shown.studies > 1 else ""
     print(
-        f"mxopt-jax compare (preset {shown.preset.name}, {how}, {shown.schedule} schedule{studies}): "
-        f"{', '.join(contender_names)} on {', '.join(problem_names)}; {_devices_text()}; "
-        + (f"resuming {root}" if stored else f"writing into {root}"),
+        _fill(
+            f"mxopt-jax compare (preset {shown.preset.name}, {how}, {shown.schedule} schedule{studies}): "
+            f"{', '.join(contender_names)} on {', '.join(problem_names)}; {_devices_text()}; "
+            + (f"resuming {root}" if stored else f"writing into {root}")
+        ),
         flush=True,
     )
     progress = StudyProgress()
@@ -707,10 +715,8 @@ def _compare(
         sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.startswith(".")) if writer else []
     )
     print()
-    print(
-        f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program: {resume_command(root)} "
-        "continues or extends the study)"
-    )
+    print(_fill(f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program)."))
+    print(f"To continue or extend the study: {resume_command(root)}")
     return 0
 
 
@@ -745,7 +751,10 @@ def _report_command(args: argparse.Namespace) -> int:
     print(text)
     print()
     print(
-        f"Wrote into {out}: {', '.join(p.name for p in written)} (the records, runs.csv and study.json, unchanged)"
+        _fill(
+            f"Wrote into {out}: {', '.join(p.name for p in written)} (the records, runs.csv and study.json, "
+            "unchanged)"
+        )
     )
     return 0
 

@@ -191,3 +191,15 @@ def test_a_closed_pipe_prints_no_traceback(tmp_path):
         assert proc.wait(timeout=120) == 1
     text = (tmp_path / "stderr.txt").read_text()
     assert "Traceback" not in text and "BrokenPipeError" not in text, text
+
+
+def test_the_lines_compare_prints_fit_120_columns():
+    """The main job's own header (contenders on problems; the folder) and its closing "Wrote into" line were
+    174 and 293 characters: they wrap at 120, continuations indented, a path never broken."""
+    from mxopt_jax.compare.cli import _fill
+
+    folder = "/tmp/" + "x" * 130  # longer than a line: kept whole
+    text = _fill("Wrote into /tmp/out: " + ", ".join(f"file{k}.csv" for k in range(40)) + " " + folder)
+    lines = text.splitlines()
+    assert len(lines) > 2 and all(line.startswith("  ") for line in lines[1:])
+    assert all(len(line) <= 120 for line in lines if folder not in line) and folder in text.split()
