@@ -344,8 +344,7 @@ def test_sharded_over_two_devices_equals_one(tmp_path):
         f"""
         import sys, numpy as np, jax
         sys.path.insert(0, {os.path.join(os.path.dirname(os.path.dirname(__file__)), "_support")!r})
-        import study_fixture
-from tiny_problems import mlp_problem as _mlp_problem
+        from tiny_problems import mlp_problem as _mlp_problem
         from mxopt_jax.compare import contenders as C, engine
         assert len(jax.devices()) == 2
         p = _mlp_problem()
