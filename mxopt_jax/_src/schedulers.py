@@ -731,8 +731,9 @@ class CosineScheduler(_DecayToFinal):
 # A scheduler restored from a file (MXNet's pickled ones, the facade's own state format), every field checked.
 
 
-def _kind_of(v: Any) -> str:
-    """A short description of a value read from a file (for messages)."""
+def kind_of(v: Any) -> str:
+    """A short description of a value read from a file (for messages; the MXNet reader's and the facade
+    format's: an MXNet object read from a pickle is described by its class)."""
     if hasattr(v, "mx_class") and hasattr(v, "mx_module"):
         return f"a {v.mx_module}.{v.mx_class} object"
     if isinstance(v, np.ndarray):
@@ -763,7 +764,7 @@ _REALS = {"base_lr", "warmup_final_lr", "warmup_begin_lr", "factor", "stop_facto
 
 def _fail(where: str, cls: str, k: str, must: str, v: Any, what: str = "pickled") -> ValueError:
     return ValueError(
-        f"{where}: the {what} {cls}'s attribute {k!r} must be {must}, got {_kind_of(v)}: refused"
+        f"{where}: the {what} {cls}'s attribute {k!r} must be {must}, got {kind_of(v)}: refused"
     )
 
 
@@ -858,7 +859,7 @@ def _check_position(s: Any, cls: str, where: str, num_update: int, what: str) ->
 
     def bad(k: str, must: str) -> ValueError:
         return ValueError(
-            f"{where}: the {what} {cls}'s attribute {k!r} = {_kind_of(getattr(s, k))} must be {must} (as MXNet's "
+            f"{where}: the {what} {cls}'s attribute {k!r} = {kind_of(getattr(s, k))} must be {must} (as MXNet's "
             f"{cls} keeps it): refused"
         )
 

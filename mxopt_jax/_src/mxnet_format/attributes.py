@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..schedulers import kind_of as _kind_of
 from .allowlist import MXNetObject
 
 _COUNT_MAX = 2**62
@@ -95,15 +96,8 @@ _OPTIMIZER: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 
 
-def kind_of(v: Any) -> str:
-    """A short description of a value read from a file (for messages)."""
-    if isinstance(v, MXNetObject):
-        return f"a {v.mx_module}.{v.mx_class} object"
-    if isinstance(v, np.ndarray):
-        return f"an array of shape {v.shape} {v.dtype}"
-    if isinstance(v, (int, float, bool, np.generic)) or v is None:
-        return repr(v)[:40]
-    return f"a {type(v).__name__}"
+# A short description of a value read from a file (for messages): written once, beside the schedulers' checks.
+kind_of = _kind_of
 
 
 def check_optimizer(o: MXNetObject, where: str) -> None:
