@@ -79,6 +79,16 @@ __all__ = [
 #: constant rate) or an optax-style schedule ``count -> rate``. ``None`` means a constant rate.
 Schedule = Callable[[Any, int], Any]
 
+#: XLA options for the study's programs on the CPU: LLVM's optimization level 1 instead of XLA's default. Measured
+#: on the quick preset's programs (2 host devices, 36 runs a call; benchmarks/RESULTS.md, "The study's own
+#: time"): compilation 30 to 68 % shorter (digits_mlp's SGD family 26.7 -> 8.6 CPU s, char_lm's adaptive family
+#: 25.2 -> 16.1, mnist1d_cnn's Adam family 33.1 -> 22.4) while a call runs as fast. The code differs, so a few
+#: values round differently in their last place (the small study of the tests: 0.05282027 against 0.05282026;
+#: ``tests/app/test_study.py`` holds the records bit for bit under XLA's defaults and within float32 rounding
+#: under these); level 0 is not an option (a call 3x slower). Passed through JAX's public
+#: ``Lowered.compile(compiler_options)``; an XLA that did not know the option would refuse it, never ignore it.
+CPU_COMPILER_OPTIONS: Mapping[str, Any] = {"xla_backend_optimization_level": 1}
+
 
 def _grad_fn(problem: Problem, contender: Contender) -> Callable[..., Any]:
     """``(params, model_state, batch) -> ((loss, new_model_state), grads)``: gradients with respect to the
@@ -95,6 +105,37 @@ def _all_finite(tree: Any) -> jax.Array:
         if jnp.issubdtype(leaf.dtype, jnp.inexact)
     ]
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.bool_(True)
+
+
+def _observe(
+    problem: Problem,
+    p: Any,
+    m: Any,
+    alive: jax.Array,
+    losses: jax.Array,
+    val: Any,
+    test_split: Any,
+    with_test: bool | jax.Array,
+) -> tuple[jax.Array, jax.Array, tuple[Any, ...]]:
+    """What a run records at the end of an evaluation interval, given its parameters ``p``, model state ``m``
+    and the interval's mini-batch ``losses``: ``(mean_loss, alive, (mean_loss, val, test, alive, trace))``.
+    ``alive`` turns False for good once the loss, a parameter or the model's state is non-finite, and the
+    metrics are NaN from then on; the test split is evaluated only where ``with_test`` (a Python bool, or a
+    traced one through ``lax.cond``)."""
+    mean_loss = jnp.mean(losses)
+    alive = alive & jnp.isfinite(mean_loss) & _all_finite(p) & _all_finite(m)
+    nan = jnp.float32(jnp.nan)
+    v = jnp.where(alive, problem.evaluate(p, m, val), nan)
+    if isinstance(with_test, bool):
+        t = jnp.where(alive, problem.evaluate(p, m, test_split), nan) if with_test else nan
+    else:
+        t = jax.lax.cond(
+            with_test,
+            lambda: jnp.where(alive, problem.evaluate(p, m, test_split), nan).astype(jnp.float32),
+            lambda: nan,
+        )
+    traced = None if problem.trace is None else jnp.asarray(problem.trace(p))
+    return mean_loss, alive, (mean_loss, v, t, alive, traced)
 
 
 def train_run(
@@ -146,20 +187,8 @@ def train_run(
     def interval(carry, keys):
         (p, s, m), alive = carry
         (p, s, m), losses = jax.lax.scan(step, (p, s, m), keys)
-        mean_loss = jnp.mean(losses)
-        alive = alive & jnp.isfinite(mean_loss) & _all_finite(p) & _all_finite(m)
-        nan = jnp.float32(jnp.nan)
-        v = jnp.where(alive, problem.evaluate(p, m, val), nan)
-        if isinstance(with_test, bool):
-            t = jnp.where(alive, problem.evaluate(p, m, test_split), nan) if with_test else nan
-        else:
-            t = jax.lax.cond(
-                with_test,
-                lambda: jnp.where(alive, problem.evaluate(p, m, test_split), nan).astype(jnp.float32),
-                lambda: nan,
-            )
-        traced = None if problem.trace is None else jnp.asarray(problem.trace(p))
-        return ((p, s, m), alive), (mean_loss, v, t, alive, traced)
+        mean_loss, alive, observed = _observe(problem, p, m, alive, losses, val, test_split, with_test)
+        return ((p, s, m), alive), observed
 
     keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
     carry = ((params, state, model_state), jnp.bool_(True))
@@ -219,10 +248,12 @@ def group_run(
     test: bool | jax.Array = True,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]:
     """One run of contender ``contenders[index]`` (traceable), exactly :func:`train_run`'s, written so that a
-    program holding several contenders holds the problem's evaluation (and the divergence checks, the trace)
-    once, not once per contender: the loop over evaluation intervals is shared, and only each interval's
-    training steps are a ``lax.switch`` over the contenders (their optimizer states kept in shared buffers,
-    one per dtype; :class:`_Layout`). ``row`` holds the tuned values in the order of ``tuned[name]``.
+    program holding several contenders holds the model once, not once per contender: the loops over evaluation
+    intervals and steps, the mini-batch, the model's forward and backward pass, the evaluations, the divergence
+    checks and the trace are shared, and only the optimizer's update is a ``lax.switch`` over the contenders
+    (their optimizer states kept in shared buffers, one per dtype; :class:`_Layout`). Contenders that take
+    their gradients in different forms (row-sparse or dense, on a problem with embedding tables) are an outer
+    switch around the steps of each form. ``row`` holds the tuned values in the order of ``tuned[name]``.
 
     The arithmetic of a run is :func:`train_run`'s, operation for operation (the state buffers only move
     values); the tests hold the two equal.
@@ -241,60 +272,76 @@ def group_run(
             values["learning_rate"] = schedule(values["learning_rate"], steps)
         return c.factory(bool(problem.tables))(values, opt_key, steps)
 
-    layouts = [_Layout(jax.eval_shape(lambda c=c: make_tx(c).init(params))) for c in contenders]
-    sizes: dict[str, int] = {}
-    for lay in layouts:
-        for dtype, size in lay.sizes.items():
-            sizes[dtype] = max(sizes.get(dtype, 0), size)
+    if len(contenders) == 1:  # one contender: its state as it is, no buffers and no switch
+        (c,) = contenders
+        layouts: list[_Layout | None] = [None]
+        sizes: dict[str, int] = {}
+    else:
+        layouts = [_Layout(jax.eval_shape(lambda c=c: make_tx(c).init(params))) for c in contenders]
+        sizes = {}
+        for lay in layouts:
+            assert lay is not None
+            for dtype, size in lay.sizes.items():
+                sizes[dtype] = max(sizes.get(dtype, 0), size)
 
-    def init_branch(i: int) -> Callable[[], dict[str, jax.Array]]:
-        return lambda: layouts[i].flatten(make_tx(contenders[i]).init(params), sizes)
+    def pick(which: jax.Array | int, branches: list[Callable[..., Any]], *operands: Any) -> Any:
+        if len(branches) == 1:
+            return branches[0](*operands)
+        return jax.lax.switch(which, branches, *operands)
 
-    def train_branch(i: int) -> Callable[..., Any]:
-        c, lay = contenders[i], layouts[i]
+    def stored(i: int, state: Any) -> Any:
+        lay = layouts[i]
+        return state if lay is None else lay.flatten(state, sizes)
 
-        def run_interval(p, buffers, m, keys):
-            tx = make_tx(c)
-            grad_fn = _grad_fn(problem, c)
+    def init_branch(i: int) -> Callable[[], Any]:
+        return lambda: stored(i, make_tx(contenders[i]).init(params))
 
+    def update_branch(i: int) -> Callable[..., Any]:
+        def update(grads, p, buffers):
+            lay = layouts[i]
+            s = buffers if lay is None else lay.unflatten(buffers)
+            updates, s = make_tx(contenders[i]).update(grads, s, p)
+            return optax.apply_updates(p, updates), stored(i, s)
+
+        return update
+
+    # The contenders by the form of their gradients (one group unless dense and row-sparse ones are mixed):
+    # ``kind_of[i]`` is contender i's group, ``slot_of[i]`` its place in that group's switch.
+    forms = [bool(problem.tables and c.row_sparse) for c in contenders]
+    kinds = sorted(set(forms))
+    kind_of = np.asarray([kinds.index(f) for f in forms], np.int32)
+    slot_of = np.asarray([forms[:i].count(f) for i, f in enumerate(forms)], np.int32)
+    members = [[i for i, f in enumerate(forms) if f == kind] for kind in kinds]
+
+    def steps_branch(k: int) -> Callable[..., Any]:
+        first = contenders[members[k][0]]
+        grad_fn = _grad_fn(problem, first)  # the same for every member of the group
+        updates = [update_branch(i) for i in members[k]]
+        slot = jnp.asarray(slot_of)[index] if len(updates) > 1 else 0
+
+        def run_steps(p, b, m, keys):
             def step(carry, k):
-                p, s, m = carry
+                p, b, m = carry
                 idx = jax.random.randint(k, (problem.batch_size,), 0, n_train)
                 batch = jax.tree.map(lambda a: a[idx], train)
                 (loss, m), grads = grad_fn(p, m, batch)
-                updates, s = tx.update(grads, s, p)
-                return (optax.apply_updates(p, updates), s, m), loss
+                p, b = pick(slot, updates, grads, p, b)
+                return (p, b, m), loss
 
-            (p, s, m), losses = jax.lax.scan(step, (p, lay.unflatten(buffers), m), keys)
-            return p, lay.flatten(s, sizes), m, losses
+            (p, b, m), losses = jax.lax.scan(step, (p, b, m), keys)
+            return p, b, m, losses
 
-        return run_interval
+        return run_steps
 
-    def pick(branches: list[Callable[..., Any]], *operands: Any) -> Any:
-        if len(branches) == 1:
-            return branches[0](*operands)
-        return jax.lax.switch(index, branches, *operands)
-
-    buffers = pick([init_branch(i) for i in range(len(contenders))])
-    trains = [train_branch(i) for i in range(len(contenders))]
+    buffers = pick(index, [init_branch(i) for i in range(len(contenders))])
+    kind = jnp.asarray(kind_of)[index] if len(kinds) > 1 else 0
+    groups = [steps_branch(k) for k in range(len(kinds))]
 
     def interval(carry, keys):
         (p, b, m), alive = carry
-        p, b, m, losses = pick(trains, p, b, m, keys)
-        mean_loss = jnp.mean(losses)
-        alive = alive & jnp.isfinite(mean_loss) & _all_finite(p) & _all_finite(m)
-        nan = jnp.float32(jnp.nan)
-        v = jnp.where(alive, problem.evaluate(p, m, val), nan)
-        if isinstance(test, bool):
-            t = jnp.where(alive, problem.evaluate(p, m, test_split), nan) if test else nan
-        else:
-            t = jax.lax.cond(
-                test,
-                lambda: jnp.where(alive, problem.evaluate(p, m, test_split), nan).astype(jnp.float32),
-                lambda: nan,
-            )
-        traced = None if problem.trace is None else jnp.asarray(problem.trace(p))
-        return ((p, b, m), alive), (mean_loss, v, t, alive, traced)
+        p, b, m, losses = pick(kind, groups, p, b, m, keys)
+        mean_loss, alive, observed = _observe(problem, p, m, alive, losses, val, test_split, test)
+        return ((p, b, m), alive), observed
 
     keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
     carry = ((params, buffers, model_state), jnp.bool_(True))
@@ -583,13 +630,15 @@ def compile_group(
     schedule: Schedule | None = None,
     devices: Sequence[jax.Device] | None = None,
     name: str = "",
+    compiler_options: Mapping[str, Any] | None = None,
 ) -> CompiledGroup:
     """Compile one program that trains any of ``contenders`` on ``runs`` runs of ``problem`` per call.
 
     ``tuned`` names the hyperparameters that are traced inputs (for every contender, or ``{contender name:
     names}``); the others stay at their defaults, as constants. ``steps`` defaults to ``problem.steps`` (a
     multiple of ``problem.eval_every``). ``runs`` is rounded up to a multiple of the device count. The program
-    is compiled ahead of time (``jax.jit(...).lower(...).compile()``), once.
+    is compiled ahead of time (``jax.jit(...).lower(...).compile()``), once, with ``compiler_options`` (XLA's
+    options; ``None``: :data:`CPU_COMPILER_OPTIONS` on the CPU, XLA's defaults elsewhere; ``{}``: XLA's defaults).
     """
     contenders = list(contenders)
     if not contenders:
@@ -625,7 +674,9 @@ def compile_group(
     hp_spec = jax.ShapeDtypeStruct((capacity, width), jnp.float32, sharding=sharded)
     key_spec = jax.ShapeDtypeStruct((capacity, 2), jnp.uint32, sharding=sharded)
     t0 = time.perf_counter()
-    compiled = jitted.lower(np.int32(0), np.bool_(True), hp_spec, key_spec, data).compile()
+    compiled = jitted.lower(np.int32(0), np.bool_(True), hp_spec, key_spec, data).compile(
+        _compiler_options(compiler_options, str(mesh.devices.flat[0].platform))
+    )
     compile_s = time.perf_counter() - t0
     return CompiledGroup(
         problem=problem,
@@ -640,6 +691,14 @@ def compile_group(
         data=data,
         schedule=schedule,
     )
+
+
+def _compiler_options(given: Mapping[str, Any] | None, platform: str) -> dict[str, Any] | None:
+    if given is None:
+        given = CPU_COMPILER_OPTIONS if platform == "cpu" else {}
+    if not isinstance(given, Mapping):
+        raise TypeError(f"compiler_options must be a mapping of XLA option names to values, got {given!r}")
+    return dict(given) or None
 
 
 def single_run(
