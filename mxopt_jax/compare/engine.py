@@ -248,12 +248,10 @@ def group_run(
     test: bool | jax.Array = True,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]:
     """One run of contender ``contenders[index]`` (traceable), exactly :func:`train_run`'s, written so that a
-    program holding several contenders holds the model once, not once per contender: the loops over evaluation
-    intervals and steps, the mini-batch, the model's forward and backward pass, the evaluations, the divergence
-    checks and the trace are shared, and only the optimizer's update is a ``lax.switch`` over the contenders
-    (their optimizer states kept in shared buffers, one per dtype; :class:`_Layout`). Contenders that take
-    their gradients in different forms (row-sparse or dense, on a problem with embedding tables) are an outer
-    switch around the steps of each form. ``row`` holds the tuned values in the order of ``tuned[name]``.
+    program holding several contenders holds the problem's evaluation (and the divergence checks, the trace)
+    once, not once per contender: the loop over evaluation intervals is shared, and only each interval's
+    training steps are a ``lax.switch`` over the contenders (their optimizer states kept in shared buffers,
+    one per dtype; :class:`_Layout`). ``row`` holds the tuned values in the order of ``tuned[name]``.
 
     The arithmetic of a run is :func:`train_run`'s, operation for operation (the state buffers only move
     values); the tests hold the two equal.
@@ -272,75 +270,47 @@ def group_run(
             values["learning_rate"] = schedule(values["learning_rate"], steps)
         return c.factory(bool(problem.tables))(values, opt_key, steps)
 
-    if len(contenders) == 1:  # one contender: its state as it is, no buffers and no switch
-        (c,) = contenders
-        layouts: list[_Layout | None] = [None]
-        sizes: dict[str, int] = {}
-    else:
-        layouts = [_Layout(jax.eval_shape(lambda c=c: make_tx(c).init(params))) for c in contenders]
-        sizes = {}
-        for lay in layouts:
-            assert lay is not None
-            for dtype, size in lay.sizes.items():
-                sizes[dtype] = max(sizes.get(dtype, 0), size)
+    layouts = [_Layout(jax.eval_shape(lambda c=c: make_tx(c).init(params))) for c in contenders]
+    sizes: dict[str, int] = {}
+    for lay in layouts:
+        for dtype, size in lay.sizes.items():
+            sizes[dtype] = max(sizes.get(dtype, 0), size)
 
-    def pick(which: jax.Array | int, branches: list[Callable[..., Any]], *operands: Any) -> Any:
-        if len(branches) == 1:
-            return branches[0](*operands)
-        return jax.lax.switch(which, branches, *operands)
+    def init_branch(i: int) -> Callable[[], dict[str, jax.Array]]:
+        return lambda: layouts[i].flatten(make_tx(contenders[i]).init(params), sizes)
 
-    def stored(i: int, state: Any) -> Any:
-        lay = layouts[i]
-        return state if lay is None else lay.flatten(state, sizes)
+    def train_branch(i: int) -> Callable[..., Any]:
+        c, lay = contenders[i], layouts[i]
 
-    def init_branch(i: int) -> Callable[[], Any]:
-        return lambda: stored(i, make_tx(contenders[i]).init(params))
+        def run_interval(p, buffers, m, keys):
+            tx = make_tx(c)
+            grad_fn = _grad_fn(problem, c)
 
-    def update_branch(i: int) -> Callable[..., Any]:
-        def update(grads, p, buffers):
-            lay = layouts[i]
-            s = buffers if lay is None else lay.unflatten(buffers)
-            updates, s = make_tx(contenders[i]).update(grads, s, p)
-            return optax.apply_updates(p, updates), stored(i, s)
-
-        return update
-
-    # The contenders by the form of their gradients (one group unless dense and row-sparse ones are mixed):
-    # ``kind_of[i]`` is contender i's group, ``slot_of[i]`` its place in that group's switch.
-    forms = [bool(problem.tables and c.row_sparse) for c in contenders]
-    kinds = sorted(set(forms))
-    kind_of = np.asarray([kinds.index(f) for f in forms], np.int32)
-    slot_of = np.asarray([forms[:i].count(f) for i, f in enumerate(forms)], np.int32)
-    members = [[i for i, f in enumerate(forms) if f == kind] for kind in kinds]
-
-    def steps_branch(k: int) -> Callable[..., Any]:
-        first = contenders[members[k][0]]
-        grad_fn = _grad_fn(problem, first)  # the same for every member of the group
-        updates = [update_branch(i) for i in members[k]]
-        slot = jnp.asarray(slot_of)[index] if len(updates) > 1 else 0
-
-        def run_steps(p, b, m, keys):
             def step(carry, k):
-                p, b, m = carry
+                p, s, m = carry
                 idx = jax.random.randint(k, (problem.batch_size,), 0, n_train)
                 batch = jax.tree.map(lambda a: a[idx], train)
                 (loss, m), grads = grad_fn(p, m, batch)
-                p, b = pick(slot, updates, grads, p, b)
-                return (p, b, m), loss
+                updates, s = tx.update(grads, s, p)
+                return (optax.apply_updates(p, updates), s, m), loss
 
-            (p, b, m), losses = jax.lax.scan(step, (p, b, m), keys)
-            return p, b, m, losses
+            (p, s, m), losses = jax.lax.scan(step, (p, lay.unflatten(buffers), m), keys)
+            return p, lay.flatten(s, sizes), m, losses
 
-        return run_steps
+        return run_interval
 
-    buffers = pick(index, [init_branch(i) for i in range(len(contenders))])
-    kind = jnp.asarray(kind_of)[index] if len(kinds) > 1 else 0
-    groups = [steps_branch(k) for k in range(len(kinds))]
+    def pick(branches: list[Callable[..., Any]], *operands: Any) -> Any:
+        if len(branches) == 1:
+            return branches[0](*operands)
+        return jax.lax.switch(index, branches, *operands)
+
+    buffers = pick([init_branch(i) for i in range(len(contenders))])
+    trains = [train_branch(i) for i in range(len(contenders))]
 
     def interval(carry, keys):
         (p, b, m), alive = carry
-        p, b, m, losses = pick(kind, groups, p, b, m, keys)
-        mean_loss, alive, observed = _observe(problem, p, m, alive, losses, val, test_split, test)
+        p, b, m, losses = pick(trains, p, b, m, keys)
+        _, alive, observed = _observe(problem, p, m, alive, losses, val, test_split, test)
         return ((p, b, m), alive), observed
 
     keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
