@@ -7,9 +7,13 @@ lazy import is caught too.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
+import json
 import pathlib
+import subprocess
+import sys
 
 import mxopt_jax
 from mxopt_jax import facade
@@ -52,6 +56,7 @@ LAYERS = [
 ]
 
 
+@functools.cache
 def _modules() -> dict[str, pathlib.Path]:
     out = {}
     for path in PKG.rglob("*.py"):
@@ -61,6 +66,12 @@ def _modules() -> dict[str, pathlib.Path]:
             parts = parts[:-1]
         out[".".join(parts)] = path
     return out
+
+
+@functools.cache
+def _tree(path: pathlib.Path) -> ast.Module:
+    """The parsed source of one module (read once per test process: every check below walks the same trees)."""
+    return ast.parse(path.read_text())
 
 
 def _resolve(module: str, is_pkg: bool, level: int, target: str | None) -> str:
@@ -73,12 +84,18 @@ def _resolve(module: str, is_pkg: bool, level: int, target: str | None) -> str:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the package modules it imports (relative to ``mxopt_jax``; ``''`` is the package)."""
+    """Module -> the package modules it imports (relative to ``mxopt_jax``; ``''`` is the package): a fresh
+    copy each call of the graph read once per test process."""
+    return {m: set(targets) for m, targets in _graph().items()}
+
+
+@functools.cache
+def _graph() -> dict[str, frozenset[str]]:
     mods = _modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         is_pkg = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             targets: list[str] = []
             if isinstance(node, ast.ImportFrom):
                 if node.level:
@@ -95,7 +112,7 @@ def import_graph() -> dict[str, set[str]]:
                     if alias.name.split(".")[0] == "mxopt_jax":
                         targets.append(alias.name.removeprefix("mxopt_jax").lstrip("."))
             graph[mod].update(t for t in targets if t in mods and t != mod)
-    return graph
+    return {m: frozenset(targets) for m, targets in graph.items()}
 
 
 def _layer(mod: str) -> int:
@@ -276,7 +293,7 @@ def test_the_report_only_reads_the_analysis():
     assert {"select", "compare_table", "rank", "rank_uncertainty", "profile_times", "fold"} <= computing
     mods = _modules()
     for m in report:
-        tree = ast.parse(mods[m].read_text())
+        tree = _tree(mods[m])
         used = _names_used_from(tree, "protocol", {"protocol", "P"}) & computing
         assert not used, f"{m} calls the protocol's computing functions {sorted(used)}: read the analysis"
         stats_names = _names_used_from(tree, "stats", {"stats"})
@@ -295,16 +312,27 @@ def test_the_report_and_the_store_read_files_through_one_module():
     assert any("compare.serialize" in graph[m] for m in graph if m.startswith("compare.report"))
 
 
+@functools.cache
+def _fresh_imports() -> dict[str, list[str]]:
+    """What a fresh interpreter has loaded of ``mxopt_jax.compare`` after ``import mxopt_jax`` (``"library"``),
+    then after ``import mxopt_jax.compare`` (``"study"``): one child process for the checks below."""
+    code = (
+        "import json, sys, mxopt_jax\n"
+        "app = lambda: sorted(m for m in sys.modules if m.startswith('mxopt_jax.compare'))\n"
+        "library = app()\n"
+        "import mxopt_jax.compare\n"
+        "print(json.dumps({'library': library, 'study': app()}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 def test_importing_the_study_api_does_not_import_the_command_line():
     """``import mxopt_jax.compare`` (the study's API) loads neither the command line nor argparse's parser:
     ``configure_jax`` lives beside ``distributed``, which the command line imports, not the other way round."""
-    import subprocess
-    import sys
-
-    code = "import sys, mxopt_jax.compare; print('mxopt_jax.compare.cli' in sys.modules)"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "False"
+    study = _fresh_imports()["study"]
+    assert "mxopt_jax.compare" in study and "mxopt_jax.compare.cli" not in study
     graph = import_graph()
     assert "compare.cli" not in graph["compare"]
     assert "configure_jax" in vars(importlib.import_module("mxopt_jax.compare.distributed"))
@@ -320,17 +348,9 @@ def test_the_study_never_imports_the_tour():
 
 
 def test_importing_the_library_or_the_study_loads_neither_the_app_nor_the_tour():
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, mxopt_jax; a = sorted(m for m in sys.modules if m.startswith('mxopt_jax.compare')); "
-        "import mxopt_jax.compare; b = sorted(m for m in sys.modules if m.startswith('mxopt_jax.compare.tour')); "
-        "print(a, b)"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[] []"
+    loaded = _fresh_imports()
+    assert loaded["library"] == []
+    assert [m for m in loaded["study"] if m.startswith("mxopt_jax.compare.tour")] == []
 
 
 # --------------------------------------------------------------------------- declared dependencies
@@ -350,11 +370,9 @@ def _distribution(requirement: str) -> str:
 
 def _third_party_imports() -> dict[str, set[str]]:
     """Top-level name -> the package modules that import it (function-level and optional imports included)."""
-    import sys
-
     out: dict[str, set[str]] = {}
     for mod, path in _modules().items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]

@@ -11,14 +11,12 @@ The hostile files are written by ``tests/_support/pickle_bytes.py`` (a small opc
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import io
 import os
 import pathlib
 import pickle
 import re
-import signal
 import struct
 import time
 import tracemalloc
@@ -27,6 +25,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from guards import no_hang
 from mxnet_files import list_file, ndarray_record, np_array, np_dtype, np_scalar_f8, npy, npz, raw_npz
 from pickle_bytes import Obj, Raw, dumps, from_states, glob, integer, string
 
@@ -43,7 +42,7 @@ def _refused(fn, data, match, peak_mb=8.0):
     guard, not a speed check: the house never asserts wall time)."""
     tracemalloc.start()
     try:
-        with _no_hang(60), pytest.raises(ValueError, match=match) as info:
+        with no_hang(60), pytest.raises(ValueError, match=match) as info:
             fn(data)
     finally:
         _, peak = tracemalloc.get_traced_memory()
@@ -367,22 +366,6 @@ def test_refused_opcodes():
 # =========================================================================== what a file controls beyond its
 # opcodes: the path, the scheduler's fields, the count of distinct shapes, empty arrays' shapes, byte orders,
 # string escapes, member names, state dtypes, the holders of its classes, the growth of a decompressed member
-@contextlib.contextmanager
-def _no_hang(seconds=60):
-    """A hang becomes a failure (SIGALRM interrupts a blocking ``open`` or a loop), not a stuck test run."""
-
-    def alarm(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s: the reader hangs")
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def _readers(path):
     """Every public reader given ``path`` (``load_trainer`` with it as either file)."""
     params, states = GOLD / "mx20_cnn_adam.params", GOLD / "mx20_cnn_adam.states"
@@ -408,7 +391,7 @@ def test_paths_that_are_not_regular_files_are_refused_before_opening(tmp_path):
     for name, kind in cases.items():
         path = tmp_path / name
         for reader, fn in _readers(path).items():
-            with _no_hang(), pytest.raises(ValueError) as info:
+            with no_hang(), pytest.raises(ValueError) as info:
                 fn()
             msg = str(info.value)
             assert msg.startswith(f"{path}: refused: the path is {kind}, not a regular file"), (reader, msg)
@@ -423,7 +406,7 @@ def test_a_path_swapped_for_a_fifo_after_its_check_is_refused(tmp_path, monkeypa
     os.mkfifo(tmp_path / "swapped.params")
     regular = os.stat(CKPT / "mx20_adam.params")
     monkeypatch.setattr(files.os, "stat", lambda p: regular)  # the check before the open says: regular
-    with _no_hang(), pytest.raises(ValueError, match=r"swapped\.params: refused: the path is a FIFO"):
+    with no_hang(), pytest.raises(ValueError, match=r"swapped\.params: refused: the path is a FIFO"):
         load_params(tmp_path / "swapped.params")
 
 
@@ -573,7 +556,7 @@ def test_scheduler_fields_are_checked_at_load(sched, match):
     Poly max_steps = 0 divided by zero, a fractional power of a negative base gave a complex rate, a float
     count broke to_optax: each field is now checked at load against what MXNet's own scheduler keeps."""
     blob = dumps(_adam(lr_scheduler=sched))
-    with _no_hang(), pytest.raises(ValueError, match=r"^<states bytes>: .*" + match):
+    with no_hang(), pytest.raises(ValueError, match=r"^<states bytes>: .*" + match):
         load_updater(blob)
 
 
@@ -583,7 +566,7 @@ def test_a_scheduler_far_behind_num_update_is_refused():
     counts = {i: 2**30 for i in range(4)}
     blob = dumps(_adam(num_update=2**30, _index_update_count=counts, _all_index_update_counts={0: counts},
                        lr_scheduler=_factor(step=1, count=0)))  # fmt: skip
-    with _no_hang(), pytest.raises(ValueError, match=r"'count' = 0 must be within 1048576 decays of"):
+    with no_hang(), pytest.raises(ValueError, match=r"'count' = 0 must be within 1048576 decays of"):
         load_updater(blob)
 
 
@@ -596,7 +579,7 @@ def test_valid_scheduler_positions_answer_every_later_call(sched):
 
     states, opt = from_states(*read_states(GOLD / "mx20_cnn_adam.states"))
     opt.attrs["lr_scheduler"] = sched
-    with _no_hang():
+    with no_hang():
         ckpt = load_trainer(GOLD / "mx20_cnn_adam.params", dumps((states, opt)), loss="mean", lr_mult={})
         lr = ckpt.optimizer.lr_scheduler(ckpt.optimizer.num_update + 1)
         grads = {n: jnp.ones_like(ckpt.params[n]) for n in ckpt.trainable}
@@ -805,7 +788,7 @@ def test_a_scheduler_catching_up_at_the_end_of_its_warmup_is_refused_only_when_i
     near = _adam(num_update=n, _index_update_count=counts, _all_index_update_counts={0: counts},
                  lr_scheduler=_factor(step=1, count=0, warmup_steps=n + 2))  # fmt: skip
     with (
-        _no_hang(),
+        no_hang(),
         pytest.raises(ValueError, match=r"'count' = 0 must be within 1048576 decays .* past the warmup"),
     ):
         load_updater(dumps(near))

@@ -6,20 +6,19 @@ load with MXNet's behaviour; each failed on the code before the fix (the docstri
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import math
 import os
 import pathlib
 import re
-import signal
 import struct
 import tracemalloc
 import zipfile
 
 import numpy as np
 import pytest
+from guards import no_hang
 from mxnet_files import list_file
 from pickle_bytes import dumps, from_states, integer, ndarray_record
 
@@ -70,22 +69,6 @@ def _edited(path, **attrs):
     return dumps((states, opt))
 
 
-@contextlib.contextmanager
-def _no_hang(seconds=60):
-    """A guard, not a speed check: a call that loops for minutes fails the test instead of stalling it."""
-
-    def stop(*_):
-        raise TimeoutError(f"no answer within {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, stop)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 # --------------------------------------------------------------------------- 4: duplicate idx2name
 def test_duplicate_idx2name_values_are_refused():
     """Before: ``{0: 'b', 1: 'w', 2: 'b', 3: 'w'}`` loaded; by name only indices 2 and 3 were updated, the
@@ -133,7 +116,7 @@ def test_counts_past_num_update_are_refused(attrs, match):
     facade step looped over about 1.07e9 decays (42 min) and to_optax's rate dropped to stop_factor_lr."""
     blob = _edited(CKPT / "mx20_sgd_sched_mults.states", **attrs)
     with (
-        _no_hang(),
+        no_hang(),
         pytest.raises(ValueError, match=rf"<states bytes>: the {match}|<states bytes>: .*{match}"),
     ):
         load_updater(blob)
@@ -142,11 +125,11 @@ def test_counts_past_num_update_are_refused(attrs, match):
 def test_a_factor_scheduler_far_behind_its_query_answers_in_bounded_work():
     """Before: MXNet's ``while num_update > count + step`` loop, 2**31 iterations for this query."""
     s = lr_scheduler.FactorScheduler(step=1, factor=0.5, stop_factor_lr=1e-8, base_lr=1.0)
-    with _no_hang(30):
+    with no_hang(30):
         assert s(2**31 - 1) == 1e-8
     assert s.count == 2**31 - 2  # where MXNet's loop stops
     s = lr_scheduler.FactorScheduler(step=1, factor=1 - 1e-9, stop_factor_lr=0.0, base_lr=1.0)
-    with _no_hang(30):
+    with no_hang(30):
         lr = s(2**31 - 1)
     assert lr == pytest.approx(math.exp((2**31 - 2) * math.log(1 - 1e-9)), rel=1e-6) and s.count == 2**31 - 2
     # the first decays are MXNet's repeated multiplications, exactly
@@ -356,7 +339,7 @@ def test_facade_scheduler_is_checked_as_on_the_mxnet_path():
             if pair[0]["str"] == field:
                 pair[1] = value
         upd = _fresh()
-        with _no_hang(), pytest.raises(ValueError, match=rf"^set_states: .*{match}"):
+        with no_hang(), pytest.raises(ValueError, match=rf"^set_states: .*{match}"):
             upd.set_states(_with_attrs(lr_scheduler=bad))
         assert upd.optimizer.lr_scheduler is None
     extra = json.loads(json.dumps(good))
