@@ -11,7 +11,7 @@ the divergence checks and the trace are in the program once, whatever the number
 contenders' optimizer states sharing buffers (one per dtype) between intervals. A run's configuration (its learning rate
 and every other hyperparameter the study tunes) and its seed are traced inputs: any grid, any random search and
 any seeds run through the same compiled program without recompiling. On the CPU the program is compiled with
-:data:`CPU_COMPILER_OPTIONS` (LLVM's optimization level 1: a third to two thirds less compile time, calls as
+:data:`CPU_COMPILER_OPTIONS` (LLVM's optimization level 1: a fifth to two thirds less compile time, calls as
 fast; ``compile_group(compiler_options={})`` for XLA's defaults).
 
 The run axis is sharded over every device (``jax.sharding``; on CPU, start the process with
@@ -83,12 +83,13 @@ Schedule = Callable[[Any, int], Any]
 
 #: XLA options for the study's programs on the CPU: LLVM's optimization level 1 instead of XLA's default. Measured
 #: on the quick preset's programs (2 host devices, 36 runs a call; benchmarks/RESULTS.md, "The study's own
-#: time"): compilation 30 to 68 % shorter (digits_mlp's SGD family 26.7 -> 8.6 CPU s, char_lm's adaptive family
-#: 25.2 -> 16.1, mnist1d_cnn's Adam family 33.1 -> 22.4) while a call runs as fast. The code differs, so a few
-#: values round differently in their last place (the small study of the tests: 0.05282027 against 0.05282026;
-#: ``tests/app/test_study.py`` holds the records bit for bit under XLA's defaults and within float32 rounding
-#: under these); level 0 is not an option (a call 3x slower). Passed through JAX's public
-#: ``Lowered.compile(compiler_options)``; an XLA that did not know the option would refuse it, never ignore it.
+#: time"): compilation 20 to 68 % shorter (digits_mlp's SGD family 26.7 -> 8.6 CPU s, char_lm's adaptive family
+#: 25.2 -> 16.1, mnist1d_cnn's Adam family 33.1 -> 22.4; a whole study's programs 21 %) while a call runs as
+#: fast. The code differs, so a few values round differently in their last place (the small study of the tests:
+#: 0.05282027 against 0.05282026; ``tests/app/test_study.py`` holds the records bit for bit under XLA's defaults
+#: and within float32 rounding under these); level 0 is not an option (a call 3x slower). Passed through JAX's
+#: public ``Lowered.compile(compiler_options)``; an XLA that did not know the option would refuse it, never
+#: ignore it.
 CPU_COMPILER_OPTIONS: Mapping[str, Any] = {"xla_backend_optimization_level": 1}
 
 

@@ -109,7 +109,7 @@ def test_row_sparse_problem_runs_lazily_and_equals_runs_alone(names):
 
 def test_cpu_compiler_options_round_only(tiny):
     """The study's programs on the CPU are compiled with :data:`engine.CPU_COMPILER_OPTIONS` (LLVM at level 1:
-    a third to two thirds less compile time): the same runs as under XLA's defaults up to float32 rounding in
+    a fifth to two thirds less compile time): the same runs as under XLA's defaults up to float32 rounding in
     the last places, and the options are really passed (an unknown one is refused by XLA, not ignored)."""
     cs = C.resolve(("sgd", "ccsgd"))
     lrs, seeds = _lr([1e-2, 1e-1, 1.0]), [0, 1]
