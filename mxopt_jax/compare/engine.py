@@ -190,7 +190,7 @@ def train_run(
     def interval(carry, keys):
         (p, s, m), alive = carry
         (p, s, m), losses = jax.lax.scan(step, (p, s, m), keys)
-        mean_loss, alive, observed = _observe(problem, p, m, alive, losses, val, test_split, with_test)
+        _, alive, observed = _observe(problem, p, m, alive, losses, val, test_split, with_test)
         return ((p, s, m), alive), observed
 
     keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
