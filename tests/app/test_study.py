@@ -107,7 +107,7 @@ def test_row_sparse_problem_runs_lazily_and_equals_runs_alone(names):
         np.testing.assert_allclose(rec.val[g, 1], alone[1], rtol=2e-5, err_msg=cs[0].name)
 
 
-def test_cpu_compiler_options_round_only(tiny):
+def test_cpu_compiler_options_round_only(tiny, monkeypatch):
     """The study's programs on the CPU are compiled with :data:`engine.CPU_COMPILER_OPTIONS` (LLVM at level 1:
     a fifth to two thirds less compile time): the same runs as under XLA's defaults up to float32 rounding in
     the last places, and the options are really passed (an unknown one is refused by XLA, not ignored)."""
@@ -124,6 +124,10 @@ def test_cpu_compiler_options_round_only(tiny):
         engine.compile_group(tiny, cs[:1], 2, compiler_options={"xla_no_such_option": 1})
     with pytest.raises(TypeError, match="compiler_options"):
         engine.compile_group(tiny, cs[:1], 2, compiler_options=[("xla_backend_optimization_level", 1)])
+    # the default (no compiler_options given) is the module's CPU options, really handed to XLA
+    monkeypatch.setattr(engine, "CPU_COMPILER_OPTIONS", {"xla_no_such_option": 1})
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        engine.compile_group(tiny, cs[:1], 2)
 
 
 def test_any_hyperparameter_is_an_input_and_calls_are_chunked(tiny):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..schedulers import kind_of as _kind_of
+from ..schedulers import kind_of
 from .allowlist import MXNetObject
 
 _COUNT_MAX = 2**62
@@ -94,10 +94,6 @@ _OPTIMIZER: dict[str, tuple[str, Callable[[Any], bool]]] = {
         lambda v: v is None or isinstance(v, MXNetObject),
     ),
 }
-
-
-# A short description of a value read from a file (for messages): written once, beside the schedulers' checks.
-kind_of = _kind_of
 
 
 def check_optimizer(o: MXNetObject, where: str) -> None:

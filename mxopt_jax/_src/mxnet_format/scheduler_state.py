@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import schedulers
 from .allowlist import is_scheduler, is_unknown
-from .attributes import kind_of, summary
+from .attributes import summary
 
 #: The most decays a FactorScheduler may have to catch up with (see :func:`mxopt_jax._src.schedulers.restore`).
 MAX_CATCH_UP = schedulers.MAX_CATCH_UP
@@ -42,7 +42,7 @@ def file_scheduler(a: Mapping, where: str, lr_scheduler: Any) -> Any:
             f"{where}: the file's learning-rate scheduler is {obj.mx_module}.{obj.mx_class}, a class of your own "
             "(not one of MXNet's); it is never constructed. Pass the scheduler to continue with: "
             "load_updater(path, lr_scheduler=...) (an mxopt_jax.lr_scheduler object, or any callable "
-            f"num_update -> learning rate, called with the restored num_update {kind_of(a.get('num_update'))}); "
+            f"num_update -> learning rate, called with the restored num_update {schedulers.kind_of(a.get('num_update'))}); "
             f"the optimizer, states and counts still load from the file (the scheduler's attributes: "
             f"{summary(obj)})"
         )
