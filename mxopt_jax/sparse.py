@@ -8,7 +8,9 @@ follows MXNet's kernels:
   whole tensor), Ftrl with ``lazy_update=True`` (MXNet's row_sparse weight), AdaGrad and GroupAdaGrad (their
   sparse kernels, which need ``wd == 0``): only the listed rows of the weight and of every state change, with
   exactly the dense formula (weight decay, bias correction with the parameter's own step count). A listed
-  row counts as touched even when its values are zero. The cost scales with ``k``, not with the table. The
+  row counts as touched even when its values are zero. The cost scales with ``k``, not with the table (but
+  for a table small next to ``k``, whose repeated rows are summed through a table-sized scratch array where
+  that is cheaper than sorting the ids: the same rows and sums, bit for bit). The
   returned update is itself a :class:`RowSparse`, which :func:`optax.apply_updates` adds row by row.
 * **standard** — every other case: the gradient is densified and the dense update runs, identical to passing
   the dense gradient.
