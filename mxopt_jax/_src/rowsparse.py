@@ -202,7 +202,7 @@ def valid_indices(g: RowSparse) -> jax.Array:
 #: XLA's CPU backend (8 runs under ``vmap``, ``k`` 64 to 4,096, rows of 1 to 64 elements): the table's way about
 #: 21 ns per table row plus 0.8 ns per element, the sort 0.33 to 0.42 us per id; the constants are those
 #: figures in units of 0.8 ns. On the ``recommender`` problem (512 ids a step into tables of 2,000 and 500 rows)
-#: the table's way makes a lazy Adam step 2.1x faster (benchmarks/RESULTS.md); an embedding of a million rows
+#: the table's way makes a lazy Adam step 1.9 to 2.1x faster (benchmarks/RESULTS.md); a million-row table
 #: keeps the sort. Both ways give the same rows and sums, bit for bit: each row's values are added in the order
 #: listed (``tests/drivers/test_unique_rows.py``).
 _TABLE_ROW_COST = 26
