@@ -144,12 +144,7 @@ def _pieces(runs: int) -> list[tuple[str, float]]:
             def dedup(ids, vals, through_table=through_table, shape=shape):
                 def run(ix, v):
                     def step(acc, a):
-                        original = rowsparse.dedup_through_table
-                        rowsparse.dedup_through_table = lambda *_: through_table  # while tracing only
-                        try:
-                            r, s = rowsparse.unique_rows(RowSparse(a[0], a[1], shape))
-                        finally:
-                            rowsparse.dedup_through_table = original
+                        r, s = rowsparse.unique_rows(RowSparse(a[0], a[1], shape), through_table)
                         return acc + jnp.sum(s) + jnp.sum(r), None
 
                     return jax.lax.scan(step, jnp.float32(0), (ix, v))[0]

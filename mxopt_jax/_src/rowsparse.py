@@ -45,7 +45,8 @@ class RowSparse:
       sorted_unique: keyword-only; ``True`` promises that ``indices`` are strictly increasing (MXNet's
         ``row_sparse`` storage guarantees this). Lazy updates then use the rows as they are instead of summing
         duplicates (sorting the ids, or through a table-sized scratch array for a small table), which is most
-        of their cost for small row counts. Checked on concrete indices (``ValueError``); under ``jit`` the promise is trusted.
+        of their cost for small row counts. Checked on concrete indices (``ValueError``); under ``jit`` the
+        promise is trusted.
 
     ``RowSparse`` is a pytree (children ``indices`` and ``values``), so it passes through ``jax.jit``,
     ``jax.lax.scan`` and friends. ``dense + row_sparse`` scatter-adds the rows (this is how
@@ -215,20 +216,23 @@ def dedup_through_table(rows: int, k: int, row_size: int) -> bool:
     return rows * (row_size + _TABLE_ROW_COST) <= _SORT_ID_COST * k
 
 
-def unique_rows(g: RowSparse) -> tuple[jax.Array, jax.Array]:
+def unique_rows(g: RowSparse, through_table: bool | None = None) -> tuple[jax.Array, jax.Array]:
     """``(rows, values)``: each listed row once (sorted; padded with ``shape[0]``) and its summed values.
 
     The output keeps ``k`` entries so shapes stay static under ``jax.jit``; padding rows carry zeros and an
     out-of-range index, so gathers read zeros there and scatters drop them. Entries with an out-of-range index
     (possible only under ``jax.jit``) are gathered into one row ``shape[0]`` whose values are zero: they count
-    nowhere (not in a norm of the gradient, not in a lazy update).
+    nowhere (not in a norm of the gradient, not in a lazy update). ``through_table``: which way repeated rows
+    are summed (``None``, the default: :func:`dedup_through_table` decides by cost); both give the same bits.
     """
     n, k = g.shape[0], g.indices.shape[0]
     idx = valid_indices(g)
-    if g.unique:  # already sorted and unique (out-of-range entries map to n: gathers fill, scatters drop)
-        return idx, _listed_values(g, idx)
     values = _listed_values(g, idx)
-    if dedup_through_table(n, k, math.prod(values.shape[1:])):
+    if g.unique:  # already sorted and unique (out-of-range entries map to n: gathers fill, scatters drop)
+        return idx, values
+    if through_table is None:
+        through_table = dedup_through_table(n, k, math.prod(values.shape[1:]))
+    if through_table:
         # Row n collects the out-of-range entries (zeros). The scatter-add sums each row's values in the order
         # listed, as the segment sum below does, so both ways give the same bits.
         table = jnp.zeros((n + 1, *values.shape[1:]), values.dtype).at[idx].add(values)

@@ -39,18 +39,12 @@ SHAPES = [
 
 @functools.cache
 def _ways(rows: int, k: int, row: tuple, dtype) -> tuple:
-    """The jitted ``unique_rows`` forced through the table and forced through the sort."""
+    """The jitted ``unique_rows`` through the table and through the sort."""
 
     def way(through_table: bool):
-        def f(ids, values):
-            original = rowsparse.dedup_through_table
-            rowsparse.dedup_through_table = lambda *_: through_table  # only while tracing
-            try:
-                return rowsparse.unique_rows(sp.RowSparse(ids, values, (rows, *row)))
-            finally:
-                rowsparse.dedup_through_table = original
-
-        return jax.jit(f)
+        return jax.jit(
+            lambda ids, v: rowsparse.unique_rows(sp.RowSparse(ids, v, (rows, *row)), through_table)
+        )
 
     return way(True), way(False)
 
