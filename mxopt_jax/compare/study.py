@@ -1,23 +1,24 @@
 """Running a study: problems x contenders under a :class:`~mxopt_jax.compare.plan.Plan` (the orchestration).
 
 :func:`study` compiles one program per problem and group of contenders (:func:`engine.compile_group`; a group is
-a family by default), then, for every contender of the program and every independent study of the plan:
+a family by default), then, for every contender of the program and every independent study of the plan, tunes it
+(:mod:`mxopt_jax.compare.tuning`, which owns the protocol's steps 1 to 3):
 
-1. **selection**: runs every configuration (the learning-rate grid of :meth:`protocol.Preset.grid`, centred on
-   its default rate, or the trials of a random search over every hyperparameter, :mod:`.search`, under the
-   plan's learning-rate schedule, :mod:`.schedules`) on the selection seeds, the validation split only (the
-   test split is evaluated in the reported runs alone). Every study's selection runs of a contender go through
-   the same calls (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`: packed into the program's slots,
-   not one pass per study), and they are timed (ms/step) while nothing else runs: the next program starts
-   compiling, in a background thread, only once every contender of this one has made them;
-2. chooses on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge (grid mode),
-   runs the grid shifted past that edge with the same compiled program (rates are inputs) and chooses again on
-   the union, up to ``extend`` times; a rate still on the edge stays flagged;
-3. **confirmation**: re-runs the chosen configuration on fresh seeds (disjoint from the selection seeds); the
-   tuned mode reports these runs only (every study's in the same calls, as the extensions of step 2);
-4. **default**: runs the default configuration (MXNet's or optax's defaults) on the same fresh seeds: the
-   one-shot mode (the Crowded Valley's smallest budget, no tuning) reports them;
-5. (study 0) checks that the chosen configuration's result does not depend on the other runs batched with it:
+1. **every configuration on both seed sets**: the learning-rate grid of :meth:`protocol.Preset.grid` (centred on
+   the default rate) or the trials of a random search over every hyperparameter (:mod:`.search`, the first of
+   them the defaults), under the plan's learning-rate schedule (:mod:`.schedules`), run on the selection seeds
+   and on the report seeds (fresh, disjoint from them) in the same calls; every study's runs of a contender are
+   packed into the program's slots (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`), and these first
+   passes are timed (ms/step) while nothing else runs: the next program starts compiling, in a background thread,
+   only once every contender of this one has made them;
+2. chooses on the selection runs' validation metric (:func:`protocol.select`); where the chosen rate is on the
+   grid's edge (grid mode), runs the grid shifted past that edge the same way (rates are inputs of the compiled
+   program) and chooses again on the union, up to ``extend`` times; a rate still on the edge stays flagged;
+3. reports: the tuned mode the chosen configuration's report runs, the one-shot mode the default
+   configuration's (a row of the same runs: the grid's centre, the random search's first trial); every
+   configuration's final test value on the report seeds is what the claims about the optimizers compare
+   against (:func:`mxopt_jax.compare.protocol.search_table`);
+4. (study 0) checks that the chosen configuration's result does not depend on the other runs batched with it:
    the same program runs it in every slot, and the largest relative difference of the final validation metric
    from the selection run is recorded (``Study.batching``).
 
@@ -562,7 +563,7 @@ def _finish(
     studies: Sequence[Plan],
     tick: Callable[[str, float], None],
 ) -> list[ProgramResult]:
-    """Steps 2 to 5 of the module's docstring for every contender of ``prog`` and every study (``studies``: the
+    """Steps 2 to 4 of the module's docstring for every contender of ``prog`` and every study (``studies``: the
     plan of each; ``firsts[name]``: the contender's first pass, :func:`mxopt_jax.compare.tuning.first_pass`):
     :func:`mxopt_jax.compare.tuning.tune` selects, extends and reports; the batching check runs in study 0.
     One :class:`ProgramResult` per study."""

@@ -46,7 +46,13 @@ def test_every_table_says_what_its_claims_are_about(one, two):
     assert both.index("Claims about the optimizers, over 2 independent tunings") < both.index(
         "== digits [tuned]"
     )
-    assert both.count("claims (about the optimizers, over 2 independent tunings)") == len(two.analysis.across)
+    tuned_across = [a for a in two.analysis.across if a.mode == "tuned"]
+    assert both.count("claims (about the optimizers, over 2 independent tunings)") == len(tuned_across)
+    # nothing is tuned in the one-shot mode: its tables across studies speak of the default configurations
+    assert both.count("claims (about the default configurations, over 2 independent studies)") == len(
+        two.analysis.across
+    ) - len(tuned_across)
+    assert "2 studies cannot support any claim about the default configurations in a table of 4" in both
     # 2 studies cannot support any claim in a 4-entry table: the report says so and names the studies needed
     assert "2 studies cannot support any claim about the optimizers in a table of 4 entries" in both
     assert "it needs at least 8 studies (--studies 8)" in both

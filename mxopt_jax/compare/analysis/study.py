@@ -116,6 +116,12 @@ class StudyAnalysis:
         """Every tested pair of every table, in :meth:`all_tables`' order."""
         return [c for t in self.all_tables() for c in t.claims]
 
+    def configuration_claims(self) -> list[Claim]:
+        """Every tested pair of the chosen configurations alone, for the tables whose claims are about the
+        optimizers under their searches (:attr:`TableAnalysis.configuration_claims`), in :meth:`all_tables`'
+        order."""
+        return [c for t in self.all_tables() for c in t.configuration_claims]
+
     def across_claims(self) -> list[Claim]:
         """Every tested pair of every table read across the independent studies (:func:`across_claims`), the
         claims about the optimizers; empty for a study of one."""
@@ -181,6 +187,11 @@ def across_claims(a: AcrossStudies) -> list[Claim]:
                     family=a.family or a.pairs,
                     agree=int((np.sign(oriented) == way).sum()),
                     study=None,
+                    model=(
+                        (float(a.model_effect[i, j]), float(a.model_low[i, j]), float(a.model_high[i, j]))
+                        if a.model_effect.size
+                        else (math.nan, math.nan, math.nan)
+                    ),
                 )
             )
     return out

@@ -83,6 +83,9 @@ class Claim:
         and interval are measured against it), ``steps`` the training budget, ``selection_seeds`` the seeds the
         configurations were chosen on, ``edge`` whether a chosen configuration the claim rests on sits on the
         edge of what its search tried (the best may lie beyond it).
+      model: across studies, the model-based reading of ``a - b`` (raw units): the random-effects estimate with
+        its Hartung-Knapp 95 % interval, ``(estimate, low, high)`` (:func:`mxopt_jax.compare.analysis.across.
+        random_effects`); an effect with an interval, never a claim; NaN elsewhere.
 
     Extending it (a new test, an interval): add fields with defaults after these, so every construction stays
     valid, and say in this docstring what they hold.
@@ -117,6 +120,7 @@ class Claim:
     steps: int = 0
     selection_seeds: int = 0
     edge: bool = False
+    model: tuple[float, float, float] = (math.nan, math.nan, math.nan)
 
     @property
     def what(self) -> str:

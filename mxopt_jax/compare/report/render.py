@@ -145,10 +145,13 @@ def study_tables(study: Study) -> list[tuple[int, TableAnalysis]]:
 
 
 def all_claims(study: Study) -> list[Claim]:
-    """Every tested pair of every table of every study (``study`` numbering them from 0), then, with
+    """Every tested pair of every table of every study (``study`` numbering them from 0; where a table's claims
+    are about the optimizers under their searches, its chosen configurations' own tests follow them), then, with
     independent studies, every pair of every table across them (``study = None``): what ``claims.csv`` holds."""
     own = [
-        dataclasses.replace(c, study=k) for k, s in enumerate(study.studies()) for c in s.analysis.claims()
+        dataclasses.replace(c, study=k)
+        for k, s in enumerate(study.studies())
+        for c in [*s.analysis.claims(), *s.analysis.configuration_claims()]
     ]
     return own + list(study.analysis.across_claims())
 

@@ -840,8 +840,8 @@ def across_table(across: AcrossStudies, metric: str = "metric", title: str | Non
     agree = a.agreement()
     title = title or f"== {a.problem} [{a.mode}] across {N} independent studies"
     notes = [
-        f"claims about the optimizers, over {N} independent tunings: the exact sign-flip test over the studies, "
-        f"Holm over {agree['pairs']} pair(s) at {100 * a.level:g} %. " + _see("across"),
+        f"claims {_across_about(a)}: the exact sign-flip test over the studies, Holm over {agree['pairs']} pair(s) "
+        f"at {100 * a.level:g} %. " + _see("across"),
         f"agreement over {agree['pairs']} pair(s): {agree['claimed']} shown to differ in at least one study, "
         f"{agree['replicated']} in every study the same way, {agree['contradicted']} one way in a study and the "
         f"other way in another, {agree['unreplicated']} in some studies only; {agree['shown']} shown by the "
@@ -849,13 +849,37 @@ def across_table(across: AcrossStudies, metric: str = "metric", title: str | Non
     ]
     if agree["pairs"] and not a.can_claim:
         notes.append(
-            f"power: {N} studies cannot support any claim about the optimizers in a table of {len(a.names)} "
+            f"power: {N} studies cannot support any claim {_across_about(a).split(',')[0]} in a table of "
+            f"{len(a.names)} "
             f"entries: the smallest p-value, 2/2^{N} = {2.0 ** (1 - N):.2g}, is above Holm's first threshold "
             f"{100 * a.level:g} %/{agree['pairs']} = {a.level / agree['pairs']:.2g}; it needs at least "
             f"{a.min_studies} studies (--studies {a.min_studies}), or fewer contenders."
         )
     notes.append(across_sentences(a, metric))
+    model = _model_line(a, [a.names[k] for k in order], metric)
+    if model:
+        notes.append(model)
     return Table(title, head, rows, ">>><<>>>", notes, keep=(3,), guide="across")
+
+
+def _model_line(a: AcrossStudies, order: Sequence[str], metric: str) -> str:
+    """The model-based reading of the first entry against the next ones (at most 3): each a random-effects
+    estimate over the studies with its Hartung-Knapp 95 % interval, labelled as a model's and never a claim."""
+    if not a.model_effect.size or len(order) < 2:
+        return ""
+    k = {n: i for i, n in enumerate(a.names)}
+    first = order[0]
+    parts = []
+    for other in order[1:4]:
+        est, lo, hi = (float(x[k[first], k[other]]) for x in (a.model_effect, a.model_low, a.model_high))
+        if math.isfinite(est):
+            parts.append(f"{first} - {other} {est:.3g} [{lo:.3g}, {hi:.3g}]")
+    if not parts:
+        return ""
+    return (
+        f"model-based (a random-effects model over the {a.studies} studies, Hartung-Knapp 95 % intervals; an "
+        f"estimate under the model's assumptions, not a claim), {metric}: " + "; ".join(parts) + "."
+    )
 
 
 def study_label(analysis: StudyAnalysis) -> str:
@@ -868,9 +892,15 @@ def across_sentences(a: AcrossStudies, metric: str = "metric") -> str:
     """An across-studies table's claims in sentences (about the optimizers; :func:`sentences`), or ``"no
     difference shown among the E entries"``."""
     shown = [c for c in across_claims(a) if c.shown]
-    return sentences(
-        f"claims (about the optimizers, over {a.studies} independent tunings)", shown, metric, len(a.names)
-    )
+    return sentences(f"claims ({_across_about(a)})", shown, metric, len(a.names))
+
+
+def _across_about(a: AcrossStudies) -> str:
+    """What an across-studies table's claims are about: the optimizers over the tunings (tuned), the default
+    configurations over the studies (one-shot: nothing was tuned)."""
+    if a.mode == "one-shot":
+        return f"about the default configurations, over {a.studies} independent studies"
+    return f"about the optimizers, over {a.studies} independent tunings"
 
 
 def _span(values: Sequence[int]) -> str:
