@@ -165,12 +165,14 @@ def lead_claims(study: Study) -> str:
         searched = [t for t in study.analysis.tables.values() if t.about == "optimizers"]
         if searched:
             claims = [c for t in searched for c in t.shown_claims()]
+            tables_ = f"{len(searched)} tuned table{'s' if len(searched) > 1 else ''}"
+            count = f"{len(claims)} in the {tables_}" if claims else f"none shown in the {tables_}"
             return (
-                f"Claims about the optimizers under this search and budget: {len(claims)} in the {len(searched)} "
-                "tuned tables (under each table, the ones that decide the most first; claims.csv holds every one, "
-                "with the tests of the chosen configurations alone). One study makes them: each holds against "
-                "every configuration the other contender's search tried. To see whether they carry over to other "
-                "seeds and search draws, repeat the tuning: mxopt-jax compare --studies N."
+                f"Claims about the optimizers under this search and budget: {count} (under each table, the ones "
+                "that decide the most first; claims.csv holds every one, with the tests of the chosen "
+                "configurations alone). One study makes them: each holds against every configuration the other "
+                "contender's search tried. To see whether they carry over to other seeds and search draws, repeat "
+                "the tuning: mxopt-jax compare --studies N."
             )
         return (
             "Claims in this report are about the configurations this study chose: each table's tests hold each "
