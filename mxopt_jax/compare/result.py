@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import protocol
+from . import protocol, tuning
 from . import search as _search
 from .analysis import StudyAnalysis, analyse_study
 from .contenders import Contender
@@ -176,16 +176,41 @@ def identical_groups(
 
 
 def _tuned(roles: Mapping[str, Records], problem: Problem, contender: Contender, search: str) -> Selection:
-    """The tuned selection of one contender on one problem: chosen on its selection runs, reported on its
-    confirmation runs (:func:`~mxopt_jax.compare.protocol.select`); in a random search the edge flags are the
+    """The tuned selection of one contender on one problem: chosen on its selection runs, reported on the chosen
+    row of its report runs, every row's final test value kept for the claims about the optimizers
+    (:func:`~mxopt_jax.compare.protocol.select`; a study saved before the report runs existed reports its
+    confirmation runs and compares chosen configurations only); in a random search the edge flags are the
     trials' (:func:`mxopt_jax.compare.search.edges`: the index of a trial says nothing about its place among the
     values tried)."""
     rec = roles["selection"]
-    sel = protocol.select(rec, problem, confirmation=roles["confirmation"])
+    if "report" in roles:
+        sel = protocol.select(rec, problem, report=roles["report"])
+    else:
+        sel = protocol.select(rec, problem, confirmation=roles["confirmation"])
     if search != "random":
         return sel
     edges = _search.edges({"learning_rate": rec.lrs, **rec.hparams}, sel.index, contender.hyperparameters)
     return dataclasses.replace(sel, edges=edges, on_edge=edges.get("learning_rate"))
+
+
+def shown(roles: Mapping[str, Records], mode: str, contender: Contender, selection: Selection) -> Records:
+    """The records ``mode``'s table shows of one contender (``roles``: what its program ran): the tuned mode's
+    confirmation runs (the chosen row of the report runs), the one-shot mode's default runs (the default
+    configuration's row of the report runs, or the default runs made alone), as records of role
+    ``"confirmation"`` or ``"default"``. A study saved before the report runs existed stored both."""
+    role = MODES[mode]
+    if role in roles:
+        return roles[role]
+    report = roles["report"]
+    if mode == "tuned":
+        return dataclasses.replace(report.take(selection.index), role=role)
+    row = tuning.default_row(report, contender)
+    if row is None:
+        raise ValueError(
+            f"{contender.name} on {report.problem}: no default runs, and its report runs do not hold its default "
+            "configuration"
+        )
+    return dataclasses.replace(report.take(row), role=role)
 
 
 # --------------------------------------------------------------------------- the result
@@ -332,6 +357,18 @@ class StudyResult:
         table = self.tuned if mode == "tuned" else self.one_shot
         return [sel for p in self.problems for sel in table.get(p.name, {}).values()]
 
+    def shown_records(self, mode: str = "tuned") -> list[Records]:
+        """The records ``mode``'s tables show (:func:`shown`: the chosen configurations' report runs, or the
+        default configurations'), problem by problem, contender by contender."""
+        table = self.tuned if mode == "tuned" else self.one_shot
+        by_name = {c.name: c for c in self.contenders}
+        return [
+            shown(roles, mode, by_name[n], self.tuned[p.name][n])
+            for p in self.problems
+            for n, roles in self.records.get(p.name, {}).items()
+            if n in table.get(p.name, {})
+        ]
+
     def all_records(self, role: str | None = None) -> list[Records]:
         """Every record of this study (of one ``role``, or all), problem by problem, contender by contender."""
         return [
@@ -427,15 +464,16 @@ class StudyResult:
             records[name] = per
             p = known[name]
             tuned[name] = {n: _tuned(r, p, by_name[n], plan.search) for n, r in per.items()}
-            one_shot[name] = {n: protocol.select(r["default"], p) for n, r in per.items()}
+            defaults = {n: shown(r, "one-shot", by_name[n], tuned[name][n]) for n, r in per.items()}
+            one_shot[name] = {n: protocol.select(d, p) for n, d in defaults.items()}
             identical[name] = {
                 "tuned": identical_groups(
                     {n: r["selection"] for n, r in per.items()},
                     # a random search's contenders share its drawn trials (common random numbers), not its first
                     min_shared=3 if plan.search == "grid" else max(1, min(3, (plan.trials or 1) - 1)),
-                    also={n: r["confirmation"] for n, r in per.items()},
+                    also={n: r["report"] if "report" in r else r["confirmation"] for n, r in per.items()},
                 ),
-                "one-shot": identical_groups({n: r["default"] for n, r in per.items()}, min_shared=1),
+                "one-shot": identical_groups(defaults, min_shared=1),
             }
         return cls(
             plan,

@@ -404,7 +404,7 @@ def test_independent_studies_are_reported_across_and_reload(tmp_path):
     assert [s.seeds for s in two.studies()] == [[0, 1, 2, 3, 4], [100, 101, 102, 103, 104]]
     assert two.repeats[0].tuned["digits"]["adam"].report_seeds.tolist() == list(range(2000, 2006))
     text = two.report()
-    assert text.startswith("== Across 2 independent studies")
+    assert text.startswith("== Verdict") and "== Across 2 independent studies" in text
     for name in ("digits", "logreg"):
         for mode in ("tuned", "one-shot"):
             assert f"== {name} [{mode}] across 2 independent studies" in text

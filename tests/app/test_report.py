@@ -205,7 +205,8 @@ def test_overall_and_modes_tables(study):
     means = [float(re.split(r"\s{2,}", line.strip())[1]) for line in body]
     assert means == sorted(means)
     modes = tables.format_modes(analysis.rankings["tuned"], analysis.rankings["one-shot"], identical)
-    assert "->" in modes and "change" in modes
+    # no averaged "change": rank-set middles mix how sure a table is with how good an entry is (issue 49)
+    assert "->" in modes and "change" not in modes and " up " in modes.splitlines()[1] + " "
     report = tables.format_report(analysis, study.problems, "Protocol text.")
     assert report.startswith("== Overall") and report.rstrip().endswith("Protocol text.")  # results first
     for p in study.problems:
@@ -429,7 +430,10 @@ def test_protocol_says_what_each_figure_reads_and_how_random_trials_are_drawn():
     text = " ".join(
         describe(P.PRESETS["quick"], [problem("logreg")], ["adam"], search="random", trials=8).split()
     )
-    assert "the training curves show these runs; the sensitivity plot shows the selection runs" in text
+    assert (
+        "Figures: the training curves show the chosen configuration's report runs (validation); the " in text
+    )
+    assert "the sensitivity plot shows the selection runs" in text
     assert "Common random numbers: the search seed (0) alone seeds one stream" in text
     assert "lowest (<) or the highest (>) of its hyperparameter among the contender's trials" in text
     assert "within 5%" not in text

@@ -172,7 +172,7 @@ def render_images(study: StudyResult) -> dict[str, bytes]:
 
     figs = draw_study(
         study.problems,
-        study.all_records("selection") + study.all_records("confirmation"),
+        study.all_records("selection") + study.shown_records("tuned"),
         study.analysis,
         study.families,
     )

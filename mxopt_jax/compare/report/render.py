@@ -114,6 +114,7 @@ def describe_study(study: Study) -> str:
         search_seed=plan.search_seed,
         spaces={c.name: c.hyperparameters for c in ran} if plan.search == "random" else None,
         schedule=plan.schedule,
+        searches=any("report" in roles for per in study.records.values() for roles in per.values()),
     )
 
 
@@ -144,10 +145,13 @@ def study_tables(study: Study) -> list[tuple[int, TableAnalysis]]:
 
 
 def all_claims(study: Study) -> list[Claim]:
-    """Every tested pair of every table of every study (``study`` numbering them from 0), then, with
+    """Every tested pair of every table of every study (``study`` numbering them from 0; where a table's claims
+    are about the optimizers under their searches, its chosen configurations' own tests follow them), then, with
     independent studies, every pair of every table across them (``study = None``): what ``claims.csv`` holds."""
     own = [
-        dataclasses.replace(c, study=k) for k, s in enumerate(study.studies()) for c in s.analysis.claims()
+        dataclasses.replace(c, study=k)
+        for k, s in enumerate(study.studies())
+        for c in [*s.analysis.claims(), *s.analysis.configuration_claims()]
     ]
     return own + list(study.analysis.across_claims())
 
@@ -158,11 +162,24 @@ def lead_claims(study: Study) -> str:
     configurations it chose and how to get claims about the optimizers."""
     across = across_studies(study)
     if not across:
+        searched = [t for t in study.analysis.tables.values() if t.about == "optimizers"]
+        if searched:
+            claims = [c for t in searched for c in t.shown_claims()]
+            tables_ = f"{len(searched)} tuned table{'s' if len(searched) > 1 else ''}"
+            count = f"{len(claims)} in the {tables_}" if claims else f"none shown in the {tables_}"
+            return (
+                f"Claims about the optimizers under this search and budget: {count} (under each table, the ones "
+                "that decide the most first; claims.csv holds every one, with the tests of the chosen "
+                "configurations alone). One study makes them: each holds against every configuration the other "
+                "contender's search tried. To see whether they carry over to other seeds and search draws, repeat "
+                "the tuning: mxopt-jax compare --studies N."
+            )
         return (
             "Claims in this report are about the configurations this study chose: each table's tests hold each "
-            "contender's chosen configuration fixed, so the tuning's luck is part of every claim. For claims about "
-            "the optimizers, repeat the whole tuning: mxopt-jax compare --studies N (the study is then the unit; "
-            "N >= 6 can show a difference between 2 contenders, 9 among 5, 14 among 22)."
+            "contender's chosen configuration fixed, so the tuning's luck is part of every claim (this study did "
+            "not run every configuration on the report seeds). Run the study again for claims about the optimizers "
+            "under their searches, or repeat the whole tuning: mxopt-jax compare --studies N (the study is then "
+            "the unit; N >= 6 can show a difference between 2 contenders, 9 among 5, 14 among 22)."
         )
     metrics = {p.name: p.metric_name for p in study.problems}
     claims = [c for a in across for c in across_claims(a) if c.shown]
@@ -198,8 +215,10 @@ def format_study(study: Study) -> str:
     ran."""
     text = format_report(study.analysis, study.problems)
     across = format_across(study)
+    verdict = tables.verdict_lines(study.analysis, study.problems)
     return "\n\n".join(
         [
+            *(["\n".join(verdict)] if verdict else []),
             *([across] if across else [_wrapped(lead_claims(study))]),
             text.rstrip("\n"),
             "\n".join(tables.wrap(batching_note(study), indent="  ")),
@@ -269,7 +288,7 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
     if plots:
         figs = draw_study(
             study.problems,
-            study.all_records("selection") + study.all_records("confirmation"),
+            study.all_records("selection") + study.shown_records("tuned"),
             study.analysis,
             study.families,
         )
