@@ -721,3 +721,42 @@ def test_the_report_explains_sgld_s_enormous_tuned_rate():
     assert "sgd" not in words.split("sgld", 1)[1].split()
     assert "N(0, sqrt(lr))" in words and "SGLD's parametrisation, not a fault" in words
     assert "rescale_grad = the number of training examples" in words
+
+
+# --------------------------------------------------------------------------- issue 53: pictures and words
+def _twins_study():
+    """Two problems: on the first sgd, lbsgd, ccsgd and test are identical; on the second lbsgd and test differ
+    from sgd and ccsgd but not from each other (the main job's recommender: lazy and dense updates round
+    differently)."""
+    names = ("sgd", "lbsgd", "ccsgd", "test", "adam")
+    probs = [problem("digits_mlp"), problem("logreg")]
+    recs = synthetic_records(names, [PROBLEMS[0], PROBLEMS[-1]])
+    recs = [
+        dataclasses.replace(r, val=r.val * 1.001, test=r.test * 1.001, train_loss=r.train_loss * 1.001)
+        if r.problem == "logreg" and r.contender in ("lbsgd", "test")
+        else r
+        for r in recs
+    ]
+    return _assembled(recs, probs)
+
+
+def test_contenders_identical_on_every_problem_are_one_row_whichever_the_tables_name_first():
+    """Issue 53, item 8: the main job's overall table listed lbsgd and test as two rows with the same numbers:
+    they are one entry in every problem's table, but under sgd on some problems and under lbsgd on the
+    recommender, and the identity over problems looked only for the first problem's representatives."""
+    from mxopt_jax.compare.analysis import common_identity
+    from mxopt_jax.compare.report import render
+
+    study = _twins_study()
+    assert study.identical_map("digits_mlp") == {"sgd": ["lbsgd", "ccsgd", "test"]}
+    assert study.identical_map("logreg") == {"sgd": ["ccsgd"], "lbsgd": ["test"]}
+    assert study.identical_everywhere() == {"sgd": ["ccsgd"], "lbsgd": ["test"]}
+    overall = render.format_study(study).split("== Overall: ")[1].split("\n\n")[0]
+    rows = [line.split("  ")[0] for line in overall.splitlines()[3:] if line and line[0].isalpha()]
+    assert "lbsgd (= test)" in rows and "sgd (= ccsgd)" in rows and "test" not in rows
+    # the rule, on the main job's maps (problem by problem) and on maps that name other representatives
+    mj = [{"sgd": ["lbsgd", "ccsgd", "test"]}] * 4 + [{"sgd": ["ccsgd"], "lbsgd": ["test"]}]
+    assert common_identity(mj) == {"sgd": ["ccsgd"], "lbsgd": ["test"]}
+    assert common_identity([{"a": ["b", "c"]}, {"b": ["c"]}]) == {"b": ["c"]}
+    assert common_identity([{"a": ["b"]}, {}]) == {} and common_identity([]) == {}
+    assert common_identity([{"a": ["b", "c"]}], names=["a", "c"]) == {"a": ["c"]}
