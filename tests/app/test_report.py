@@ -760,3 +760,12 @@ def test_contenders_identical_on_every_problem_are_one_row_whichever_the_tables_
     assert common_identity([{"a": ["b", "c"]}, {"b": ["c"]}]) == {"b": ["c"]}
     assert common_identity([{"a": ["b"]}, {}]) == {} and common_identity([]) == {}
     assert common_identity([{"a": ["b", "c"]}], names=["a", "c"]) == {"a": ["c"]}
+
+
+def test_the_omitted_interval_sentence_points_nowhere_it_cannot():
+    """Issue 53, item 8: "below, its 95 % interval covers ..." stood under the overall table with nothing below
+    it (it meant: below 9 problems): the sentence now says with how many problems."""
+    for n in (1, 2, 5, 8):
+        text = P.ranking_omitted(n)
+        assert "below" not in text and "with 2 problems" in text and "with 5 to 8" in text
+        assert text.startswith(f"The interval and P(best) are omitted: {n} problem(s) cannot support")
