@@ -769,3 +769,35 @@ def test_the_omitted_interval_sentence_points_nowhere_it_cannot():
         text = P.ranking_omitted(n)
         assert "below" not in text and "with 2 problems" in text and "with 5 to 8" in text
         assert text.startswith(f"The interval and P(best) are omitted: {n} problem(s) cannot support")
+
+
+def test_a_problem_with_embedding_tables_says_under_its_tables_who_ran_lazy_updates():
+    """Issue 53, item 8: on the recommender adam runs lazy_update=True and optax.adam does not, which the report
+    said only in the protocol, 800 lines later: under each table of a problem with embedding tables, right under
+    its rows, it says which contenders ran lazy updates there and which pairs are different updates there."""
+    from mxopt_jax.compare.direction import Direction
+    from mxopt_jax.compare.report import render
+
+    probs = [problem("movielens_mf"), problem("logreg")]
+    probs = [SimpleNamespace(**vars(p), direction=Direction("lower")) for p in probs]
+    probs[0].tables = ("users", "items")
+    recs = synthetic_records(("adam", "optax.adam", "nag"), [PROBLEMS[3], PROBLEMS[-1]])
+    study = _assembled(recs, probs)
+    text = render.format_study(study)
+    note = (
+        "Embedding tables (users, items): adam ran with lazy_update=True here (each step updates only the table "
+        "rows the mini-batch reads"
+    )
+    for mode in ("tuned", "one-shot"):
+        part = text.split(f"== movielens_mf: matrix factorization (row-sparse) [{mode}")[1].split("\n== ")[0]
+        flat = " ".join(part.split())
+        assert note in flat and "optax.adam take dense gradients and update every row" in flat
+        assert "adam and optax.adam are different updates on this problem." in flat
+        assert flat.index(note) < flat.index("claims") if "claims" in flat else True
+        assert flat.index("This table:") < flat.index(note)
+    logreg = text.split("== logreg:")[1]
+    assert "Embedding tables" not in logreg.split("\n== ")[0]
+    assert tables.sparse_note(probs[1], study.contenders) == ""
+    page = render.study_html(study, images={})
+    tables_part = page.split("<details")[0]  # the page's tables, before the folded protocol and text report
+    assert tables_part.count("Embedding tables (users, items)") == 2  # under both of its tables

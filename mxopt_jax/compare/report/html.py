@@ -29,6 +29,7 @@ from .tables import (
     modes_table,
     overall_table,
     problem_table,
+    sparse_note,
     study_label,
 )
 
@@ -104,7 +105,7 @@ def _problem_table(study: StudyResult, problem: Any, mode: str) -> str:
     analysis = study.analysis.tables.get((problem.name, mode))
     if analysis is None:
         return ""
-    t = problem_table(analysis, problem)
+    t = problem_table(analysis, problem, notes=[sparse_note(problem, study.contenders)])
     s0 = analysis.selections[0]
     title = "tuned" if mode == "tuned" else "one-shot (default rate)"
     seeds = f"{s0.seeds} report seeds, {s0.steps} steps"

@@ -27,6 +27,7 @@ __all__ = [
     "all_claims",
     "lead_claims",
     "study_tables",
+    "table_notes",
     "batching_note",
     "format_across",
     "describe_study",
@@ -192,11 +193,19 @@ def _wrapped(text: str) -> str:
     return "\n".join(out)
 
 
+def table_notes(study: Study) -> dict[str, list[str]]:
+    """``{problem: sentences}`` printed under each of that problem's tables, in the text and the HTML alike: on
+    a problem with embedding tables, which contenders ran lazy updates there
+    (:func:`~mxopt_jax.compare.report.tables.sparse_note`)."""
+    notes = {p.name: tables.sparse_note(p, study.contenders) for p in study.problems}
+    return {p: [n] for p, n in notes.items() if n}
+
+
 def format_study(study: Study) -> str:
     """The text report: the results first (with independent studies, the tables across them; the overall
     ranking, then each problem's tables), then the batching check and the timings, then the protocol as it
     ran."""
-    text = format_report(study.analysis, study.problems)
+    text = format_report(study.analysis, study.problems, notes=table_notes(study))
     across = format_across(study)
     return "\n\n".join(
         [
