@@ -18,7 +18,7 @@ from ..serialize import contender_info, problem_info, write_atomic, write_docume
 from . import tables
 from .export import write_claims_csv, write_csv, write_summary_csv
 from .html import html_report
-from .plots import draw_study, save_all
+from .plots import draw_report, save_all
 from .tables import format_report
 from .text import describe
 
@@ -256,8 +256,10 @@ def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes
 
 def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: bool = True) -> list[Path]:
     """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json``, ``report.html`` (one
-    self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, ``sensitivity.png``,
-    ``curves.png``, ``loss.png`` and (two problems or more) ``profile.png`` into ``out_dir``; returns the paths. Without
+    self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, the figures
+    (:func:`~mxopt_jax.compare.report.plots.draw_report`: ``results_<problem>.png`` per problem, ``sensitivity.png``,
+    ``curves.png``, ``loss.png`` and, two problems or more, ``ranks.png`` and ``profile.png``) into ``out_dir``;
+    returns the paths. Without
     ``data``, the records (``runs.csv``, ``study.json``) are left as they are: only what is rendered from them
     is written (``mxopt-jax report``). In a study of several processes only process 0 writes; the others write
     nothing and return ``[]``."""
@@ -276,7 +278,7 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
         written.append(write_document(out / "study.json", study_document(study)))
     pngs: list[Path] = []
     if plots:
-        figs = draw_study(
+        figs = draw_report(
             study.problems,
             study.all_records("selection") + study.all_records("confirmation"),
             study.analysis,
