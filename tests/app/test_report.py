@@ -921,7 +921,7 @@ def test_every_figure_says_which_runs_and_split_it_shows(drawn):
     for p in probs:
         ax = figs[plots.results_png(p.name)].axes[0]
         assert ax.get_xlabel().startswith("test ") and "confirmation runs" in notes[plots.results_png(p.name)]
-    assert "test metric" in figs["ranks.png"].axes[0].get_title()
+    assert "test metric" in figs["ranks.png"].get_suptitle()
     runs = ("selection runs", "confirmation", "reported runs")
     for name in figs:
         caption = html.caption(name)

@@ -811,7 +811,8 @@ def plot_ranks(rankings: Mapping[str, Ranking]) -> Figure:
     longest = max(len(label(n, r.identical)) for _, r in ranked for n in r.names)
     problems = max(len(r.problems) for _, r in ranked)
     heights = [0.2 * len(r.names) + 0.9 for _, r in ranked]
-    fig = figures.figure(figsize=(1.2 + 0.058 * longest + 0.72 * (problems + 1), sum(heights) + 1.4))
+    width = max(4.8, 1.2 + 0.058 * longest + 0.72 * (problems + 1))  # the titles fit a figure of few problems
+    fig = figures.figure(figsize=(width, sum(heights) + 1.4))
     axes = fig.subplots(len(ranked), 1, squeeze=False, height_ratios=heights)[:, 0]
     for ax, (mode, r) in zip(axes, ranked, strict=True):
         order, names = r.order, r.problems
@@ -874,12 +875,21 @@ def plot_ranks(rankings: Mapping[str, Ranking]) -> Figure:
         for spine in ax.spines.values():
             spine.set_visible(False)
         ax.tick_params(length=0)
-        what = "tuned" if mode == "tuned" else "one-shot (default rate)"
-        ax.set_title(f"{what}: rank sets on the test metric; mean rank at the right", fontsize=9.5)
-        ax.set_xlabel("")
+        ax.set_title("tuned" if mode == "tuned" else "one-shot (default rate)", fontsize=9.5)
+        ax.annotate(
+            "mean rank",
+            xy=(1.0, 1.0),
+            xycoords="axes fraction",
+            xytext=(6, 3),
+            textcoords="offset points",
+            fontsize=7.5,
+            rotation=30,
+            ha="left",
+            va="bottom",
+        )
     figures.titles(
         fig,
-        f"Ranks over {problems} problem(s)",
+        f"Rank sets on the test metric, {problems} problem(s)",
         "Each cell: the contender's rank set in that problem's table (the test metric of the confirmation runs), "
         "coloured by its middle among the table's entries (dark: first, light: last); outlined and bold: in the "
         "table's best set (no entry shown better); rows in the overall table's order (mean rank, at the right); "
