@@ -1104,8 +1104,8 @@ def ranking_omitted(problems: int, family: str = "table", level: float = TEST_LE
     if problems < MIN_PROBLEMS:
         return (
             f"The interval and P(best) are omitted: {problems} problem(s) cannot support a bootstrap over problems "
-            f"(it needs at least {MIN_PROBLEMS}; below, its {100 * LEVEL:g} % interval covers the mean rank in as "
-            "few as half of the draws)."
+            f"(it needs at least {MIN_PROBLEMS}: with 2 problems its {100 * LEVEL:g} % interval covers the mean "
+            "rank in as few as half of the draws, with 5 to 8 in 86 to 92 % of them)."
         )
     if family != "report":
         return (

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import protocol, tuning
 from . import search as _search
-from .analysis import StudyAnalysis, analyse_study
+from .analysis import StudyAnalysis, analyse_study, common_identity
 from .contenders import Contender
 from .plan import Plan
 from .problems.base import Problem
@@ -339,14 +339,9 @@ class StudyResult:
 
     def identical_everywhere(self, mode: str = "tuned") -> dict[str, list[str]]:
         """``{representative: [others]}`` for contenders identical in ``mode`` on every problem (folded in the
-        cross-problem tables)."""
-        maps = [self.identical_map(p.name, mode) for p in self.problems]
-        out: dict[str, list[str]] = {}
-        for rep, others in maps[0].items() if maps else ():
-            common = [o for o in others if all(o in m.get(rep, []) for m in maps[1:])]
-            if common:
-                out[rep] = common
-        return out
+        cross-problem tables): those every problem's table puts in one group, whichever contender each table
+        names first (:func:`~mxopt_jax.compare.analysis.common_identity`)."""
+        return common_identity([self.identical_map(p.name, mode) for p in self.problems])
 
     def identical_by_problem(self) -> dict[str, dict[str, dict[str, list[str]]]]:
         """``{problem: {mode: {representative: [identical contenders]}}}``: how each table folds."""

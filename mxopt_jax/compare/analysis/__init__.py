@@ -21,7 +21,7 @@ reads these objects and never imports :mod:`mxopt_jax.compare.stats` nor the pro
 
 from __future__ import annotations
 
-from .across import AcrossStudies, across_studies
+from .across import AcrossStudies, across_studies, common_identity
 from .bands import Band, mean_band
 from .overall import Profile, Ranking, analyse_profile, analyse_ranking
 from .study import MODES, StudyAnalysis, across_claims, analyse, analyse_study
@@ -47,6 +47,7 @@ __all__ = [
     "analyse_ranking",
     "analyse_study",
     "analyse_table",
+    "common_identity",
     "mean_band",
     "most_entries",
     "verdict",

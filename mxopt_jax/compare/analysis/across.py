@@ -28,7 +28,7 @@ from ..protocol import (
 )
 from ..stats import ci_halfwidth
 
-__all__ = ["AcrossStudies", "across_studies", "median_inf", "random_effects"]
+__all__ = ["AcrossStudies", "across_studies", "common_identity", "median_inf", "random_effects"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,11 +265,7 @@ def across_studies(
     if not common:
         raise ValueError("across_studies: no contender ran in every study")
     # contenders identical in every study are one entry (a duplicate would count twice in the family)
-    everywhere: dict[str, list[str]] = {}
-    for rep in common:
-        others = [o for o in common if o != rep and all(o in (ident or {}).get(rep, ()) for ident in idents)]
-        if others and not any(rep in v for v in everywhere.values()):
-            everywhere[rep] = others
+    everywhere = common_identity(idents, common)
     folded = {o for v in everywhere.values() for o in v}
     common = [n for n in common if n not in folded]
     N, C = len(per), len(common)
@@ -403,6 +399,40 @@ def random_effects(
         half = stats.t_quantile((1 + level) / 2, k - 1) * se
         est[r], low[r], high[r] = mu, mu - half, mu + half
     return est, low, high
+
+
+def common_identity(
+    maps: Sequence[Mapping[str, Sequence[str]] | None], names: Sequence[str] | None = None
+) -> dict[str, list[str]]:
+    """The contenders identical in *every* one of ``maps`` (each ``{representative: [others]}``: one per problem,
+    per mode or per study), as ``{representative: [others]}``.
+
+    Two contenders are one group when every map puts them in the same group, whichever representative each map
+    names: a map that folds ``lbsgd`` and ``test`` into ``sgd``'s group and one that keeps ``[sgd, ccsgd]`` and
+    ``[lbsgd, test]`` apart give ``{"sgd": ["ccsgd"], "lbsgd": ["test"]}``. Groups and their members come in the
+    order met (each map's groups in turn, representative first), the first met the representative; ``names``
+    restricts them to those contenders. No map: no group.
+
+    >>> common_identity([{"sgd": ["lbsgd", "ccsgd", "test"]}, {"sgd": ["ccsgd"], "lbsgd": ["test"]}])
+    {'sgd': ['ccsgd'], 'lbsgd': ['test']}
+    """
+    groups_of: list[dict[str, str]] = []
+    met: dict[str, None] = {}
+    for m in maps:
+        group: dict[str, str] = {}
+        for rep, others in (m or {}).items():
+            for n in (rep, *others):
+                group[n] = rep
+                met.setdefault(n)
+        groups_of.append(group)
+    if not groups_of:
+        return {}
+    allowed = set(met if names is None else names)
+    together: dict[tuple[str, ...], list[str]] = {}
+    for n in met:
+        if n in allowed and all(n in g for g in groups_of):
+            together.setdefault(tuple(g[n] for g in groups_of), []).append(n)
+    return {g[0]: g[1:] for g in together.values() if len(g) > 1}
 
 
 def median_inf(row: np.ndarray) -> float:

@@ -22,7 +22,7 @@ from ..protocol import (
     search_table,
     searchable,
 )
-from .across import AcrossStudies, across_studies, median_inf
+from .across import AcrossStudies, across_studies, common_identity, median_inf
 from .overall import Ranking, analyse_ranking
 from .table import Claim, TableAnalysis, analyse_table
 from .verdict import Verdict, verdict
@@ -250,11 +250,8 @@ def analyse(
         of = {p: t for (p, m), t in tables.items() if m == mode}
         if of:
             rankings[mode] = analyse_ranking(of, everywhere[mode], family=family)
-    both = {
-        rep: [o for o in others if o in everywhere["one-shot"].get(rep, [])]
-        for rep, others in everywhere["tuned"].items()
-    }
-    return StudyAnalysis(tables, rankings, everywhere, {k: v for k, v in both.items() if v})
+    both = common_identity([everywhere["tuned"], everywhere["one-shot"]])
+    return StudyAnalysis(tables, rankings, everywhere, both)
 
 
 def _by_problem(selections: Iterable[Selection]) -> dict[str, list[Selection]]:

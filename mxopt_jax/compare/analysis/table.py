@@ -327,6 +327,12 @@ class TableAnalysis:
         """Whether ``a``'s entry was shown better than ``b``'s."""
         return self.comparison.shown_better(a, b)
 
+    @property
+    def best(self) -> tuple[str, ...]:
+        """The entries no other entry was shown better than (their rank set starts at 1), in display order:
+        the table's best set (:class:`~mxopt_jax.compare.analysis.verdict.Verdict`, the figures' shading)."""
+        return tuple(n for n in self.order if self.rank(n) == 1)
+
     # ------------------------------------------------------------------ the selections
     def selection(self, name: str) -> Selection:
         """``name``'s selection (folded contenders included)."""

@@ -157,7 +157,7 @@ def verdict(table: TableAnalysis) -> Verdict:
     """The verdict of ``table`` (module docstring)."""
     comp = table.comparison
     c = comp.comparison
-    best = tuple(n for n in comp.order if comp.rank(n) == 1)
+    best = table.best
     by = {s.contender: s for s in table.selections}
     direction = Direction(comp.better)
     narrowing: list[Narrowing] = []

@@ -18,7 +18,7 @@ from ..serialize import contender_info, problem_info, write_atomic, write_docume
 from . import tables
 from .export import write_claims_csv, write_csv, write_summary_csv
 from .html import html_report
-from .plots import draw_study, save_all
+from .plots import draw_report, save_all
 from .tables import format_report
 from .text import describe
 
@@ -27,6 +27,7 @@ __all__ = [
     "all_claims",
     "lead_claims",
     "study_tables",
+    "table_notes",
     "batching_note",
     "format_across",
     "describe_study",
@@ -209,11 +210,19 @@ def _wrapped(text: str) -> str:
     return "\n".join(out)
 
 
+def table_notes(study: Study) -> dict[str, list[str]]:
+    """``{problem: sentences}`` printed under each of that problem's tables, in the text and the HTML alike: on
+    a problem with embedding tables, which contenders ran lazy updates there
+    (:func:`~mxopt_jax.compare.report.tables.sparse_note`)."""
+    notes = {p.name: tables.sparse_note(p, study.contenders) for p in study.problems}
+    return {p: [n] for p, n in notes.items() if n}
+
+
 def format_study(study: Study) -> str:
     """The text report: the results first (with independent studies, the tables across them; the overall
     ranking, then each problem's tables), then the batching check and the timings, then the protocol as it
     ran."""
-    text = format_report(study.analysis, study.problems)
+    text = format_report(study.analysis, study.problems, notes=table_notes(study))
     across = format_across(study)
     verdict = tables.verdict_lines(study.analysis, study.problems)
     return "\n\n".join(
@@ -266,8 +275,10 @@ def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes
 
 def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: bool = True) -> list[Path]:
     """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json``, ``report.html`` (one
-    self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, ``sensitivity.png``,
-    ``curves.png``, ``loss.png`` and (two problems or more) ``profile.png`` into ``out_dir``; returns the paths. Without
+    self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, the figures
+    (:func:`~mxopt_jax.compare.report.plots.draw_report`: ``results_<problem>.png`` per problem, ``sensitivity.png``,
+    ``curves.png``, ``loss.png`` and, two problems or more, ``ranks.png`` and ``profile.png``) into ``out_dir``;
+    returns the paths. Without
     ``data``, the records (``runs.csv``, ``study.json``) are left as they are: only what is rendered from them
     is written (``mxopt-jax report``). In a study of several processes only process 0 writes; the others write
     nothing and return ``[]``."""
@@ -286,7 +297,7 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
         written.append(write_document(out / "study.json", study_document(study)))
     pngs: list[Path] = []
     if plots:
-        figs = draw_study(
+        figs = draw_report(
             study.problems,
             study.all_records("selection") + study.shown_records("tuned"),
             study.analysis,

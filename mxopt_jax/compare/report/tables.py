@@ -24,6 +24,7 @@ from ..analysis.verdict import SEED_STEPS
 from ..protocol import ROUNDING_RTOL, TEST, Selection
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..contenders import Contender
     from ..problems.base import Problem
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "overall_table",
     "problem_table",
     "reference_lines",
+    "sparse_note",
     "study_label",
     "table_body",
     "test_words",
@@ -543,7 +545,9 @@ def _fmt_quartiles(s: Selection, quartiles: tuple[float, float, float]) -> str:
     return f"{one(med)} [{one(q1)}, {one(q3)}]"
 
 
-def problem_table(table: TableAnalysis, problem: Problem | None = None, title: str | None = None) -> Table:
+def problem_table(
+    table: TableAnalysis, problem: Problem | None = None, title: str | None = None, notes: Sequence[str] = ()
+) -> Table:
     """The cells of one problem's table (:func:`format_problem` prints them; the HTML page renders them), read
     from its analysis.
 
@@ -553,8 +557,10 @@ def problem_table(table: TableAnalysis, problem: Problem | None = None, title: s
     worst value), the chosen rate, the best validation value, steps and seconds to target at the chosen rate,
     the fastest trial's steps to target (the profile's time, from the selection runs), ms/step and the diverged
     runs (report seeds, then selection runs). Rows in the rank sets' order (then the median). Contenders
-    identical to a present one are folded into its row (``"sgd (= ccsgd, test)"``) before testing.
+    identical to a present one are folded into its row (``"sgd (= ccsgd, test)"``) before testing. ``notes``:
+    sentences printed right under the rows, before the claims (:func:`sparse_note`).
     """
+    notes_given = list(notes)
     sels = table.entry_selections
     identical = table.identical
     by = {s.contender: s for s in sels}
@@ -608,14 +614,42 @@ def problem_table(table: TableAnalysis, problem: Problem | None = None, title: s
     extra = tuple(format_configs([by[n] for n in table.order], identical)) if s0.mode == "tuned" else ()
     notes = [*claims_note(table, metric)]
     notes[0] += " " + _see("problem")
+    notes[1:1] = [n for n in notes_given if n]  # right under the rows, before the claims
     groups = ((0, 1, 3, 4, 5, 6), (7, 8, 9), (10, 11, 12))  # the test values; the targets; time, divergence
     return Table(title, head, rows, ">><" + ">" * 10, notes, extra, (2,), "problem", groups)
 
 
-def format_problem(table: TableAnalysis, problem: Problem | None = None, title: str | None = None) -> str:
+def format_problem(
+    table: TableAnalysis, problem: Problem | None = None, title: str | None = None, notes: Sequence[str] = ()
+) -> str:
     """One problem's table as text (:func:`problem_table`: the columns and what they claim are described
     there)."""
-    return _render(problem_table(table, problem, title))
+    return _render(problem_table(table, problem, title, notes))
+
+
+def sparse_note(problem: Problem, contenders: Sequence[Contender]) -> str:
+    """What a reader of ``problem``'s tables must know when it has embedding tables (``problem.tables``): which
+    contenders ran MXNet's lazy update there (those with a sparse factory: ``lazy_update=True``, which they do not
+    on other problems), which take dense gradients and update every row, and which pairs of the same name are
+    therefore different updates there (``adam`` and ``optax.adam``); ``""`` for a problem without tables."""
+    if not getattr(problem, "tables", ()):
+        return ""
+    names = {c.name for c in contenders}
+    lazy = [c.name for c in contenders if c.sparse_make is not None]
+    dense = [c.name for c in contenders if not c.row_sparse]
+    if not lazy:
+        return ""
+    text = (
+        f"Embedding tables ({', '.join(problem.tables)}): {', '.join(lazy)} ran with lazy_update=True here (each "
+        "step updates only the table rows the mini-batch reads, and only their optimizer state: MXNet's sparse "
+        "recipe; on a problem without tables every gradient is dense and the switch changes nothing)"
+    )
+    if dense:
+        text += f"; {', '.join(dense)} take dense gradients and update every row"
+    pairs = [f"{n} and optax.{n}" for n in lazy if f"optax.{n}" in names]
+    if pairs:
+        text += f": {'; '.join(pairs)} are different updates on this problem"
+    return text + "."
 
 
 def format_configs(
@@ -999,7 +1033,12 @@ def _narrowing(v: Verdict, problem: Problem | None = None) -> str:
     )
 
 
-def format_report(analysis: StudyAnalysis, problems: Sequence[Problem] = (), protocol: str = "") -> str:
+def format_report(
+    analysis: StudyAnalysis,
+    problems: Sequence[Problem] = (),
+    protocol: str = "",
+    notes: Mapping[str, Sequence[str]] | None = None,
+) -> str:
     """The whole text report of a study's analysis, results first: the overall tables (what won where, and how
     sure), one table per problem (tuned, then one-shot), the one-shot-against-tuned table, "How to read these
     tables" (:func:`how_to_read`: every column explained once), then ``protocol``. With several independent
@@ -1007,9 +1046,13 @@ def format_report(analysis: StudyAnalysis, problems: Sequence[Problem] = (), pro
 
     Identity is the analysis's, per table: each table folds the contenders identical in it, the overall tables
     those identical on every problem in that mode, the one-shot-against-tuned table those identical in both.
+    ``notes``: ``{problem: sentences}`` printed under each of that problem's tables (:func:`sparse_note`).
     """
     known = {p.name: p for p in problems}
-    tables = [format_problem(t, known.get(t.problem)) for t in analysis.tables.values()]
+    tables = [
+        format_problem(t, known.get(t.problem), notes=(notes or {}).get(t.problem, ()))
+        for t in analysis.tables.values()
+    ]
     which = study_label(analysis)
     of = f" ({which})" if which else ""
     overall = []
