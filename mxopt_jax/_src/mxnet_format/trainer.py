@@ -11,12 +11,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..facade.updater import ShapeCache, fits, stored_shapes
 from .arrays import _read_params
 from .attributes import file_errors
 from .checkpoint import TrainerCheckpoint
 from .files import source
 from .limits import Budget, check_max_bytes
-from .states import _fits, _ShapeCache, _stored_shapes
 from .unpickler import _read_states
 from .updater import _warn, resume
 
@@ -382,7 +382,7 @@ def _pair_states(
             f"parameters (indices 0..{len(order) - 1}): not the files of one run? Index order: {rule}"
         )
     layout, frozen, fresh = {}, {}, set()
-    cache = _ShapeCache(opt)
+    cache = ShapeCache(opt)
     for i, n in enumerate(order):
         a = arrays[n]
         if n in null and i in updater.states:
@@ -393,8 +393,8 @@ def _pair_states(
         if i in updater.states:
             st = updater.states[i]
             _check_dtype(opt, i, n, a.dtype, updater.layout[i][2], swhere)
-            if not _fits(opt, i, st, tuple(a.shape), a.dtype, cache):
-                shape = updater.layout[i][1] or _stored_shapes(st)[0]
+            if not fits(opt, i, st, tuple(a.shape), a.dtype, cache):
+                shape = updater.layout[i][1] or stored_shapes(st)[0]
                 raise ValueError(
                     f"load_trainer: index {i} (parameter {n!r}) has a state of shape {tuple(shape)} in {swhere}, "
                     f"but the parameter has shape {tuple(a.shape)}: the wrong order or the wrong names? "

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import facade
+from ..facade.updater import SHAPE_COST, ShapeCache
 from ..validation import warn
 from .allowlist import MXNetObject, is_unknown
 from .attributes import check_optimizer, file_errors, summary
@@ -22,10 +23,8 @@ from .states import (
     _ALIASES_19,
     _MASTER_LAST_19,
     _REGISTRY_NAME,
-    SHAPE_COST,
     _convert_state,
     _Mismatch,
-    _ShapeCache,
     _weight_shape,
     distinct_shapes,
     to_host,
@@ -319,7 +318,7 @@ def _convert_states(
 
     host: dict = {}
     dtypes: dict = {}
-    cache = _ShapeCache(opt, budget)
+    cache = ShapeCache(opt, budget)
     for idx, st in states.items():
         if isinstance(idx, bytes):
             idx = idx.decode()
