@@ -6,14 +6,18 @@ the fix (the docstring says how).
 
 from __future__ import annotations
 
+import io
+import json
 import pathlib
 import warnings
+import zipfile
 
 import jax.numpy as jnp
 import pytest
+from pickle_bytes import dumps, from_states
 
 import mxopt_jax
-from mxopt_jax.mxnet_format import load_updater
+from mxopt_jax.mxnet_format import load_trainer, load_updater, read_states
 
 GOLDEN = pathlib.Path(__file__).parents[1] / "golden"
 CKPT, GOLD = GOLDEN / "mxnet_ckpt", GOLDEN / "mxnet_resume"
@@ -67,3 +71,69 @@ def test_groupadagrad_states_refuse_a_weight_of_another_row_count(rows):
     assert upd(0, w, w).shape == (6, 4)
     with pytest.raises(ValueError, match=r"made for another weight"):  # after a step as well
         upd(0, jnp.ones((1, 4)), jnp.ones((1, 4)))
+
+
+# --------------------------------------------------------------------------- 14: fresh states, lost counts
+def _trainer(case="mx20_cnn_adam"):
+    return _quiet(load_trainer, GOLD / f"{case}.params", GOLD / f"{case}.states", loss="sum", lr_mult={})
+
+
+def test_set_states_into_a_resumed_updater_says_what_it_creates_fresh_and_refuses_strays():
+    """Before: ``set_states`` into a ``load_trainer`` updater without a state for '3.weight' made a zero state
+    at the next step without a word (``load_trainer`` warns); states of other indices or shapes loaded."""
+    ckpt = _trainer()
+    blob = ckpt.updater.get_states(dump_optimizer=True)
+    gone = ckpt.index("3.weight")
+    states = {i: s for i, s in ckpt.updater.states.items() if i != gone}
+    partial = mxopt_jax.get_updater(ckpt.optimizer)
+    partial.states = states
+    partial_blob = partial.get_states(dump_optimizer=True)
+    fresh = _trainer()
+    with pytest.warns(UserWarning, match=r"set_states: the archive holds no state for \['3\.weight'\]"):
+        fresh.updater.set_states(partial_blob)
+    # a state for an index the file does not train (a running statistic), or of another parameter's shape
+    for bad, match in [
+        ({**ckpt.updater.states, ckpt.index("1.running_mean"): ckpt.updater.states[0]}, r"does not train"),
+        ({**ckpt.updater.states, gone: ckpt.updater.states[ckpt.index("3.bias")]}, r"parameter '3\.weight'"),
+    ]:
+        other = mxopt_jax.get_updater(ckpt.optimizer)
+        other.states = bad
+        target = _trainer()
+        before = target.optimizer.num_update
+        with pytest.raises(ValueError, match=rf"^Updater\.set_states: .*{match}"):
+            target.updater.set_states(other.get_states(dump_optimizer=True))
+        assert target.optimizer.num_update == before
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _trainer().updater.set_states(blob)  # its own archive: no warning
+
+
+def test_states_without_update_counts_are_announced():
+    """Before: counts keyed to other indices restarted the bias correction at step 1 with step-3 moments,
+    silently, in the facade's format and in MXNet's files alike."""
+    ref = mxopt_jax.get_updater(mxopt_jax.create("adam"))
+    for _ in range(3):
+        ref([0, 1], [jnp.ones(2)] * 2, [jnp.ones(2)] * 2)
+    archive = zipfile.ZipFile(io.BytesIO(ref.get_states(dump_optimizer=True)))
+    manifest = json.loads(archive.read("manifest.json"))
+    attrs = manifest["optimizer"]["attrs"]
+    other = {"dict": [[{"int": 0}, {"dict": [[{"int": 7}, {"int": 3}], [{"int": 8}, {"int": 3}]]}]]}
+    attrs["_all_index_update_counts"] = other
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as out:
+        out.writestr("manifest.json", json.dumps(manifest))
+        for n in archive.namelist():
+            if n != "manifest.json":
+                out.writestr(n, archive.read(n))
+    upd = mxopt_jax.get_updater(mxopt_jax.create("adam"))
+    with pytest.warns(
+        UserWarning, match=r"set_states: the states of \[0, 1\] have no update count .* restarts"
+    ):
+        upd.set_states(buf.getvalue())
+    states, opt = from_states(*read_states(CKPT / "mx20_adam.states"))
+    counts = {i + 10: 3 for i in range(4)}
+    opt.attrs.update(_index_update_count=counts, _all_index_update_counts={0: counts})
+    with pytest.warns(
+        UserWarning, match=r"<states bytes>: the states of \[0, 1, 2, 3\] have no update count"
+    ):
+        load_updater(dumps((states, opt)))

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..numerics import is_low_precision
+from ..validation import warn
 from . import states as states_format
 from .optimizer import Optimizer, _device_id
 from .rule_backed import CLASSES, as_array, as_grad
@@ -380,9 +381,93 @@ class Updater:
         safely as an MXNet checkpoint (:mod:`mxopt_jax.mxnet_format`): within ``max_bytes`` of memory
         (default ``max(64 MiB, 32 x their size)``), every attribute checked against what the class accepts,
         a scheduler checked at its position; nothing changes when the archive is refused.
+
+        Each state is checked against its weight at the index's next update (its arrays must have the shapes
+        the optimizer makes for that weight; a state of another shape is refused, never broadcast). An
+        Updater resumed from an MXNet file (:attr:`layout`) checks them now: a state for an index the file
+        does not train, or whose shape does not fit the parameter's, is refused; a parameter the archive
+        holds no state for gets a fresh one at its next update, as MXNet's ``Updater`` makes it (a
+        ``UserWarning`` names them, as :func:`~mxopt_jax.mxnet_format.load_trainer` does). A state whose
+        index has no update count restarts its count at ``begin_num_update``, as MXNet counts (a
+        ``UserWarning`` says so: bias corrections then restart while the moments are those of a later step).
         """
-        self.states = states_format.load(states, self.optimizer, max_bytes)
-        self.states_synced = dict.fromkeys(self.states, False)
+        opt = self.optimizer
+        before = dict(vars(opt))
+        new = states_format.load(states, opt, max_bytes)
+        try:
+            missing = self._check_archive(new)
+        except BaseException:
+            vars(opt).clear()  # the archive's optimizer attributes were restored: nothing changes
+            vars(opt).update(before)
+            raise
+        self.states = new
+        self.states_synced = dict.fromkeys(new, False)
+        self._checked = {}
+        if missing:
+            warn(
+                f"Updater.set_states: the archive holds no state for {self._names(missing)}: as MXNet's "
+                "Updater, their state is created fresh at their next update",
+                UserWarning,
+            )
+        self._warn_uncounted("Updater.set_states")
+
+    def _names(self, indices: list) -> str:
+        """Indices as messages name them: by parameter name where the resumed file says it."""
+        layout = self.layout or {}
+        return str([layout[i][0] if i in layout and layout[i][0] is not None else i for i in indices][:16])
+
+    def _check_archive(self, new: dict) -> list:
+        """For an Updater resumed from an MXNet file: refuse archived states of indices the file does not train
+        and states that do not fit their parameter's shape; ``->`` the trained indices without a state."""
+        layout = self.layout
+        if layout is None:
+            return []
+        stray = sorted((i for i in new if i not in layout), key=str)
+        if stray:
+            frozen = [i for i in stray if i in self.frozen]
+            raise ValueError(
+                f"Updater.set_states: the archive holds states for indices {stray[:16]}, which the resumed "
+                f"file does not train (its indices: {sorted(layout, key=str)[:16]}"
+                + (
+                    f"; {self._frozen_names(frozen)} have grad_req 'null', MXNet never updates them"
+                    if frozen
+                    else ""
+                )
+                + "): not the states of this run?"
+                + self._rule()
+            )
+        cache = ShapeCache(self.optimizer)
+        for i, st in new.items():
+            _, shape, dtype = layout[i]
+            if shape is None or dtype is None or fits(self.optimizer, i, st, shape, dtype, cache):
+                continue
+            raise ValueError(
+                f"Updater.set_states: the archive's state of {self._describe(i)} holds arrays of shapes "
+                f"{stored_shapes(st)}, but {type(self.optimizer).__name__} keeps "
+                f"{cache.state_shapes(i, tuple(shape), dtype)} for it: the state of another parameter?"
+                + self._rule()
+            )
+        return sorted((i for i in layout if i not in new), key=str)
+
+    def _frozen_names(self, indices: list) -> str:
+        return str([self.frozen[i][0] if self.frozen[i][0] is not None else i for i in indices][:16])
+
+    def _warn_uncounted(self, who: str) -> None:
+        """Warn when a held state's index has no update count where the next update counts: its count restarts
+        at ``begin_num_update``, as MXNet's optimizer counts, while its state is that of a later step."""
+        opt = self.optimizer
+        table = opt._index_update_count
+        lost = sorted((i for i in self.states if i not in table), key=str)
+        if lost:
+            warn(
+                f"{who}: the states of {self._names(lost)} have no update count (device "
+                f"{opt._current_device}'s counts: {sorted(table, key=str)[:16]}): as MXNet's optimizer counts, "
+                f"their count restarts at begin_num_update = {opt.begin_num_update} at their next update, so "
+                "what depends on it (a bias correction) starts again from there while their state is that of "
+                "a later step. Restore the counts with the states (get_states(dump_optimizer=True)) or with "
+                "optimizer.set_update_counts(...)",
+                UserWarning,
+            )
 
 
 def get_updater(optimizer: Optimizer) -> Updater:

@@ -263,6 +263,7 @@ def resume(
     updater.order_rule = _ORDER_RULE
     for d in diffs:
         _warn(f"{where}: resumed with MXNet 2.0 / mxopt_jax math; {d}.")
+    updater._warn_uncounted(f"load_updater: {where}")
     return updater
 
 
