@@ -13,11 +13,13 @@ import warnings
 import zipfile
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
-from pickle_bytes import dumps, from_states
+from mxnet_files import list_file
+from pickle_bytes import dumps, from_states, ndarray_record
 
 import mxopt_jax
-from mxopt_jax.mxnet_format import load_trainer, load_updater, read_states
+from mxopt_jax.mxnet_format import load_params, load_trainer, load_updater, read_states
 
 GOLDEN = pathlib.Path(__file__).parents[1] / "golden"
 CKPT, GOLD = GOLDEN / "mxnet_ckpt", GOLDEN / "mxnet_resume"
@@ -28,6 +30,66 @@ def _quiet(fn, *args, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fn(*args, **kw)
+
+
+# --------------------------------------------------------------------------- 8: 1.x names in registration order
+def _net_files(children: list[str]):
+    """A 1.x Sequential-like net whose root children are ``children`` (each a Dense: ``weight`` (3, 3), ``bias``
+    (3,)), registered and saved in that order; its collect_params() keys ``dense{k}_*`` in that order; an SGD
+    ``.states`` file whose index i holds the value 100 + i (i: the Trainer's index, sorted keys)."""
+    raw, opt = read_states(GOLD / "mx19_twin.states")  # MXNet 1.9.1 SGD with momentum, a Trainer's file
+    file_names = [f"{c}.{leaf}" for c in children for leaf in ("weight", "bias")]
+    keys = [f"dense{k}_{leaf}" for k in range(len(children)) for leaf in ("weight", "bias")]
+    params = list_file(
+        [ndarray_record(np.zeros((3, 3) if n.endswith("weight") else (3,), np.float32)) for n in file_names],
+        file_names,
+    )
+    shape = {k: (3, 3) if k.endswith("weight") else (3,) for k in keys}
+    states = {i: np.full(shape[k], 100 + i, np.float32) for i, k in enumerate(sorted(keys))}
+    _, o = from_states(raw, opt)
+    counts = dict.fromkeys(range(len(keys)), 3)
+    o.attrs.update(_index_update_count=counts, _all_index_update_counts={0: dict(counts)})
+    return params, dumps((states, o)), file_names, keys
+
+
+@pytest.mark.parametrize(
+    "children",
+    [["0", "head", "2"], ["head", "1", "2"], ["0", "²", "2"], ["0", "٣", "2"], ["0", "1", "tail", "3", "4"]],
+    ids=["named-between", "named-first", "superscript-two", "arabic-indic-three", "named-among-four"],
+)
+def test_1x_names_pair_in_registration_order(children):
+    """Before: numbered children were sorted first ('0', '2', 'head'), so 'head' took the third Dense's
+    states and '2' the second's, silently; a child named '²' raised a bare ``int()`` error without the file's
+    name, and '٣' was ordered as child 3. MXNet names a Sequential's k-th added child ``str(k)`` (ASCII) and
+    saves the children in registration order: a named child sits where the file's records put it."""
+    params, blob, file_names, keys = _net_files(children)
+    ckpt = load_trainer(params, blob, loss="sum", lr_mult={}, names=keys)
+    assert ckpt.key_of == dict(zip(file_names, keys, strict=True))
+    order = sorted(keys)
+    for n, k in zip(file_names, keys, strict=True):
+        i = ckpt.index(n)
+        assert order[i] == k
+        assert float(np.asarray(ckpt.updater.states[i][0]).ravel()[0]) == 100 + i
+
+
+def test_1x_records_out_of_order_with_named_children_are_refused_when_it_matters():
+    """Records rewritten by name ('2' before '0') say nothing of where 'head' sat among the numbered children:
+    before, the reader put it last and paired silently; now refused when it matters (a leaf name in both)."""
+    params, blob, file_names, keys = _net_files(["0", "head", "2"])
+    arrays = load_params(params)
+    order = ["2.weight", "2.bias", "head.weight", "head.bias", "0.weight", "0.bias"]
+    shuffled = list_file([ndarray_record(arrays[n]) for n in order], order)
+    with pytest.raises(
+        ValueError,
+        match=r"load_trainer: the records of <params bytes> are not in the net's order .* named children "
+        r"\['head'\] .* Pass names as a dict",
+    ):
+        load_trainer(shuffled, blob, loss="sum", lr_mult={}, names=keys)
+    # a dict says it all
+    ckpt = load_trainer(
+        shuffled, blob, loss="sum", lr_mult={}, names=dict(zip(file_names, keys, strict=True))
+    )
+    assert float(np.asarray(ckpt.updater.states[ckpt.index("head.weight")][0]).ravel()[0]) == 103
 
 
 # --------------------------------------------------------------------------- 10: state shapes against weights
