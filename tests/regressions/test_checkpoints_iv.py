@@ -19,7 +19,7 @@ import optax
 import pytest
 from golden import TOL
 from mxnet_files import list_file
-from pickle_bytes import dumps, from_states, ndarray_record
+from pickle_bytes import Obj, dumps, from_states, ndarray_record
 
 import mxopt_jax
 from mxopt_jax.mxnet_format import load_params, load_trainer, load_updater, read_states
@@ -166,6 +166,68 @@ def test_groupadagrad_states_refuse_a_weight_of_another_row_count(rows):
     assert upd(0, w, w).shape == (6, 4)
     with pytest.raises(ValueError, match=r"made for another weight"):  # after a step as well
         upd(0, jnp.ones((1, 4)), jnp.ones((1, 4)))
+
+
+# --------------------------------------------------------------------------- 12: schedulers' impossible rates
+def _with_sched(path, **over):
+    states, opt = from_states(*read_states(path))
+    opt.attrs["lr_scheduler"].attrs.update(over)
+    return dumps((states, opt))
+
+
+@pytest.mark.parametrize("base_lr", [1e30, 5.0, 0.0])
+@pytest.mark.parametrize("case", ["mx20_sgd_sched_mults", "mx19_sgd_sched_mults", "mx20_adam"])
+def test_a_scheduler_rate_its_schedule_never_holds_is_refused(case, base_lr):
+    """Before: FactorScheduler / MultiFactorScheduler ``base_lr`` of 1e30, 5.0 or 0.0 loaded (0 froze the run
+    silently). Their rate starts at the constructor's base_lr (or the optimizer's rate written over it) and
+    only decays, once per decay their position counts, Factor's clamped at stop_factor_lr."""
+    with pytest.raises(
+        ValueError,
+        match=r"^<states bytes>: the pickled (Multi)?FactorScheduler's attribute 'base_lr' = .* never",
+    ):
+        load_updater(_with_sched(CKPT / f"{case}.states", base_lr=base_lr))
+    _quiet(load_updater, CKPT / f"{case}.states")  # what MXNet wrote loads
+
+
+def test_scheduler_rates_are_checked_in_the_facade_format_and_for_poly():
+    """The same rule for the facade's own archives, and Poly / Cosine (a cached rate between final_lr and
+    base_lr_orig, or the start): before, an archived base_lr of 1e30 loaded."""
+    upd = mxopt_jax.get_updater(
+        mxopt_jax.create(
+            "sgd",
+            learning_rate=None,
+            lr_scheduler=mxopt_jax.lr_scheduler.FactorScheduler(step=1, factor=0.5, base_lr=0.1),
+        )  # fmt: skip
+    )
+    for i in range(3):
+        upd(i % 2, jnp.ones(2), jnp.ones(2))
+    blob = upd.get_states(dump_optimizer=True)
+    zf = zipfile.ZipFile(io.BytesIO(blob))
+    manifest = json.loads(zf.read("manifest.json"))
+    pairs = manifest["optimizer"]["attrs"]["lr_scheduler"]["attrs"]["dict"]
+    for pair in pairs:
+        if pair[0]["str"] == "base_lr":
+            pair[1] = {"float": "1e30"}
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as out:
+        out.writestr("manifest.json", json.dumps(manifest))
+        for n in zf.namelist():
+            if n != "manifest.json":
+                out.writestr(n, zf.read(n))
+    fresh = mxopt_jax.get_updater(
+        mxopt_jax.create(
+            "sgd", learning_rate=None, lr_scheduler=mxopt_jax.lr_scheduler.FactorScheduler(step=1)
+        )
+    )
+    with pytest.raises(ValueError, match=r"^set_states: the archived FactorScheduler's attribute 'base_lr'"):
+        fresh.set_states(buf.getvalue())
+    fresh.set_states(blob)  # as written
+    poly = dict(base_lr=5.0, warmup_steps=0, warmup_final_lr=0.1, warmup_begin_lr=0, warmup_mode="linear",
+                base_lr_orig=0.1, max_update=10, final_lr=0, max_steps=10, power=2)  # fmt: skip
+    states, opt = from_states(*read_states(CKPT / "mx20_adam.states"))
+    opt.attrs["lr_scheduler"] = Obj("mxnet.lr_scheduler", "PolyScheduler", poly)
+    with pytest.raises(ValueError, match=r"PolyScheduler's attribute 'base_lr' = 5\.0 .* between final_lr"):
+        load_updater(dumps((states, opt)))
 
 
 # --------------------------------------------------------------------------- 14: fresh states, lost counts
