@@ -760,6 +760,10 @@ _NEEDS = {
 _INTS = {"warmup_steps", "count", "cur_step_ind", "max_update", "max_steps"}
 _REALS = {"base_lr", "warmup_final_lr", "warmup_begin_lr", "factor", "stop_factor_lr", "power", "base_lr_orig",
           "final_lr"}  # fmt: skip
+# the learning rates among them: the optimizer's kernels take them as float32, in which a larger value is infinite
+_RATES = _REALS - {"factor", "power"}
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_RATE_MUST = f"a rate float32 holds (at most {_FLOAT32_MAX:.4g}: the kernels take it as a float32, in which it is infinite)"
 
 
 def _fail(where: str, cls: str, k: str, must: str, v: Any, what: str = "pickled") -> ValueError:
@@ -797,6 +801,8 @@ def _fields(a: Mapping, cls: str, where: str, what: str) -> dict:
             x = _restore_real(v)
             if x is None:
                 raise _fail(where, cls, k, "a finite number >= 0", v, what)
+            if k in _RATES and x > _FLOAT32_MAX:
+                raise _fail(where, cls, k, _RATE_MUST, v, what)
             out[k] = v if type(v) is int else x  # an int stays an int (MXNet's default power is 2)
         elif k == "warmup_mode":
             if v not in ("linear", "constant") or type(v) is not str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pathlib
 import struct
 import tracemalloc
@@ -20,7 +21,7 @@ import numpy as np
 import optax
 import pytest
 from golden import TOL
-from mxnet_files import list_file
+from mxnet_files import list_file, npy, raw_npz
 from pickle_bytes import Obj, dumps, from_states, ndarray_record
 
 import mxopt_jax
@@ -324,3 +325,76 @@ def test_states_without_update_counts_are_announced():
         UserWarning, match=r"<states bytes>: the states of \[0, 1, 2, 3\] have no update count"
     ):
         load_updater(dumps((states, opt)))
+
+
+# --------------------------------------------------------------------------- 15: the smaller ones
+def _cgroup_file() -> str | None:
+    """A regular file on a cgroup mount, or None."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as f:
+            mounts = [ln.split(" - ")[0].split()[4] for ln in f if " - cgroup" in ln]
+    except OSError:
+        return None
+    for m in mounts:
+        try:
+            for e in os.scandir(m):
+                if e.is_file(follow_symlinks=False):
+                    return e.path
+        except OSError:
+            continue
+    return None
+
+
+def test_cgroup_files_are_refused_before_they_are_read(tmp_path):
+    """Before: a cgroup mount under /sys/fs/cgroup is a device other than /sys's, so its files were read as
+    regular files (and refused only for their content)."""
+    path = _cgroup_file()
+    if path is None:
+        pytest.skip("no cgroup file here")
+    with pytest.raises(ValueError, match=r"refused: the path is a file of the kernel's pseudo-filesystems"):
+        load_params(path)
+    link = tmp_path / "x.params"
+    link.symlink_to(path)
+    with pytest.raises(ValueError, match=r"x\.params: refused: the path is a file of the kernel's pseudo"):
+        load_params(link)
+
+
+def test_a_repeated_name_keeps_the_last_array_as_mxnet_and_says_so():
+    """MXNet's nd.load builds a dict, so a repeated name keeps its last array; before, the first one was
+    dropped without a word."""
+    a, b = np.zeros(2, np.float32), np.ones(2, np.float32)
+    blob = list_file([ndarray_record(a), ndarray_record(b)], ["w", "w"])
+    with pytest.warns(
+        UserWarning, match=r"<params bytes> holds 1 name\(s\) more than once: 'w' \(arrays \[0, 1\]\)"
+    ):
+        got = load_params(blob)
+    assert list(got) == ["w"] and (got["w"] == 1).all()
+    members = [(b"w.npy", npy((2,))), (b"w.npy", npy((3,)))]  # an .npz archive naming a member twice
+    with pytest.warns(UserWarning, match=r"holds 1 name\(s\) more than once: 'w'"):
+        got = load_params(raw_npz(members))
+    assert got["w"].shape == (3,)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [{"lr": 1e300}, {"wd": 1e300}, {"rescale_grad": 1e300}, {"epsilon": 1e300}, {"lr_mult": {0: 1e300}}],
+    ids=["lr", "wd", "rescale_grad", "epsilon", "lr_mult"],
+)
+def test_hyperparameters_float32_cannot_hold_are_refused(attrs):
+    """Before: lr = 1e300 loaded and the first step's weights were infinite (as MXNet's float32 kernels would
+    make them): refused now, naming the attribute."""
+    states, opt = from_states(*read_states(CKPT / "mx20_adam.states"))
+    opt.attrs.update(attrs)
+    name = next(iter(attrs))
+    with pytest.raises(ValueError, match=rf"^<states bytes>: the optimizer's attribute '?{name}.* float32"):
+        load_updater(dumps((states, opt)))
+
+
+def test_a_clip_float32_cannot_hold_clips_nothing_as_in_mxnet():
+    """clip_gradient = 1e300 is infinite in MXNet's float32 kernels, which then clip nothing: continued
+    without clipping, with a warning (before: silently)."""
+    states, opt = from_states(*read_states(CKPT / "mx20_adam.states"))
+    opt.attrs.update(clip_gradient=1e300)
+    with pytest.warns(UserWarning, match=r"clip_gradient=1e\+300 is infinite .* continuing without it"):
+        upd = load_updater(dumps((states, opt)))
+    assert upd.optimizer.clip_gradient is None

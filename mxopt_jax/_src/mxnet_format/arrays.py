@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..validation import warn
 from .files import source
 from .limits import Budget, check_max_bytes, shape_refusal
 
@@ -173,7 +174,7 @@ def load_params(path: str | os.PathLike | bytes, *, max_bytes: int | None = None
       in file order. A file saved from an unnamed list (``mx.nd.save(f, [a, b])``) gives the keys ``'0'``,
       ``'1'``, … (list order); a ``.npy`` file (``npx.save``) the single key ``'0'``; an ``.npz`` archive its
       member names without ``.npy`` (``'arr_0'``, … for ``npx.savez(f, a, b)``). As MXNet's own ``load``, a
-      repeated name keeps the last array.
+      repeated name keeps the last array (the others are dropped; a ``UserWarning`` names them).
 
     Raises:
       ValueError: naming the file, the offset or member and the problem: a path that is not a regular file,
@@ -237,7 +238,26 @@ def _read_params(data: bytes, where: str, budget: Budget) -> dict[str, np.ndarra
     if not names:
         budget.charge(n * (NAME_COST + len(str(n))), f"the names of {n} unnamed arrays")
         names = [str(k) for k in range(n)]
-    return dict(zip(names, arrays, strict=True))
+    return _by_name(names, arrays, where)
+
+
+def _by_name(names: list[str], arrays: list[np.ndarray], where: str) -> dict[str, np.ndarray]:
+    """``{name: array}`` in file order. A name held twice keeps its last array, as MXNet's ``nd.load`` /
+    ``npx.load`` build their dict (and ``load_parameters`` reads it): the others are dropped, with a
+    ``UserWarning`` naming them (MXNet's own writers never repeat a name)."""
+    out = dict(zip(names, arrays, strict=True))
+    if len(out) < len(names):
+        seen: dict[str, list[int]] = {}
+        for k, n in enumerate(names):
+            seen.setdefault(n, []).append(k)
+        twice = {n: at for n, at in seen.items() if len(at) > 1}
+        shown = ", ".join(f"{n[:80]!r} (arrays {at[:4]})" for n, at in list(twice.items())[:4])
+        warn(
+            f"load_params: {where} holds {len(twice)} name(s) more than once: {shown}; as MXNet's nd.load, the "
+            "last array of each name is kept and the others are dropped",
+            UserWarning,
+        )
+    return out
 
 
 _NPY_MAGIC = b"\x93NUMPY"
@@ -339,7 +359,7 @@ def _read_npz(data: bytes, where: str, budget: Budget) -> dict[str, np.ndarray]:
     deflated = [info.file_size for info in infos if info.compress_type == zipfile.ZIP_DEFLATED]
     if deflated:  # what decompressing takes besides the members' bytes: two chunks and zlib, once
         budget.charge(2 * min(_CHUNK, max(deflated) + 1) + _ZLIB, "decompressing the archive")
-    out = {}
+    names, arrays = [], []
     for info in infos:
         name = _member_name(info, where)
         label = f"member {name[:200]!r}"
@@ -362,8 +382,9 @@ def _read_npz(data: bytes, where: str, budget: Budget) -> dict[str, np.ndarray]:
         arr = _read_npy(r, label, budget)
         if r.left:
             raise r.fail(f"{r.left} unexpected trailing bytes")
-        out[name[: -len(".npy")]] = arr
-    return out
+        names.append(name[: -len(".npy")])
+        arrays.append(arr)
+    return _by_name(names, arrays, where)
 
 
 def _corrupted(where: str, label: str, exc: BaseException) -> ValueError:

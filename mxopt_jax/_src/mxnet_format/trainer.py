@@ -60,7 +60,8 @@ def load_trainer(
 
     Parameters are paired by name, as MXNet loads them. The ``.params`` names are read as ``load_parameters``
     / ``Block.load_dict`` reads them: MXNet's legacy ``arg:`` / ``aux:`` prefixes are stripped (two names that
-    strip to one are refused), and the order of the file's records is irrelevant. The order rule, one for
+    strip to one are refused), and a name held twice keeps its last array (as MXNet's ``nd.load``, with a
+    ``UserWarning``). The order rule, one for
     both MXNet versions: MXNet's ``Trainer`` numbers the parameters in the order of
     ``sorted(net.collect_params().keys())``. In MXNet 2.0 those keys are the ``.params`` names
     (``'0.weight'``, string-sorted: ``'10.weight'`` before ``'2.weight'``), so the files tell everything. In
