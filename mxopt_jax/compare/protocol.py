@@ -16,7 +16,7 @@ short (:func:`mxopt_jax.compare.report.text.describe` prints them in full with t
   quartiles (a diverged seed counting as the worst value), how many report seeds diverged, the best
   validation value over the run, steps to target (a majority of the seeds), ms/step, whether the chosen rate
   sits on the grid's edge;
-* **claims** (:func:`compare_table`, :func:`rank`): :func:`mxopt_jax.compare.stats.compare` on the reported test
+* **claims** (:func:`compare_table`, :func:`rank`): :func:`mxopt_jax.compare.stats.pairwise.compare_configurations` on the reported test
   values, paired by seed: the exact signed-rank test of every pair of a table's entries, Holm's correction over
   the table's pairs, level 5 %, rounding twins never separated, the problem's practical margin; a table prints
   the compact letter display and the simultaneous rank sets, nothing the tests did not show; identical
@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import stats
 from .direction import Direction
 from .floats import decode, encode
 from .records import Records, canonical
-from .stats import ci_halfwidth
+from .stats import multiple, paired, pairwise, power, profiles, ranking
+from .stats.distributions import ci_halfwidth
 
 if TYPE_CHECKING:  # pragma: no cover
     from .problems.base import Problem
@@ -88,9 +88,9 @@ LEVEL = 0.95
 #: Level of the paired tests behind the ranks (Holm-corrected over a table's pairs).
 TEST_LEVEL = 0.05
 #: The paired test of the tables (:data:`mxopt_jax.compare.stats.TESTS`): Wilcoxon's signed-rank test, exact.
-TEST = stats.TEST
+TEST = paired.TEST
 #: Rounding twins (:data:`mxopt_jax.compare.stats.ROUNDING_RTOL`): never separated by a table's tests.
-ROUNDING_RTOL = stats.ROUNDING_RTOL
+ROUNDING_RTOL = paired.ROUNDING_RTOL
 #: Bootstrap replicates of the mean rank (:func:`rank_uncertainty`) and the seed they are drawn from.
 BOOTSTRAP_REPLICATES = 1000
 BOOTSTRAP_SEED = 0
@@ -750,13 +750,13 @@ class TableComparison:
     problem: str
     mode: str
     entries: tuple[str, ...]
-    comparison: stats.Comparison
+    comparison: pairwise.Comparison
     entry: dict[str, str]
     seeds: int
     better: str = "lower"
     margin: float = 0.0
-    divergence: stats.DivergenceComparison | None = None
-    searches: stats.SearchComparison | None = None
+    divergence: pairwise.DivergenceComparison | None = None
+    searches: pairwise.SearchComparison | None = None
 
     @property
     def about(self) -> str:
@@ -777,7 +777,7 @@ class TableComparison:
             return ""
         family = c.family or c.pairs
         parts = []
-        need = stats.min_seeds(family, c.level)
+        need = power.min_seeds(family, c.level)
         if need > self.seeds:
             parts.append(
                 f"{self.seeds} seeds cannot show any difference among {len(self.entries)} entries "
@@ -787,7 +787,7 @@ class TableComparison:
             for k, name in enumerate(self.entries):
                 n = int(self.divergence.diverged[k])
                 if 0 < n < self.seeds:
-                    m = stats.min_seeds(family, c.level, diverged=n)
+                    m = power.min_seeds(family, c.level, diverged=n)
                     if m > self.seeds:
                         parts.append(
                             f"{name} diverged on {n} of {self.seeds} seeds: it cannot be shown better than an entry "
@@ -802,7 +802,7 @@ class TableComparison:
         if d is None:
             return []
         return [
-            (self.entries[i], self.entries[j], float(d.p_adjusted[i, j]))
+            (self.entries[i], self.entries[j], float(d.pvalue_adjusted[i, j]))
             for i in range(len(self.entries))
             for j in range(len(self.entries))
             if d.fewer[i, j]
@@ -847,9 +847,17 @@ class TableComparison:
         """Holm's family: the pairs of entries."""
         return self.comparison.pairs
 
+    def redecided(self, adjusted: np.ndarray, family: int, level: float | None = None) -> TableComparison:
+        """This table with its pairs decided again at the adjusted p-values ``adjusted`` (``(pairs,)``, e.g.
+        corrected in a larger Holm family of ``family`` tests; :meth:`mxopt_jax.compare.stats.pairwise.Comparison.
+        redecided`), the claims under the searches with them."""
+        c = self.comparison.redecided(adjusted, family, level)
+        searches = None if self.searches is None else self.searches._replace(comparison=c)
+        return dataclasses.replace(self, comparison=c, searches=searches)
+
     def claims(self) -> list[tuple[str, str, float]]:
         """Every ``(better, worse, adjusted p)`` the table makes, one per rejected test."""
-        b, p = self.comparison.better, self.comparison.p_adjusted
+        b, p = self.comparison.better, self.comparison.pvalue_adjusted
         return [
             (self.entries[i], self.entries[j], float(p[i, j]))
             for i in range(len(self.entries))
@@ -874,13 +882,13 @@ def compare_table(
     test: str = TEST,
     rtol: float = ROUNDING_RTOL,
 ) -> TableComparison:
-    """The tests of one table and what it may claim: :func:`mxopt_jax.compare.stats.compare` on the reported
+    """The tests of one table and what it may claim: :func:`mxopt_jax.compare.stats.pairwise.compare_configurations` on the reported
     test values of ``selections``, paired by seed (:func:`paired_values`), oriented by the problem's direction
     (``Direction.orient``) and tested with its practical margin (:attr:`Selection.margin`).
 
     Contenders that ``identical`` (``{representative: [others]}``) lists as identical to a present one are
     folded into it *before* testing (a duplicate would count twice in the family and in the others' rank sets)
-    and share its results. The rule (:func:`mxopt_jax.compare.stats.compare`, in full there): rounding twins
+    and share its results. The rule (:func:`mxopt_jax.compare.stats.pairwise.compare_configurations`, in full there): rounding twins
     (within ``rtol`` relative on every seed) are never separated; every other pair of entries is tested by
     ``test`` (the exact signed-rank test by default; two-sided); the ``E (E - 1) / 2`` p-values of the table's
     ``E`` entries are corrected together by Holm's method at ``level``; a diverged seed is the worst value on
@@ -891,7 +899,7 @@ def compare_table(
     ------
     ValueError
         as :func:`paired_values`; contenders that disagree on the direction or the margin; ``test``, ``level``
-        or ``rtol`` as :func:`mxopt_jax.compare.stats.compare`.
+        or ``rtol`` as :func:`mxopt_jax.compare.stats.pairwise.compare_configurations`.
     """
     sels = list(selections)
     values, seeds = paired_values(sels)  # every contender, folded ones included, must pair
@@ -900,7 +908,7 @@ def compare_table(
     shown, entry = fold(sels, identical)
     keep = [i for i, s in enumerate(sels) if entry[s.contender] == s.contender]
     oriented = Direction(better).orient(values[keep])
-    comparison = stats.compare(oriented, level, test, margin, rtol)
+    comparison = pairwise.compare_configurations(oriented, level, test, margin, rtol)
     diverged = ~np.isfinite(oriented)
     return TableComparison(
         problem=sels[0].problem,
@@ -911,7 +919,7 @@ def compare_table(
         seeds=len(seeds),
         better=better,
         margin=margin,
-        divergence=stats.compare_divergence(oriented, level) if diverged.any() else None,
+        divergence=pairwise.compare_divergence(oriented, level) if diverged.any() else None,
     )
 
 
@@ -962,7 +970,7 @@ def search_table(
             raise ValueError(
                 f"{s.contender} on {s.problem}: its report runs' chosen row is not its reported test values"
             )
-    searches = stats.compare_searches(direction.orient(values), grids, level, test, base.margin, rtol)
+    searches = pairwise.compare_searches(direction.orient(values), grids, level, test, base.margin, rtol)
     return dataclasses.replace(base, comparison=searches.comparison, searches=searches)
 
 
@@ -991,13 +999,8 @@ def report_family(
     out = list(tables)
     if family == "table" or not out:
         return out
-    joint = stats.holm_family([t.comparison for t in out], level)
-    return [
-        dataclasses.replace(
-            t, comparison=c, searches=None if t.searches is None else t.searches._replace(comparison=c)
-        )
-        for t, c in zip(out, joint, strict=True)
-    ]
+    adjusted, m = multiple.holm_together([t.comparison.pair_pvalues for t in out])
+    return [t.redecided(a, m, level) for t, a in zip(out, adjusted, strict=True)]
 
 
 def rank(
@@ -1034,7 +1037,7 @@ def rank_uncertainty(
     level: float = LEVEL,
     test_level: float = TEST_LEVEL,
     test: str = TEST,
-) -> stats.BootstrapRanks:
+) -> ranking.BootstrapRanks:
     """The mean rank over problems of each of ``names``, its bootstrap interval over problems and P(best).
 
     Per problem (``by_problem[problem]``: one table's selections), :func:`compare_table` (identical contenders
@@ -1074,7 +1077,7 @@ def rank_uncertainty(
     ranks = midpoint_ranks(tables, names)
     if np.isnan(ranks).all():
         raise ValueError("rank_uncertainty: none of names ran on any problem")
-    return stats.bootstrap_problems(ranks, names, n_boot, seed, level)
+    return ranking.bootstrap_problems(ranks, names, n_boot, seed, level)
 
 
 #: The fewest problems whose overall ranking gets its bootstrap interval and P(best) (:func:`ranking_omitted`):
@@ -1158,5 +1161,5 @@ def profile_scores(
     times = profile_times(by_problem)
     if not times:
         return {}
-    ratios = stats.performance_ratios(times)
-    return {n: stats.profile_score(r, tau_max) for n, r in ratios.items()}
+    ratios = profiles.performance_ratios(times)
+    return {n: profiles.profile_score(r, tau_max) for n, r in ratios.items()}

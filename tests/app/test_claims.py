@@ -103,8 +103,8 @@ def test_claims_csv_and_frame_hold_every_tested_pair(two, tmp_path):
         for r in rows
         if (r["study"], r["problem"], r["mode"], r["a"], r["b"]) == ("0", "digits", "tuned", a, b)
     )
-    assert float(row["p"]) == pytest.approx(cmp.p[i, j]) and float(row["p_adjusted"]) == pytest.approx(
-        cmp.p_adjusted[i, j]
+    assert float(row["p"]) == pytest.approx(cmp.pvalue[i, j]) and float(row["p_adjusted"]) == pytest.approx(
+        cmp.pvalue_adjusted[i, j]
     )
     assert float(row["statistic"]) == pytest.approx(cmp.statistic[i, j]) and row["test"] == "wilcoxon"
     sel = {s.contender: s for s in table.selections}

@@ -12,7 +12,7 @@ being bounded; a rate bounded above by ``q`` is asserted ``<= q + 3 se`` (a true
 probability 0.13 %), a power bounded below by ``q`` is asserted ``>= q - 3 se``; a measured rate quoted in the
 docs is asserted within ``3 se`` of its quoted value.
 
-The simulations call the batched internals (:func:`mxopt_jax.compare.stats._decide`, the one
+The simulations call the batched internals (:func:`mxopt_jax.compare.stats.pairwise._decide`, the one
 :func:`~mxopt_jax.compare.stats.compare` runs on a batch of one), and each test checks on a few tables that the
 public functions give the same answer.
 """
@@ -28,6 +28,7 @@ import scipy.stats
 from mxopt_jax.compare import analysis as A
 from mxopt_jax.compare import protocol as P
 from mxopt_jax.compare import stats as S
+from mxopt_jax.compare.stats import multiple, paired, pairwise
 
 LEVEL = 0.05
 
@@ -44,7 +45,7 @@ def _null(rng, n, C, seeds, noise="normal", seed_effect=5.0):
 def _claims(values, test="wilcoxon", level=LEVEL):
     """``better`` ``(n, C, C)`` of every table of a batch, as :func:`~mxopt_jax.compare.stats.compare`."""
     n, C, _ = values.shape
-    better = S._decide(values, np.ones((n, C), bool), level, test, 0.0, S.ROUNDING_RTOL)[0]
+    better = pairwise._decide(values, np.ones((n, C), bool), level, test, 0.0, S.ROUNDING_RTOL)[0]
     return better
 
 
@@ -83,7 +84,7 @@ def test_null_tables_claim_at_most_the_level(C, seeds, test, noise):
     # what the tables print reads only these claims: the letters differ, or a rank set is narrower than
     # [1, C], exactly in the tables with a claim (checked through the public function on 100 tables)
     for k in range(100):
-        cmp = S.compare(values[k], test=test)
+        cmp = S.compare_configurations(values[k], test=test)
         np.testing.assert_array_equal(cmp.better, better[k])
         narrow = (cmp.rank_low > 1) | (cmp.rank_high < C)
         assert narrow.any() == any_claim[k] == (len(set(cmp.letters)) > 1)
@@ -148,7 +149,7 @@ def test_overall_ranking_is_calibrated_under_the_null(seeds):
     for k in range(n):
         values = _null(rng, problems, C, seeds)
         better = _claims(values)
-        low, high = S._rank_sets(better, np.ones((problems, C), bool))
+        low, high = pairwise._rank_sets(better, np.ones((problems, C), bool))
         res = S.bootstrap_problems(0.5 * (low + high), names, n_boot=200, seed=k)
         disjoint = res.high[:, None] < res.low[None, :]
         called += bool(disjoint.any() or (res.p_first >= 0.95).any())
@@ -193,11 +194,13 @@ def _shown(values, test="wilcoxon", level=LEVEL):
     """The across-studies claims ``(n, C, C)`` of ``n`` repetitions of ``N`` studies ``(n, N, C, seeds)``."""
     n, N, C, seeds = values.shape
     i, j = np.triu_indices(C, 1)
-    d, _ = S._rounded(values[:, :, i], values[:, :, j], S.ROUNDING_RTOL)  # (n, N, pairs, seeds)
+    d, _ = paired.rounded_differences(
+        values[:, :, i], values[:, :, j], S.ROUNDING_RTOL
+    )  # (n, N, pairs, seeds)
     effects = np.moveaxis(np.median(d, axis=-1), 1, -1).reshape(-1, N)  # (n * pairs, N)
-    pl, pg = S._pair_tails(effects, test, 0.0)
+    pl, pg = paired.one_sided(effects, test, 0.0)
     p = np.minimum(1.0, 2 * np.minimum(pl, pg)).reshape(n, -1)
-    sig = S._holm(p) <= level
+    sig = multiple.holm_adjusted(p) <= level
     lower, higher = (pl < pg).reshape(n, -1), (pg < pl).reshape(n, -1)
     shown = np.zeros((n, C, C), bool)
     shown[:, i, j], shown[:, j, i] = sig & lower, sig & higher
@@ -222,7 +225,7 @@ def _old_shown(values, level=LEVEL):
     i, j = np.triu_indices(C, 1)
     medians = np.moveaxis(np.median(values[:, :, i] - values[:, :, j], axis=-1), 1, -1)  # (n, pairs, N)
     mean, p = _student(medians)
-    return (S._holm(p) <= level) & (mean != 0)
+    return (multiple.holm_adjusted(p) <= level) & (mean != 0)
 
 
 def _selections(values, rep):
@@ -373,14 +376,14 @@ def test_across_studies_power_on_the_tuned_discrete_metric():
 def _report_claims(values, family):
     """Per report ``(n, T, C, S)``: the claims ``(n, T, C, C)`` with Holm per table or over the report."""
     n, T, C, S_ = values.shape
-    pt = S._pair_tests(
+    pt = pairwise._pair_tests(
         values.reshape(n * T, C, S_), np.ones((n * T, C), bool), "wilcoxon", 0.0, S.ROUNDING_RTOL
     )
     if family == "table":
-        adj = S._holm(pt.p)
+        adj = multiple.holm_adjusted(pt.p)
     else:
-        adj = S._holm(pt.p.reshape(n, -1)).reshape(n * T, -1)
-    better, _, _ = S._square(pt, adj, LEVEL, C)
+        adj = multiple.holm_adjusted(pt.p.reshape(n, -1)).reshape(n * T, -1)
+    better, _, _ = pairwise._square(pt, adj, LEVEL, C)
     return better.reshape(n, T, C, C)
 
 
@@ -399,7 +402,7 @@ def test_report_wide_family_holds_the_level_for_the_report():
         any_claim = better.any(axis=(1, 2, 3))
         high = 0
         for k in np.flatnonzero(any_claim):
-            low, hi = S._rank_sets(better[k], np.ones((T, C), bool))
+            low, hi = pairwise._rank_sets(better[k], np.ones((T, C), bool))
             res = S.bootstrap_problems(0.5 * (low + hi), names, n_boot=200, seed=int(k))
             high += bool((res.p_first >= 0.5).any())
         rates[family] = (any_claim.mean(), high / n)
@@ -499,7 +502,7 @@ def test_paired_t_option_on_a_discrete_metric_holds_the_level():
             assert rate == 0.0
         i, j = np.triu_indices(C, 1)
         mean, p = _student(values[:, i] - values[:, j])  # the former rule: Student's t, sd = 0 -> p = 0
-        old = ((S._holm(p) <= LEVEL) & (mean != 0)).any(axis=-1).mean()
+        old = ((multiple.holm_adjusted(p) <= LEVEL) & (mean != 0)).any(axis=-1).mean()
         if seeds == 2:
             assert old > 0.3, old
 
@@ -564,11 +567,11 @@ def _searched(
 def _search_claims(chosen, grids, level=LEVEL):
     """``better`` ``(n, C, C)`` of every table of a batch, as :func:`~mxopt_jax.compare.stats.compare_searches`
     decides (its batched internals)."""
-    one, _, _ = S._search_tests(chosen, grids, "wilcoxon", 0.0, S.ROUNDING_RTOL)
+    one, _, _ = pairwise._search_tests(chosen, grids, "wilcoxon", 0.0, S.ROUNDING_RTOL)
     n, C, _ = chosen.shape
     i, j = np.triu_indices(C, 1)
     p = np.minimum(1.0, 2 * np.minimum(one[:, i, j], one[:, j, i]))
-    significant = S._holm(p) <= level
+    significant = multiple.holm_adjusted(p) <= level
     better = np.zeros((n, C, C), bool)
     better[:, i, j] = significant & (one[:, i, j] < one[:, j, i])
     better[:, j, i] = significant & (one[:, j, i] < one[:, i, j])
@@ -660,7 +663,7 @@ def test_a_search_claim_is_a_claim_at_the_chosen_configurations_too():
     search = _search_claims(chosen, grids)
     one_sided = np.zeros_like(search)
     for t in range(len(chosen)):
-        one_sided[t] = S.compare(chosen[t]).better
+        one_sided[t] = S.compare_configurations(chosen[t]).better
     # the Holm thresholds are the same and every pair's p-value at least the chosen configurations' one
     assert search.any() and not (search & ~one_sided).any()
     assert search.sum() < one_sided.sum()

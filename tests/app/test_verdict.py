@@ -82,7 +82,7 @@ def test_a_contender_is_shown_better_only_against_every_rate_the_other_tried():
     t = P.search_table([a, c])
     assert t.shown_better("a", "c")
     assert t.searches.one_sided[0, 1] == pytest.approx(2.0**-R)  # every seed, every rate: 1 / 2^16
-    assert t.comparison.p[0, 1] == pytest.approx(2 * 2.0**-R)
+    assert t.comparison.pvalue[0, 1] == pytest.approx(2 * 2.0**-R)
 
 
 def test_compare_searches_checks_its_input_and_never_separates_twins():
@@ -184,5 +184,6 @@ def test_the_report_family_covers_search_tables():
     assert tw.about == "optimizers" and tw.comparison.searches is not None
     assert not (tw.comparison.comparison.better & ~t1.comparison.comparison.better).any()
     assert math.isclose(
-        tw.comparison.searches.comparison.p_adjusted[0, 2], tw.comparison.comparison.p_adjusted[0, 2]
+        tw.comparison.searches.comparison.pvalue_adjusted[0, 2],
+        tw.comparison.comparison.pvalue_adjusted[0, 2],
     )

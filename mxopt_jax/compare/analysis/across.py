@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .. import stats
 from ..direction import LOWER, Direction
 from ..protocol import (
     LEVEL,
@@ -26,9 +25,10 @@ from ..protocol import (
     search_table,
     searchable,
 )
-from ..stats import ci_halfwidth
+from ..stats import distributions, multiple, paired, pairwise, power
+from ..stats.distributions import ci_halfwidth
 
-__all__ = ["AcrossStudies", "across_studies", "common_identity", "median_inf", "random_effects"]
+__all__ = ["AcrossStudies", "across_studies", "common_identity", "random_effects"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +104,7 @@ class AcrossStudies:
         """The fewest studies on which the across-studies test can show a difference in this table: the
         smallest ``N`` with ``2 / 2^N <= level / pairs`` (:func:`mxopt_jax.compare.stats.min_seeds`, the study
         as the unit): 6 for one pair, 8 for 4 entries, 9 for 5, 14 for 22."""
-        return stats.min_seeds(max(self.pairs, 1), self.level)
+        return power.min_seeds(max(self.pairs, 1), self.level)
 
     @property
     def can_claim(self) -> bool:
@@ -140,11 +140,11 @@ class AcrossStudies:
 
     def shown_letters(self) -> list[str]:
         """The compact letter display of the across-studies claims (:func:`mxopt_jax.compare.stats.letters`)."""
-        return stats.letters(self.shown | self.shown.T, self._order())
+        return pairwise.letters(self.shown | self.shown.T, self._order())
 
     def replicated_letters(self) -> list[str]:
         """The compact letter display of the claims made in every study, letters named in the same order."""
-        return stats.letters(self.replicated | self.replicated.T, self._order())
+        return pairwise.letters(self.replicated | self.replicated.T, self._order())
 
     def agreement(self) -> dict[str, int]:
         """How far the studies agree on the claims (unordered pairs of contenders):
@@ -179,7 +179,7 @@ def _study_level(
     when a contender diverged on most seeds of a study). The study is the unit and each study's effect a paired
     difference whose sign is a fair coin under the null (the two contenders, tuning included, exchangeable):
     ``test`` ``"wilcoxon"``, the exact signed-rank test over the ``N`` effects (ties and zero effects as the
-    single-study test takes them); ``"t"``, the exact sign-flip test of their mean (:func:`stats.paired_t`'s
+    single-study test takes them); ``"t"``, the exact sign-flip test of their mean (:func:`paired.paired_t`'s
     p-value). Either way the smallest two-sided p-value is ``2 / 2^N``, whatever the spread: a near-zero spread
     of the studies' effects is no certainty. ``margin``: an effect is evidence only beyond it. Holm over the
     ``P`` pairs at ``level``. Returns the raw and the Holm-adjusted two-sided p-values, the direction (``-1``:
@@ -188,10 +188,10 @@ def _study_level(
     p = np.ones(P)
     direction = np.zeros(P)
     if N >= 2 and P:
-        pl, pg = stats._pair_tails(effects, test, margin)
+        pl, pg = paired.one_sided(effects, test, margin)
         p = np.minimum(1.0, 2 * np.minimum(pl, pg))
         direction = np.where(pl < pg, -1.0, np.where(pg < pl, 1.0, 0.0))
-    adj = stats._holm(p) if P else p
+    adj = multiple.holm_adjusted(p) if P else p
     return p, adj, direction, (adj <= level) & (direction != 0)
 
 
@@ -200,7 +200,7 @@ def across_studies(
     identical: Sequence[Mapping[str, Sequence[str]] | None] | None = None,
     level: float = TEST_LEVEL,
     test: str = TEST,
-    rtol: float = stats.ROUNDING_RTOL,
+    rtol: float = paired.ROUNDING_RTOL,
 ) -> AcrossStudies:
     """One table (problem and mode) read over ``N`` independent studies of it: the spread of the tuning's luck,
     and the claims that hold across the studies.
@@ -288,8 +288,8 @@ def across_studies(
         table = (search_table if searchable(sels) else compare_table)(sels, ident, level, test, rtol)
         by = {s.contender: s for s in sels}
         values, _ = paired_values([by[n] for n in common])
-        d, _ = stats._rounded(orient(values[i]), orient(values[j]), rtol)
-        medians[:, k] = [median_inf(row) for row in d]
+        d, _ = paired.rounded_differences(orient(values[i]), orient(values[j]), rtol)
+        medians[:, k] = [paired.median_inf(row) for row in d]
         finite = np.isfinite(d).all(axis=-1)
         if d.shape[-1] >= 2:
             means[finite, k] = d[finite].mean(axis=-1)
@@ -396,7 +396,7 @@ def random_effects(
         mu = float((ws * y).sum() / ws.sum())
         spread = float((ws * (y - mu) ** 2).sum() / (k - 1))
         se = (spread / ws.sum()) ** 0.5
-        half = stats.t_quantile((1 + level) / 2, k - 1) * se
+        half = distributions.t_quantile((1 + level) / 2, k - 1) * se
         est[r], low[r], high[r] = mu, mu - half, mu + half
     return est, low, high
 
@@ -433,13 +433,3 @@ def common_identity(
         if n in allowed and all(n in g for g in groups_of):
             together.setdefault(tuple(g[n] for g in groups_of), []).append(n)
     return {g[0]: g[1:] for g in together.values() if len(g) > 1}
-
-
-def median_inf(row: np.ndarray) -> float:
-    """The median of ``row`` (``numpy.median``'s mean of the two middle values for an even count), an average
-    that touches an infinite value being that value (``inf + -inf``: 0, a tie)."""
-    v = np.sort(row)
-    a, b = v[(len(v) - 1) // 2], v[len(v) // 2]
-    if np.isinf(a) or np.isinf(b):
-        return 0.0 if np.isinf(a) and np.isinf(b) and a != b else float(a if np.isinf(a) else b)
-    return float(0.5 * (a + b))

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .. import stats
 from ..protocol import (
     BOOTSTRAP_REPLICATES,
     BOOTSTRAP_SEED,
@@ -26,6 +25,7 @@ from ..protocol import (
     profile_times,
     ranking_omitted,
 )
+from ..stats import profiles, ranking
 from .table import TableAnalysis
 
 __all__ = ["Profile", "Ranking", "analyse_profile", "analyse_ranking"]
@@ -61,9 +61,9 @@ def analyse_profile(by_problem: Mapping[str, Sequence[Selection]], tau_max: floa
     times = profile_times(by_problem)
     if not times:
         return Profile({}, tau_max, np.zeros(0), {}, {})
-    taus, rho = stats.performance_profile(times, tau_max)
-    ratios = stats.performance_ratios(times)
-    scores = {n: stats.profile_score(r, tau_max) for n, r in ratios.items()}
+    taus, rho = profiles.performance_profile(times, tau_max)
+    ratios = profiles.performance_ratios(times)
+    scores = {n: profiles.profile_score(r, tau_max) for n, r in ratios.items()}
     return Profile(times, tau_max, taus, rho, scores)
 
 
@@ -89,7 +89,7 @@ class Ranking:
     tables: dict[str, TableAnalysis]
     identical: dict[str, list[str]]
     names: tuple[str, ...]
-    bootstrap: stats.BootstrapRanks
+    bootstrap: ranking.BootstrapRanks
     profile: Profile
     reached: dict[str, int]
     seed: int = BOOTSTRAP_SEED
@@ -159,7 +159,7 @@ def analyse_ranking(
     folded = {p: entries(t) for p, t in tables.items()}
     names = list(dict.fromkeys(s.contender for sels in folded.values() for s in sels))
     ranks = midpoint_ranks([t.comparison for t in tables.values()], names)
-    boot = stats.bootstrap_problems(ranks, names, n_boot, seed, level)
+    boot = ranking.bootstrap_problems(ranks, names, n_boot, seed, level)
     reached = {
         n: sum(
             1

@@ -12,7 +12,6 @@ from typing import Protocol
 
 import numpy as np
 
-from .. import stats
 from ..protocol import (
     LEVEL,
     Selection,
@@ -22,7 +21,8 @@ from ..protocol import (
     search_table,
     searchable,
 )
-from .across import AcrossStudies, across_studies, common_identity, median_inf
+from ..stats import multiple, paired
+from .across import AcrossStudies, across_studies, common_identity
 from .overall import Ranking, analyse_ranking
 from .table import Claim, TableAnalysis, analyse_table
 from .verdict import Verdict, verdict
@@ -133,7 +133,7 @@ def across_claims(a: AcrossStudies) -> list[Claim]:
     across-studies test's raw and Holm-adjusted p-values, its statistic (``W+`` of the studies' effects, oriented
     lower-is-better; Student's t of them for the t option), the effect (the median over the studies of each
     study's median paired difference, raw units) with the Hodges-Lehmann estimate and exact interval over the
-    studies (:func:`mxopt_jax.compare.stats.effect`: with fewer than 6 studies the interval is the range and its
+    studies (:func:`mxopt_jax.compare.paired.effect`: with fewer than 6 studies the interval is the range and its
     coverage below 95 %), and in how many studies the effect went the claim's way."""
     out: list[Claim] = []
     C, N = len(a.names), a.studies
@@ -152,16 +152,16 @@ def across_claims(a: AcrossStudies) -> list[Claim]:
                     else 0.0
                 )
             else:
-                stat = float(stats._w_plus(oriented[None])[0])
+                stat = float(paired.w_plus(oriented[None])[0])
             better = a.names[i] if a.shown[i, j] else a.names[j] if a.shown[j, i] else None
             way = (
                 -1.0
                 if better == a.names[i]
                 else 1.0
                 if better == a.names[j]
-                else float(np.sign(median_inf(oriented))) or -1.0
+                else float(np.sign(paired.median_inf(oriented))) or -1.0
             )
-            size = stats.effect(eff, LEVEL)
+            size = paired.effect(eff, LEVEL)
             p = float(a.p[i, j]) if a.p.size else math.nan
             out.append(
                 Claim(
@@ -304,51 +304,27 @@ def _one_family(
     at the tables' level, so that the chance of any false claim in the whole report is at most that level. A
     report-wide claim is also a per-table one (its adjusted p-value is never smaller)."""
     tables = list(analysis.tables.values())
-    raws = [t.comparison.comparison.p[np.triu_indices(len(t.entries), 1)] for t in tables]
+    raws = [t.comparison.comparison.pair_pvalues for t in tables]
     raws += [a.p[np.triu_indices(len(a.names), 1)] for a in across]
-    flat = np.concatenate(raws) if raws else np.zeros(0)
-    if not flat.size:
+    if not sum(len(r) for r in raws):
         return analysis, across
     level = tables[0].level if tables else across[0].level
-    adj = stats._holm(flat)
-    m = int(np.sum(~np.isnan(flat)))
-    start = 0
-    new_tables: dict[tuple[str, str], TableAnalysis] = {}
-    for key, t in zip(analysis.tables, tables, strict=True):
-        k = len(raws[len(new_tables)])
-        c = t.comparison.comparison
-        decided = stats._decided(
-            c.p,
-            c.statistic,
-            c.direction,
-            c.equal,
-            c.median,
-            adj[start : start + k],
-            m,
-            c.test,
-            level,
-            c.margin,
-            c.rtol,
+    adjusted, m = multiple.holm_together(raws)
+    new_tables = {
+        key: analyse_table(
+            list(t.selections),
+            t.identical,
+            comparison=t.comparison.redecided(adj, m, level),
+            configurations=t.configurations,
         )
-        start += k
-        comp = dataclasses.replace(
-            t.comparison,
-            comparison=decided,
-            searches=None
-            if t.comparison.searches is None
-            else t.comparison.searches._replace(comparison=decided),
-        )
-        new_tables[key] = analyse_table(
-            list(t.selections), t.identical, comparison=comp, configurations=t.configurations
-        )
+        for (key, t), adj in zip(analysis.tables.items(), adjusted, strict=False)
+    }
     new_across = []
-    for a in across:
+    for a, adj in zip(across, adjusted[len(tables) :], strict=True):
         C = len(a.names)
         iu = np.triu_indices(C, 1)
-        k = len(iu[0])
         p_adj = np.full((C, C), np.nan)
-        p_adj[iu] = p_adj[iu[1], iu[0]] = adj[start : start + k]
-        start += k
+        p_adj[iu] = p_adj[iu[1], iu[0]] = adj
         new_across.append(
             dataclasses.replace(a, p_adjusted=p_adj, shown=a.shown & (p_adj <= a.level), family=m)
         )

@@ -15,7 +15,6 @@ from typing import Literal
 
 import numpy as np
 
-from .. import stats
 from ..direction import Direction
 from ..protocol import (
     LEVEL,
@@ -28,7 +27,7 @@ from ..protocol import (
     search_table,
     searchable,
 )
-from .across import median_inf
+from ..stats import paired, power
 
 __all__ = ["About", "Claim", "TableAnalysis", "analyse_table"]
 
@@ -403,11 +402,17 @@ def _claims(
                         vb = closest
                     else:
                         va = closest
-            d = stats.differences(va, vb)
-            size = stats.effect(d, LEVEL)
+            d = paired.differences(va, vb)
+            size = paired.effect(d, LEVEL)
             oriented = direction.orient(d)  # lower: a better
             # the claim's way: a lower (better) is a negative oriented difference; unshown: the median's way
-            way = -1.0 if shown == a else 1.0 if shown == b else float(np.sign(median_inf(oriented))) or -1.0
+            way = (
+                -1.0
+                if shown == a
+                else 1.0
+                if shown == b
+                else float(np.sign(paired.median_inf(oriented))) or -1.0
+            )
             agree = int((np.sign(oriented) == way).sum())
             out.append(
                 Claim(
@@ -417,9 +422,9 @@ def _claims(
                     b=b,
                     test=c.test,
                     statistic=float(c.statistic[i, j]),
-                    p=float(c.p[i, j]),
-                    p_adjusted=float(c.p_adjusted[i, j]),
-                    effect=median_inf(d),
+                    p=float(c.pvalue[i, j]),
+                    p_adjusted=float(c.pvalue_adjusted[i, j]),
+                    effect=paired.median_inf(d),
                     n=len(units),
                     units=units,
                     about=about,  # type: ignore[arg-type]
@@ -485,7 +490,7 @@ def analyse_table(
         comparison=comparison,
         claims=tuple(claims),
         quartiles={s.contender: s.test_quartiles for s in sels},
-        needed_seeds=stats.min_seeds(c.pairs, c.level) if c.pairs else 0,
+        needed_seeds=power.min_seeds(c.pairs, c.level) if c.pairs else 0,
         configurations=configurations,
         configuration_claims=tuple(config_claims),
         hopeless=hopeless,
