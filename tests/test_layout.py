@@ -211,7 +211,7 @@ def test_base_keywords_written_once_and_shown_in_every_signature():
 
 
 # The study app's own layers, from the bottom up (a module may import only from its own layer or below). Data
-# flows one way: what is compared -> the engine -> the protocol and its statistics -> the plan and the file
+# flows one way: what is compared and its statistics -> the engine, presets and selection -> the plan and the file
 # formats -> the result -> the store and the reports -> the orchestration -> the command line. The report
 # renders a result and never reaches back into the orchestration; the store and the report share one module of
 # file formats (serialize). The tour is a sub-package beside the study, reached from the command line.
@@ -230,7 +230,7 @@ APP_LAYERS = [
         "compare.problems.*",
     ],
     ["compare.contenders"],
-    ["compare.engine", "compare.protocol", "compare.search", "compare.preflight"],
+    ["compare.engine", "compare.presets", "compare.selection", "compare.search", "compare.preflight"],
     ["compare.plan", "compare.serialize", "compare.tuning"],
     ["compare.analysis.*"],
     ["compare.result"],
@@ -264,7 +264,7 @@ def test_the_app_flows_one_way():
 
 
 def _names_used_from(tree: ast.AST, module: str, alias_of: set[str]) -> set[str]:
-    """Names a module's ``tree`` takes from ``module`` (``from ..protocol import x`` and ``protocol.x``)."""
+    """Names a module's ``tree`` takes from ``module`` (``from ..selection import x`` and ``selection.x``)."""
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == module:
@@ -278,9 +278,10 @@ def _names_used_from(tree: ast.AST, module: str, alias_of: set[str]) -> set[str]
 
 def test_the_report_only_reads_the_analysis():
     """The report renders the study's analysis (``compare.analysis``, computed once by the result): no module
-    under ``compare/report`` imports the statistics or calls a computing function of the protocol (selection,
-    the tables' tests, ranks, the bootstrap, profiles); it may read the protocol's types and constants."""
-    from mxopt_jax.compare import protocol
+    under ``compare/report`` imports the statistics or calls a computing function of the selection, the grids,
+    or the analysis (a table's tests, the claims, the ranking, its bootstrap, profiles, the verdict); it may read
+    their types and constants, and the figures' interval (``analysis.bands``)."""
+    import importlib
 
     graph = import_graph()
     report = [m for m in graph if m.startswith("compare.report")]
@@ -289,15 +290,47 @@ def test_the_report_only_reads_the_analysis():
         assert not [t for t in graph[m] if t == "compare.stats" or t.startswith("compare.stats.")], (
             f"{m} imports compare.stats: read the analysis instead"
         )
-    computing = {
-        n for n, v in vars(protocol).items() if inspect.isfunction(v) and v.__module__ == protocol.__name__
-    }
-    assert {"select", "compare_table", "rank", "rank_uncertainty", "profile_times", "fold"} <= computing
+    owners = [
+        "selection",
+        "presets",
+        "analysis.comparison",
+        "analysis.overall",
+        "analysis.table",
+        "analysis.across",
+        "analysis.study",
+        "analysis.verdict",
+    ]
+    computing: set[str] = set()
+    for owner in owners:
+        module = importlib.import_module(f"mxopt_jax.compare.{owner}")
+        computing |= {
+            n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__
+        }
+    assert {
+        "select",
+        "compare_table",
+        "search_table",
+        "analyse_ranking",
+        "profile_times",
+        "fold",
+    } <= computing
     mods = _modules()
     for m in report:
         tree = _tree(mods[m])
-        used = _names_used_from(tree, "protocol", {"protocol", "P"}) & computing
-        assert not used, f"{m} calls the protocol's computing functions {sorted(used)}: read the analysis"
+        # the modules the report binds to a name (``from .. import selection``, ``from ..analysis import table``)
+        bound = {
+            a.asname or a.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for a in node.names
+            if a.name in {o.split(".")[-1] for o in owners} | {"analysis"}
+        }
+        used = set()
+        for owner in owners:
+            last = owner.split(".")[-1]
+            used |= _names_used_from(tree, last, bound & {last}) & computing
+        used |= _names_used_from(tree, "analysis", bound & {"analysis"}) & computing
+        assert not used, f"{m} calls the analysis' computing functions {sorted(used)}: read the analysis"
         stats_names = _names_used_from(tree, "stats", {"stats"})
         assert not stats_names, f"{m} reads compare.stats ({sorted(stats_names)})"
 

@@ -255,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _preset_words(name: str) -> str:
-    from .protocol import PRESETS
+    from .presets import PRESETS
 
     p = PRESETS[name]
     return f"{p.grid_points} rates x {p.seeds} seeds, {p.confirm_seeds} confirmation seeds"

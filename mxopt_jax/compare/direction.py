@@ -1,7 +1,7 @@
 """Which way a metric improves: :class:`Direction`, the one owner of ``"lower"``/``"higher"``.
 
 A problem says it (:attr:`mxopt_jax.compare.problems.base.Problem.direction`, from ``Problem.better``); a
-selection keeps the word (:attr:`mxopt_jax.compare.protocol.Selection.better`). Everything that turns the word
+selection keeps the word (:attr:`mxopt_jax.compare.selection.Selection.better`). Everything that turns the word
 into arithmetic or text asks a :class:`Direction`: the sign and the oriented (lower-is-better) values that
 selection, ranks, quartiles and the tests read, whether a value meets a target (the engine's steps to target,
 the preflight), the ``<=``/``>=`` a report prints, the worst value a diverged run counts as. Records and tables

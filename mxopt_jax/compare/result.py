@@ -3,7 +3,7 @@
 table, the batching check, the programs), made from the programs' work by :meth:`StudyResult.assemble`.
 
 Below the report (:mod:`mxopt_jax.compare.report` renders a result and never reaches back into the
-orchestration) and above the protocol (:func:`~mxopt_jax.compare.protocol.select` chooses). A result reloads
+orchestration) and above the protocol (:func:`~mxopt_jax.compare.selection.select` chooses). A result reloads
 from its ``study.json`` alone (:meth:`StudyResult.from_json`): problems and contenders come back from their
 saved descriptions, so it reports but cannot train.
 
@@ -23,20 +23,23 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import protocol, tuning
 from . import search as _search
+from . import tuning
 from .analysis import StudyAnalysis, analyse_study, common_identity
+from .analysis.comparison import FAMILIES
 from .contenders import Contender
 from .plan import Plan
+from .presets import Preset
 from .problems.base import Problem
-from .protocol import Selection
 from .records import Records
+from .selection import MODES, Selection, select
 from .serialize import FORMAT, read_document, restore_contender, restore_problem
 
-__all__ = ["MODES", "ProgramResult", "StudyResult", "identical_groups"]
+__all__ = ["SHOWN_ROLE", "ProgramResult", "StudyResult", "identical_groups"]
 
-#: The two modes a study reports, and which records each one's table shows.
-MODES = {"tuned": "confirmation", "one-shot": "default"}
+#: Which records each mode's table shows (:data:`~mxopt_jax.compare.selection.MODES`): the role of the view
+#: :func:`shown` makes of the report runs.
+SHOWN_ROLE = {"tuned": "confirmation", "one-shot": "default"}
 
 #: The layout of ``study.json`` before the plan was saved whole (still reloaded).
 _FORMAT_2 = "mxopt_jax.compare.study/2"
@@ -178,15 +181,15 @@ def identical_groups(
 def _tuned(roles: Mapping[str, Records], problem: Problem, contender: Contender, search: str) -> Selection:
     """The tuned selection of one contender on one problem: chosen on its selection runs, reported on the chosen
     row of its report runs, every row's final test value kept for the claims about the optimizers
-    (:func:`~mxopt_jax.compare.protocol.select`; a study saved before the report runs existed reports its
+    (:func:`~mxopt_jax.compare.selection.select`; a study saved before the report runs existed reports its
     confirmation runs and compares chosen configurations only); in a random search the edge flags are the
     trials' (:func:`mxopt_jax.compare.search.edges`: the index of a trial says nothing about its place among the
     values tried)."""
     rec = roles["selection"]
     if "report" in roles:
-        sel = protocol.select(rec, problem, report=roles["report"])
+        sel = select(rec, problem, report=roles["report"])
     else:
-        sel = protocol.select(rec, problem, confirmation=roles["confirmation"])
+        sel = select(rec, problem, confirmation=roles["confirmation"])
     if search != "random":
         return sel
     edges = _search.edges({"learning_rate": rec.lrs, **rec.hparams}, sel.index, contender.hyperparameters)
@@ -198,7 +201,7 @@ def shown(roles: Mapping[str, Records], mode: str, contender: Contender, selecti
     confirmation runs (the chosen row of the report runs), the one-shot mode's default runs (the default
     configuration's row of the report runs, or the default runs made alone), as records of role
     ``"confirmation"`` or ``"default"``. A study saved before the report runs existed stored both."""
-    role = MODES[mode]
+    role = SHOWN_ROLE[mode]
     if role in roles:
         return roles[role]
     report = roles["report"]
@@ -225,7 +228,7 @@ class StudyResult:
       problems: the problems, in order; ``contenders``: the contenders, in order.
       records: ``problem -> contender -> role -> Records`` (selection grid with its extensions merged,
         confirmation, default).
-      tuned / one_shot: ``problem -> contender ->`` :class:`~mxopt_jax.compare.protocol.Selection` (the
+      tuned / one_shot: ``problem -> contender ->`` :class:`~mxopt_jax.compare.selection.Selection` (the
         results of each mode).
       identical: ``problem -> mode -> [[name, name, ...], ...]``: contenders whose records in that mode's table
         agree exactly (reported as one entry, the first name).
@@ -258,17 +261,17 @@ class StudyResult:
     family: str = "table"
 
     def with_family(self: R, family: str) -> R:
-        """This result read with the report's error control ``family`` (:data:`mxopt_jax.compare.protocol.
-        FAMILIES`: ``"table"``, the default, one Holm family per table; ``"report"``, every table one family):
+        """This result read with the report's error control ``family`` (:data:`mxopt_jax.compare.analysis.
+        comparison.FAMILIES`: ``"table"``, the default, one Holm family per table; ``"report"``, every table one family):
         sets it here and in the repeats, and drops the analysis made so far (the next use makes it again).
 
         Raises
         ------
         ValueError
-            ``family`` not one of :data:`~mxopt_jax.compare.protocol.FAMILIES`.
+            ``family`` not one of :data:`~mxopt_jax.compare.analysis.comparison.FAMILIES`.
         """
-        if family not in protocol.FAMILIES:
-            raise ValueError(f"family must be one of {list(protocol.FAMILIES)}, got {family!r}")
+        if family not in FAMILIES:
+            raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
         results: list[StudyResult] = [self, *self.repeats]
         for r in results:
             r.family = family
@@ -277,7 +280,7 @@ class StudyResult:
 
     # ------------------------------------------------------------------ the plan's settings, for reading
     @property
-    def preset(self) -> protocol.Preset:
+    def preset(self) -> Preset:
         return self.plan.preset
 
     @property
@@ -460,7 +463,7 @@ class StudyResult:
             p = known[name]
             tuned[name] = {n: _tuned(r, p, by_name[n], plan.search) for n, r in per.items()}
             defaults = {n: shown(r, "one-shot", by_name[n], tuned[name][n]) for n, r in per.items()}
-            one_shot[name] = {n: protocol.select(d, p) for n, d in defaults.items()}
+            one_shot[name] = {n: select(d, p) for n, d in defaults.items()}
             identical[name] = {
                 "tuned": identical_groups(
                     {n: r["selection"] for n, r in per.items()},
@@ -493,7 +496,7 @@ class StudyResult:
             plan = Plan.from_dict(meta["plan"])
         elif doc.get("format") == _FORMAT_2:  # the settings kept one by one in meta, before the plan
             plan = Plan(
-                preset=protocol.Preset(**meta["preset"]),
+                preset=Preset(**meta["preset"]),
                 seeds=tuple(meta["seeds"]),
                 confirm_seeds=tuple(meta["confirm_seeds"]),
                 search=meta.get("search") or "grid",

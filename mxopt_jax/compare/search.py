@@ -2,7 +2,7 @@
 hyperparameter (the research mode, the Crowded Valley's protocol).
 
 * ``search="grid"`` (default): each contender's learning rate on the preset's log grid around its default
-  (:meth:`~mxopt_jax.compare.protocol.Preset.grid`); every other hyperparameter keeps its default. A chosen
+  (:meth:`~mxopt_jax.compare.presets.Preset.grid`); every other hyperparameter keeps its default. A chosen
   rate on the grid's edge extends the grid.
 * ``search="random"``: ``trials`` configurations per contender, the same number for every contender (equal
   budgets), each hyperparameter drawn independently from its declared range and scale
@@ -54,7 +54,7 @@ from .space import names as _names
 
 if TYPE_CHECKING:  # pragma: no cover
     from .contenders import Contender
-    from .protocol import Preset
+    from .presets import Preset
 
 __all__ = [
     "DEFAULT_TRIALS",

@@ -27,9 +27,10 @@ import numpy as np
 from .checks import atomic_file
 from .contenders import Contender
 from .floats import encode
+from .presets import Preset
 from .problems.base import Problem
-from .protocol import Preset, Selection
 from .records import Records
+from .selection import Selection
 from .space import Hyperparameter
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -4,20 +4,20 @@
 a family by default), then, for every contender of the program and every independent study of the plan, tunes it
 (:mod:`mxopt_jax.compare.tuning`, which owns the protocol's steps 1 to 3):
 
-1. **every configuration on both seed sets**: the learning-rate grid of :meth:`protocol.Preset.grid` (centred on
+1. **every configuration on both seed sets**: the learning-rate grid of :meth:`presets.Preset.grid` (centred on
    the default rate) or the trials of a random search over every hyperparameter (:mod:`.search`, the first of
    them the defaults), under the plan's learning-rate schedule (:mod:`.schedules`), run on the selection seeds
    and on the report seeds (fresh, disjoint from them) in the same calls; every study's runs of a contender are
    packed into the program's slots (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`), and these first
    passes are timed (ms/step) while nothing else runs: the next program starts compiling, in a background thread,
    only once every contender of this one has made them;
-2. chooses on the selection runs' validation metric (:func:`protocol.select`); where the chosen rate is on the
+2. chooses on the selection runs' validation metric (:func:`selection.select`); where the chosen rate is on the
    grid's edge (grid mode), runs the grid shifted past that edge the same way (rates are inputs of the compiled
    program) and chooses again on the union, up to ``extend`` times; a rate still on the edge stays flagged;
 3. reports: the tuned mode the chosen configuration's report runs, the one-shot mode the default
    configuration's (a row of the same runs: the grid's centre, the random search's first trial); every
    configuration's final test value on the report seeds is what the claims about the optimizers compare
-   against (:func:`mxopt_jax.compare.protocol.search_table`);
+   against (:func:`mxopt_jax.compare.analysis.comparison.search_table`);
 4. (study 0) checks that the chosen configuration's result does not depend on the other runs batched with it:
    the same program runs it in every slot, and the largest relative difference of the final validation metric
    from the selection run is recorded (``Study.batching``).
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import jax
 import numpy as np
 
-from . import checks, preflight, protocol, tuning
+from . import checks, preflight, tuning
 from . import report as _report
 from . import schedules as _schedules
 from . import search as _search
@@ -47,11 +47,12 @@ from .contenders import Contender, group_by_family, resolve
 from .distributed import is_writer
 from .engine import CompiledGroup, compile_group
 from .plan import Plan, check_settings
+from .presets import Preset
 from .problems.base import Problem
 from .progress import StudyProgress, interactive
-from .protocol import Preset
 from .records import Records
 from .result import ProgramResult, StudyResult
+from .selection import Selection
 from .serialize import restore_contender, restore_problem
 from .store import ResumeError, Saved, Store, differences, open_folder, problem_fingerprint, program_key, spec
 
@@ -140,7 +141,7 @@ def study(
       contenders: names (``"adam"``, ``"optax.adam"``, ``"all"``, ``"mxopt"``, ``"optax"``) or contenders
         (:func:`mxopt_jax.compare.contenders.contender` wraps any optax optimizer factory).
       plan: the protocol: a :class:`~mxopt_jax.compare.plan.Plan`, or a preset (``"quick"`` (default),
-        ``"full"`` or a :class:`protocol.Preset`) that the ``settings`` complete.
+        ``"full"`` or a :class:`presets.Preset`) that the ``settings`` complete.
       settings: any setting of a plan (:data:`mxopt_jax.compare.plan.SETTINGS`, checked by
         :class:`~mxopt_jax.compare.plan.Plan`): ``seeds`` and ``confirm_seeds`` (counts or lists), ``search``
         (``"grid"`` or ``"random"``), ``trials``, ``search_seed``, ``schedule`` (a name or a hook ``(peak,
@@ -571,7 +572,7 @@ def _finish(
     plan = studies[0]
     n = len(studies)
     records: list[dict[str, dict[str, Records]]] = [{} for _ in range(n)]
-    chosen: list[dict[str, protocol.Selection]] = [{} for _ in range(n)]
+    chosen: list[dict[str, Selection]] = [{} for _ in range(n)]
     for i, c in enumerate(group):
         for k, tuned in enumerate(tuning.tune(prog, i, studies, first=firsts[c.name], tick=tick)):
             records[k][c.name] = tuned.records

@@ -12,7 +12,7 @@ For each study of the plan (its own seeds):
    (every row: a contender is shown better than another only when it beats it at every configuration the other
    tried, :func:`mxopt_jax.compare.stats.compare_searches`). The test split is evaluated at the end of the runs
    only, and a selection run's test value is dropped (NaN): selection never reads it;
-2. **selection** (:func:`mxopt_jax.compare.protocol.select`, validation of the selection seeds only); where the
+2. **selection** (:func:`mxopt_jax.compare.selection.select`, validation of the selection seeds only); where the
    chosen rate is on the grid's edge (grid search), the grid shifted past that edge runs the same way (both seed
    sets) and the choice is made again on the union, up to ``plan.extend`` times;
 3. the chosen configuration's report runs are the tuned mode's; the default configuration's (the grid's centre,
@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import protocol
 from . import search as _search
+from .presets import combine, shift_grid
 from .records import Records
+from .selection import Selection, select
 
 if TYPE_CHECKING:  # pragma: no cover
     from .contenders import Contender
@@ -56,13 +57,13 @@ class Tuned:
         or the trials), sorted as the selection is, on the selection seeds and on the report seeds; and
         ``"default"`` when the default configuration is not one of them (a contender whose search leaves it
         out), run on the report seeds.
-      selection: the tuned mode's :class:`~mxopt_jax.compare.protocol.Selection` (chosen on the selection
+      selection: the tuned mode's :class:`~mxopt_jax.compare.selection.Selection` (chosen on the selection
         runs' validation metric, reported on the chosen row of the report runs, every row's final test value
-        in :attr:`~mxopt_jax.compare.protocol.Selection.report_grid`).
+        in :attr:`~mxopt_jax.compare.selection.Selection.report_grid`).
     """
 
     records: dict[str, Records]
-    selection: protocol.Selection
+    selection: Selection
 
 
 def configurations(problem: Problem, contender: Contender, plan: Plan) -> dict[str, np.ndarray]:
@@ -129,7 +130,7 @@ def tune(
     out = list(first) if first is not None else first_pass(prog, index, studies)
     sel_recs = [_drop_test(out[2 * k]) for k in range(n)]
     rep_recs = [out[2 * k + 1] for k in range(n)]
-    sels = [protocol.select(sel_recs[k], p, report=rep_recs[k]) for k in range(n)]
+    sels = [select(sel_recs[k], p, report=rep_recs[k]) for k in range(n)]
     extend = studies[0].extend if studies[0].search == "grid" else 0  # a random search is not extended
     for _ in range(extend):
         edge = [(k, side) for k in range(n) if (side := sels[k].on_edge) is not None]
@@ -137,16 +138,16 @@ def tune(
             break
         requests: list[tuple[Any, Sequence[int] | np.ndarray, str]] = []
         for k, side in edge:
-            shifted = {"learning_rate": protocol.shift_grid(sel_recs[k].lrs, side)}
+            shifted = {"learning_rate": shift_grid(sel_recs[k].lrs, side)}
             requests += [
                 (shifted, studies[k].seeds, "selection"),
                 (shifted, studies[k].confirm_seeds, "report"),
             ]
         more = prog.run_many(index, requests, test=TEST_SPLIT)
         for m, (k, _) in enumerate(edge):
-            sel_recs[k] = protocol.combine(sel_recs[k], _drop_test(more[2 * m]))
-            rep_recs[k] = protocol.combine(rep_recs[k], more[2 * m + 1])
-            sels[k] = protocol.select(sel_recs[k], p, report=rep_recs[k])
+            sel_recs[k] = combine(sel_recs[k], _drop_test(more[2 * m]))
+            rep_recs[k] = combine(rep_recs[k], more[2 * m + 1])
+            sels[k] = select(sel_recs[k], p, report=rep_recs[k])
     defaults: list[Records | None] = [None] * n
     missing = [k for k in range(n) if default_row(rep_recs[k], c) is None]
     if missing:  # a search without the default configuration: its report runs, made once

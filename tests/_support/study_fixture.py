@@ -32,10 +32,10 @@ def run_study(progress: Any = False) -> Any:
 
     from tiny_problems import mlp_problem
 
-    from mxopt_jax.compare import protocol
+    from mxopt_jax.compare import presets
     from mxopt_jax.compare.study import study
 
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
+    preset = dataclasses.replace(presets.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
     return study(
         mlp_problem(), ["sgd", "ccsgd"], preset, studies=2, extend=1, check_batching="all", progress=progress
     )

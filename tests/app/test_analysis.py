@@ -78,12 +78,12 @@ def test_writing_a_study_tests_each_table_once(golden, tmp_path, monkeypatch):
     """The report reads the analysis: writing every file tests each table of each study once (before the
     analysis layer, the text, the HTML page and summary.csv each re-ran every table's tests; summary.csv and
     claims.csv hold every study's tables since issue 40)."""
-    from mxopt_jax.compare import protocol
+    from mxopt_jax.compare.analysis import comparison
     from mxopt_jax.compare.analysis import study as analysis_study
 
     fresh = Study.from_json(GOLDEN / "study.json")
     calls = []
-    real = protocol.compare_table
+    real = comparison.compare_table
 
     def counted(*args, **kwargs):
         calls.append(args[0][0].problem)

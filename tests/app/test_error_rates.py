@@ -26,8 +26,9 @@ import pytest
 import scipy.stats
 
 from mxopt_jax.compare import analysis as A
-from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare import selection
 from mxopt_jax.compare import stats as S
+from mxopt_jax.compare.analysis import comparison, overall
 from mxopt_jax.compare.stats import multiple, paired, pairwise
 
 LEVEL = 0.05
@@ -182,8 +183,8 @@ def _studies(rng, n, N, C, luck, effect=0.0, seeds=10):
 
 def _across(values, test="wilcoxon", level=LEVEL):
     """Per repetition: the per-study claims ``(N, C, C)``, the replicated ones and the across-studies test's
-    (:func:`mxopt_jax.compare.protocol._study_level` on each study's median paired difference, the rounding
-    margin applied seed by seed, as :func:`~mxopt_jax.compare.protocol.across_studies`), all repetitions at
+    (:func:`mxopt_jax.compare.analysis.across._study_level` on each study's median paired difference, the rounding
+    margin applied seed by seed, as :func:`~mxopt_jax.compare.analysis.across.across_studies`), all repetitions at
     once."""
     n, N, C, seeds = values.shape
     per_study = _claims(values.reshape(n * N, C, seeds)).reshape(n, N, C, C)
@@ -236,7 +237,7 @@ def _selections(values, rep):
         sels = []
         for c in range(C):
             v = values[rep, s, c]
-            base = P.Selection(
+            base = selection.Selection(
                 contender=f"c{c}", problem="p", mode="tuned", lrs=np.array([0.01]), index=0, lr=0.01,
                 scores=np.zeros(1), val_final=v, val_mean=float(v.mean()), val_ci=0.0, test=v,
                 test_mean=float(v.mean()), test_ci=S.ci_halfwidth(v), best_val=v, best_val_mean=float(v.mean()),
@@ -391,7 +392,7 @@ def test_report_wide_family_holds_the_level_for_the_report():
     """Issue 40, item 3: with a family per table, a report of 9 null tables (5 contenders, 16 seeds) carries some
     false claim in 27 % of the reports (measured, n = 400; about 1 - 0.965^9), and the overall ranking built on
     them gives someone P(best) >= 0.5 in 23 %; one Holm family over the report (``--family report``,
-    :func:`~mxopt_jax.compare.protocol.report_family`) holds both at the level (3.3 %, 3.3 %)."""
+    :func:`~mxopt_jax.compare.analysis.comparison.report_family`) holds both at the level (3.3 %, 3.3 %)."""
     rng = np.random.default_rng(700)
     n, T, C = 400, 9, 5
     values = _null(rng, n * T, C, 16).reshape(n, T, C, 16)
@@ -410,14 +411,14 @@ def test_report_wide_family_holds_the_level_for_the_report():
     assert rates["report"][0] <= _upper(LEVEL, n) and rates["report"][1] <= _upper(LEVEL, n)
     # the public path: report_family gives the same claims
     sels = [[_sel(values[0, t, c], f"c{c}", f"p{t}") for c in range(C)] for t in range(T)]
-    tables = P.report_family([P.compare_table(s) for s in sels], "report")
+    tables = comparison.report_family([comparison.compare_table(s) for s in sels], "report")
     for t, table in enumerate(tables):
         np.testing.assert_array_equal(table.comparison.better, _report_claims(values[:1], "report")[0, t])
         assert table.comparison.family == T * 10
 
 
 def _sel(v, name, problem="p"):
-    return P.Selection(
+    return selection.Selection(
         contender=name, problem=problem, mode="tuned", lrs=np.array([0.01]), index=0, lr=0.01, scores=np.zeros(1),
         val_final=v, val_mean=0.0, val_ci=0.0, test=v, test_mean=float(np.mean(v)), test_ci=0.0, best_val=v,
         best_val_mean=0.0, steps_to_target=np.full(len(v), np.inf), time_to_target=math.inf, reached=0,
@@ -434,7 +435,7 @@ def test_the_ranking_interval_needs_nine_problems(probs):
     problem is drawn from ``probs`` over 1..5 (spread, skewed, uniform, bimodal), covers its mean rank over
     problems (95 % nominal; n = 4000) in 83 %, 49 %, 69 %, 50 % of the draws with 2 problems, 87 %, 87 %, 87 %,
     92 % with 5, 90 %, 89 %, 92 %, 92 % with 8 and 90-93 % from 9 on: the report shows the interval and P(best)
-    from :data:`~mxopt_jax.compare.protocol.MIN_PROBLEMS` = 9 problems on, and says why not below."""
+    from :data:`~mxopt_jax.compare.analysis.overall.MIN_PROBLEMS` = 9 problems on, and says why not below."""
     rng = np.random.default_rng(800)
     support = np.arange(1.0, 6.0)
     p = np.array(probs)
@@ -453,9 +454,9 @@ def test_the_ranking_interval_needs_nine_problems(probs):
     res = S.bootstrap_problems(r[:1].T, ["x"], n_boot=B, seed=1)
     assert res.low[0] <= res.mean_rank[0] <= res.high[0]
     assert (
-        P.ranking_omitted(8, "report")
-        and P.ranking_omitted(9, "table")
-        and not P.ranking_omitted(9, "report")
+        overall.ranking_omitted(8, "report")
+        and overall.ranking_omitted(9, "table")
+        and not overall.ranking_omitted(9, "report")
     )
 
 
@@ -474,13 +475,13 @@ def test_one_diverged_seed_is_in_the_power_note_and_divergences_are_compared():
         values[:, 0, 0] = np.inf  # diverged on one seed
         shown = _claims(values)[:, 0, 1:].mean()
         assert shown <= most, (C, shown)
-    table = P.compare_table([_sel(values[0, c], f"c{c}") for c in range(5)])
+    table = comparison.compare_table([_sel(values[0, c], f"c{c}") for c in range(5)])
     assert "c0 diverged on 1 of 16 seeds" in table.power_note() and "17 seeds" in table.power_note()
     assert table.divergence is not None and list(table.divergence.diverged) == [1, 0, 0, 0, 0]
     assert table.divergence_claims() == []  # 1 seed against 0: nothing shown
     v = values[0, :5].copy()
     v[1, :10] = np.inf  # c1 diverged on 10 of 16 seeds: shown to diverge more often than the others
-    table = P.compare_table([_sel(v[c], f"c{c}") for c in range(5)])
+    table = comparison.compare_table([_sel(v[c], f"c{c}") for c in range(5)])
     claims = {(a, b) for a, b, _ in table.divergence_claims()}
     assert {("c2", "c1"), ("c3", "c1"), ("c4", "c1")} <= claims and ("c0", "c1") in claims
 

@@ -25,9 +25,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mxopt_jax.compare import protocol as P
-from mxopt_jax.compare import stats
-from mxopt_jax.compare.analysis import analyse, analyse_table
+from mxopt_jax.compare import selection, stats
+from mxopt_jax.compare.analysis import analyse, analyse_table, comparison, overall
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import export, tables
 
@@ -63,7 +62,7 @@ def _records(name, val_final, test_final, seeds, lrs, role, stt=None) -> Records
     )
 
 
-def contender(name: str, test, *, mode: str = "tuned", stt=None, corrupt=None) -> P.Selection:
+def contender(name: str, test, *, mode: str = "tuned", stt=None, corrupt=None) -> selection.Selection:
     """One contender's selection, made the way a study makes it: 3 rates on 2 selection seeds (the middle
     one chosen), then the chosen rate on fresh seeds 1000, 1001, ... whose final test metric is ``test``
     (``mode="one-shot"``: the default rate alone on those seeds). ``corrupt=(field, seed, point)`` puts a
@@ -80,11 +79,11 @@ def contender(name: str, test, *, mode: str = "tuned", stt=None, corrupt=None) -
         conf = dataclasses.replace(conf, **{field: arr})
         conf.diverged_at = np.full((1, len(test)), np.inf)  # as if nothing had flagged it
     if mode == "one-shot":
-        return P.select(dataclasses.replace(conf, role="default"), PROBLEM)
+        return selection.select(dataclasses.replace(conf, role="default"), PROBLEM)
     grid = _records(
         name, [[2.0, 2.0], [1.0, 1.0], [3.0, 3.0]], np.ones((3, 2)), [0, 1], [1e-3, 1e-2, 1e-1], "selection"
     )
-    return P.select(grid, PROBLEM, confirmation=conf)
+    return selection.select(grid, PROBLEM, confirmation=conf)
 
 
 def _rows(text: str) -> list[list[str]]:
@@ -171,7 +170,7 @@ def every_rank(sels, identical=None) -> list[dict[str, str]]:
 def claims(sels) -> set[tuple[str, str]]:
     """Every (better, worse) the problem's table implies, read from its letters and rank sets: two contenders
     with no letter in common differ, the one whose rank set lies lower (or is shown better) being better."""
-    table = P.compare_table(sels)
+    table = comparison.compare_table(sels)
     out = set()
     for a in table.entries:
         for b in table.entries:
@@ -340,7 +339,7 @@ def test_a_diverged_report_seed_is_reported_and_ranked_as_a_lost_seed(field, see
     assert cells[11] == "1/10"  # diverged report seeds
     # alpha < gamma < beta by 0.5 on every seed: shown between the two others; the victim lost one seed, so
     # a contender it beats on the nine others is never shown better than it
-    table = P.compare_table(sels)
+    table = comparison.compare_table(sels)
     order = ["alpha", "gamma", "beta"]
     v = names[victim]
     for i, a in enumerate(order):
@@ -468,7 +467,7 @@ def test_profile_and_time_to_target_in_the_tables():
     shot_a = contender("a", five, mode="one-shot", stt=stt_fast)
     shot_b = contender("b", np.add(five, 0.1), mode="one-shot", stt=stt_slow)
     assert shot_a.fastest_time == 20 and shot_b.fastest_time == 60
-    scores = P.profile_scores({"toy": [shot_a, shot_b]})
+    scores = overall.analyse_profile({"toy": [shot_a, shot_b]}).scores
     assert scores == {"a": 1.0, "b": pytest.approx((4 - 3) / 3)}
     cells = table_cells([shot_a, shot_b], "b")
     assert (

@@ -12,9 +12,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from mxopt_jax.compare import figures, serialize
-from mxopt_jax.compare import protocol as P
-from mxopt_jax.compare.analysis import analyse, analyse_table, mean_band
+from mxopt_jax.compare import figures, presets, selection, serialize
+from mxopt_jax.compare.analysis import analyse, analyse_table, mean_band, overall
 from mxopt_jax.compare.contenders import FAMILY_ORDER
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import export, plots, tables
@@ -125,8 +124,8 @@ def study():
     recs = synthetic_records()
     one = synthetic_records(one_shot=True)
     known = {p.name: p for p in problems_list()}
-    tuned = [P.select(r, known[r.problem]) for r in recs]
-    shot = [P.select(r, known[r.problem]) for r in one]
+    tuned = [selection.select(r, known[r.problem]) for r in recs]
+    shot = [selection.select(r, known[r.problem]) for r in one]
     return SimpleNamespace(
         records=recs, one_shot_records=one, tuned=tuned, one_shot=shot, problems=problems_list()
     )
@@ -243,13 +242,13 @@ def test_summary_csv(study, tmp_path):
 
 
 def test_json_round_trip(study, tmp_path):
-    protocol_text = describe(P.PRESETS["quick"], study.problems, list(MXOPT + OPTAX))
+    protocol_text = describe(presets.PRESETS["quick"], study.problems, list(MXOPT + OPTAX))
     doc = {
         "records": study.records[:30] + study.one_shot_records[:30],
         "selections": study.tuned[:30] + study.one_shot[:30],
         "protocol": protocol_text,
         "preset": "quick",
-        "presets": P.PRESETS,
+        "presets": presets.PRESETS,
         "timings": {"total_s": 12.5, "compile_s": {"adam": 2.5}},
     }
     path = serialize.write_document(tmp_path / "study.json", doc)
@@ -258,9 +257,9 @@ def test_json_round_trip(study, tmp_path):
     back = serialize.read_document(path)
     assert export.records_equal(back["records"], doc["records"])
     assert back["protocol"] == protocol_text and back["preset"] == "quick"
-    assert back["presets"]["full"] == P.PRESETS["full"]
+    assert back["presets"]["full"] == presets.PRESETS["full"]
     for a, b in zip(back["selections"], doc["selections"], strict=True):
-        for f in dataclasses.fields(P.Selection):
+        for f in dataclasses.fields(selection.Selection):
             u, v = getattr(a, f.name), getattr(b, f.name)
             if isinstance(v, np.ndarray):
                 np.testing.assert_array_equal(u, v)
@@ -270,7 +269,7 @@ def test_json_round_trip(study, tmp_path):
                 assert u == v, f.name
     # re-selecting the reloaded records gives the same choices
     known = {p.name: p for p in study.problems}
-    again = [P.select(r, known[r.problem]) for r in back["records"][:30]]
+    again = [selection.select(r, known[r.problem]) for r in back["records"][:30]]
     assert [s.index for s in again] == [s.index for s in study.tuned[:30]]
 
 
@@ -280,7 +279,7 @@ def test_plots_save_pngs(study, tmp_path):
     identical = GROUPS
     few = [r for r in study.records if r.contender in ("adam", "sgd", "optax.adam") and r.problem == "logreg"]
     known = {p.name: p for p in study.problems}
-    chosen = [P.select(r, known[r.problem]) for r in few]
+    chosen = [selection.select(r, known[r.problem]) for r in few]
     paths = plots.save_all(tmp_path / "few", plots.draw_all(study.problems[-1], few, chosen))
     # more than eight contenders shown: one panel per family (here four), duplicates folded into sgd's line
     many = (
@@ -339,7 +338,7 @@ def _assembled(records: list[Records], problems, search: str = "grid", trials: i
     for p in problems:
         per = {}
         for r in (r for r in records if r.problem == p.name):
-            chosen = P.select(r, known[p.name])
+            chosen = selection.select(r, known[p.name])
             per[r.contender] = {
                 "selection": r,
                 "confirmation": dataclasses.replace(r.take(chosen.index), role="confirmation"),
@@ -347,7 +346,9 @@ def _assembled(records: list[Records], problems, search: str = "grid", trials: i
             }
         results.append(ProgramResult(p.name, p.name, list(per), per, {}, 1.0, 1, 35, 200))
     names = list(dict.fromkeys(r.contender for r in records))
-    plan = Plan(P.PRESETS["quick"], tuple(range(5)), tuple(range(1000, 1005)), search=search, trials=trials)
+    plan = Plan(
+        presets.PRESETS["quick"], tuple(range(5)), tuple(range(1000, 1005)), search=search, trials=trials
+    )
     return Study.assemble(plan, problems, C.resolve(names), results)
 
 
@@ -370,7 +371,7 @@ def test_protocol_prints_each_workloads_grid_as_it_ran():
     )
     assert "ran 7 or 11 rates" in " ".join(text.split())
     # the same from describe, given one grid for every problem (a custom study)
-    flat = describe(P.PRESETS["quick"], probs, ["sgd"], {"sgd": np.array([0.01, 0.1])})
+    flat = describe(presets.PRESETS["quick"], probs, ["sgd"], {"sgd": np.array([0.01, 0.1])})
     assert "  sgd  2 rates 0.01 .. 0.1" in flat
 
 
@@ -381,7 +382,7 @@ def test_curves_legend_of_each_panel_names_its_contenders_and_rates():
     pytest.importorskip("matplotlib")
     probs = [problem("digits_mlp"), problem("logreg")]
     recs = [r for r in synthetic_records(("adam", "sgd"), [PROBLEMS[0], PROBLEMS[-1]])]
-    sels = [P.select(r, next(p for p in probs if p.name == r.problem)) for r in recs]
+    sels = [selection.select(r, next(p for p in probs if p.name == r.problem)) for r in recs]
     fig = plots.plot_curves(probs, recs, sels)
     panels = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in panels] == ["digits_mlp", "logreg"]
@@ -413,7 +414,7 @@ def test_sensitivity_plot_marks_and_counts_trials_above_its_axis():
                 hparams={"wd": rng.uniform(0, 1e-3, len(r.lrs))},
             )
         )
-    sels = [P.select(r, p) for r in trials]
+    sels = [selection.select(r, p) for r in trials]
     fig = plots.plot_sensitivity(p, trials, sels)
     ax = fig.axes[0]
     top = ax.get_ylim()[1]
@@ -428,7 +429,7 @@ def test_sensitivity_plot_marks_and_counts_trials_above_its_axis():
 
 def test_protocol_says_what_each_figure_reads_and_how_random_trials_are_drawn():
     text = " ".join(
-        describe(P.PRESETS["quick"], [problem("logreg")], ["adam"], search="random", trials=8).split()
+        describe(presets.PRESETS["quick"], [problem("logreg")], ["adam"], search="random", trials=8).split()
     )
     assert (
         "Figures: the training curves show the chosen configuration's report runs (validation); the " in text
@@ -451,7 +452,7 @@ def _main_job() -> tuple[list, list, object]:
     shape = tuple((p.name, p.title, p.metric_name, p.target, 3 * p.target, 0.8 * p.target) for p in real)
     known = {p.name: p for p in real}
     recs = synthetic_records(problems=shape) + synthetic_records(problems=shape, one_shot=True)
-    sels = [P.select(r, known[r.problem]) for r in recs]
+    sels = [selection.select(r, known[r.problem]) for r in recs]
     return real, recs, analyse(sels, GROUPS)
 
 
@@ -470,7 +471,7 @@ def test_the_main_jobs_report_fits_120_columns():
 
     real, _, analysis = _main_job()
     cs = C.resolve(["all"])
-    quick = P.PRESETS["quick"]
+    quick = presets.PRESETS["quick"]
     protocol = describe(
         quick,
         real,
@@ -524,7 +525,7 @@ def test_one_problem_prints_no_interval_and_says_so():
 def synthetic_selections() -> list:
     names = ("adam", "sgd", "nag", "ftml")
     known = {p.name: p for p in problems_list()}
-    return [P.select(r, known[r.problem]) for r in synthetic_records(names, PROBLEMS[:3])]
+    return [selection.select(r, known[r.problem]) for r in synthetic_records(names, PROBLEMS[:3])]
 
 
 def _alias_study():
@@ -541,7 +542,7 @@ def _alias_study():
         for r in recs
     ]
     known = {p.name: p for p in probs}
-    sels = [P.select(r, known[r.problem]) for r in recs]
+    sels = [selection.select(r, known[r.problem]) for r in recs]
     by_problem = {
         p.name: {"tuned": {"sgd": ["lbsgd", "ccsgd"] if p.name == third else ["lbsgd", "ccsgd", "test"]}}
         for p in probs
@@ -708,7 +709,7 @@ def test_the_report_explains_sgld_s_enormous_tuned_rate():
     sgld, sgd = C.resolve(["sgld", "sgd"])
     assert C.SGLD_NOTE in sgld.description and C.SGLD_NOTE not in sgd.description
     text = describe(
-        P.PRESETS["full"],
+        presets.PRESETS["full"],
         [PROBLEMS["digits_mlp"]()],
         ["sgld", "sgd"],
         settings={c.name: (c.description, {}) for c in (sgld, sgd)},
@@ -886,7 +887,7 @@ def test_curves_off_the_axis_are_clipped_and_said_so():
         dataclasses.replace(r, val=r.val * 3.0, train_loss=r.train_loss * 3.0) if r.contender == "nag" else r
         for r in recs
     ]
-    sels = [P.select(r, p) for r in far]
+    sels = [selection.select(r, p) for r in far]
     for what in ("val", "loss"):
         fig = plots.plot_curves(p, far, sels, what=what)
         ax = fig.axes[0]
@@ -1002,7 +1003,7 @@ def test_the_omitted_interval_sentence_points_nowhere_it_cannot():
     """Issue 53, item 8: "below, its 95 % interval covers ..." stood under the overall table with nothing below
     it (it meant: below 9 problems): the sentence now says with how many problems."""
     for n in (1, 2, 5, 8):
-        text = P.ranking_omitted(n)
+        text = overall.ranking_omitted(n)
         assert "below" not in text and "with 2 problems" in text and "with 5 to 8" in text
         assert text.startswith(f"The interval and P(best) are omitted: {n} problem(s) cannot support")
 

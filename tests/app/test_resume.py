@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mxopt_jax.compare import cli
-from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare import cli, presets
 from mxopt_jax.compare.plan import Plan
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.result import ProgramResult
@@ -210,7 +209,7 @@ def test_store_round_trips_a_program_and_writes_atomically(tmp_path):
 
 
 def test_differences_name_what_changed():
-    plan = Plan.make(dataclasses.replace(P.PRESETS["quick"], grid_points=3), seeds=2, confirm_seeds=2)
+    plan = Plan.make(dataclasses.replace(presets.PRESETS["quick"], grid_points=3), seeds=2, confirm_seeds=2)
     a = spec(plan, [{"name": "p", "target": 1.0}], [])
     b = spec(plan, [{"name": "p", "target": 2.0}, {"name": "q", "target": 3.0}], [])
     assert differences(a, a) == []

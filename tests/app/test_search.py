@@ -25,8 +25,8 @@ from mxopt_jax.compare import PRESETS, PROBLEMS, compare_studies, engine, result
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.analysis import analyse
 from mxopt_jax.compare.cli import build_parser, main
-from mxopt_jax.compare.protocol import Selection
 from mxopt_jax.compare.report.agreement import kendall_tau
+from mxopt_jax.compare.selection import Selection
 from mxopt_jax.compare.serialize import write_json
 from mxopt_jax.compare.space import Hyperparameter, kind
 from mxopt_jax.compare.study import _preset_target

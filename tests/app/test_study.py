@@ -25,7 +25,7 @@ from tiny_problems import sparse_problem as _sparse_problem
 
 import mxopt_jax
 from mxopt_jax.compare import contenders as C
-from mxopt_jax.compare import engine, protocol, result
+from mxopt_jax.compare import engine, presets, result, selection
 from mxopt_jax.compare.problems.base import Problem, Splits
 from mxopt_jax.compare.result import identical_groups
 from mxopt_jax.compare.study import study
@@ -235,7 +235,7 @@ def test_divergence_is_seen_whatever_the_metric_says():
     rec = group.run(0, _lr([1.0]), [0, 1])
     assert rec.diverged.all() and np.isfinite(rec.diverged_at).all()
     assert np.isnan(rec.val[..., -1]).all() and np.isnan(rec.test[..., -1]).all()
-    sel = protocol.select(rec, prob)
+    sel = selection.select(rec, prob)
     assert sel.diverged == 2 and not np.isfinite(sel.test_mean)
 
 
@@ -251,7 +251,7 @@ def test_duplicate_and_shared_seeds_are_refused(tiny):
 # --------------------------------------------------------------------------- the study end to end
 @pytest.fixture(scope="module")
 def small_study(tiny):
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
+    preset = dataclasses.replace(presets.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
     slow = C.contender(
         "slowpoke", lambda lr: optax.sgd(lr), 1e-6, family="user"
     )  # optimum far above its grid
@@ -319,7 +319,7 @@ def test_batching_check_recorded(small_study):
 
 
 def test_protocol_states_what_ran(tiny):
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=5)
+    preset = dataclasses.replace(presets.PRESETS["quick"], grid_points=3, seeds=5)
     s = study(tiny, ["optax.sgd"], preset, seeds=[0, 4, 7], extend=0, check_batching="none")  # one program
     text = s.protocol.replace("\n  ", " ")
     assert "3 seeds (0, 4, 7) for selection" in text and "5 seeds" not in text
@@ -329,7 +329,7 @@ def test_protocol_states_what_ran(tiny):
 def test_selection_never_reads_test(tiny, small_study):
     """The same study of Adam with a test split that reads NaN chooses the same rate from the same scores as the
     small study (Adam has a program of its own there: the same runs)."""
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
+    preset = dataclasses.replace(presets.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
 
     def metric(p, b):  # NaN on the test split only (it has 50 rows, validation has 50 too: tell by content)
         is_test = jnp.allclose(b[0][0], tiny.data().test[0][0])

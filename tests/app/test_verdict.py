@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare import selection
 from mxopt_jax.compare import stats as S
-from mxopt_jax.compare.analysis import analyse, analyse_table, verdict
+from mxopt_jax.compare.analysis import analyse, analyse_table, comparison, verdict
 from mxopt_jax.compare.analysis.verdict import narrowing_seeds
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import tables
@@ -42,14 +42,14 @@ def _records(name, val, test, seeds, role):
     )
 
 
-def searched(name: str, report: np.ndarray, chosen: int = 1) -> P.Selection:
+def searched(name: str, report: np.ndarray, chosen: int = 1) -> selection.Selection:
     """A tuned selection of 3 rates whose report runs (every rate, ``R`` seeds) are ``report`` ``(3, R)``; the
     selection seeds choose rate ``chosen``."""
     val = np.full((3, 2), 2.0)
     val[chosen] = 1.0
     sel = _records(name, val, np.full((3, 2), np.nan), [0, 1], "selection")
     rep = _records(name, np.ones((3, R)), report, 1000 + np.arange(R), "report")
-    return P.select(sel, PROBLEM, report=rep)
+    return selection.select(sel, PROBLEM, report=rep)
 
 
 RNG = np.random.default_rng(0)
@@ -72,14 +72,14 @@ def test_a_contender_is_shown_better_only_against_every_rate_the_other_tried():
     lucky[0] -= 3.0
     b = searched("b", lucky, chosen=1)
     assert b.report_grid.shape == (3, R) and b.index == 1
-    configs = P.compare_table([a, b])
-    searches = P.search_table([a, b])
+    configs = comparison.compare_table([a, b])
+    searches = comparison.search_table([a, b])
     assert configs.shown_better("a", "b") and configs.about == "configurations"
     assert not searches.shown_better("a", "b") and searches.about == "optimizers"
     assert searches.searches.binding[0, 1] == 0  # b's rate 0 came closest
     # beaten at every rate: shown
     c = searched("c", grid(2.0))
-    t = P.search_table([a, c])
+    t = comparison.search_table([a, c])
     assert t.shown_better("a", "c")
     assert t.searches.one_sided[0, 1] == pytest.approx(2.0**-R)  # every seed, every rate: 1 / 2^16
     assert t.comparison.pvalue[0, 1] == pytest.approx(2 * 2.0**-R)

@@ -1,7 +1,7 @@
 """One table read over a plan's independent studies: :class:`AcrossStudies`, made by :func:`across_studies`.
 
 Each study repeats the whole tuning (its own selection seeds, confirmation seeds and search draws); a study's
-own tests (:func:`mxopt_jax.compare.protocol.compare_table`) hold its chosen configurations fixed, so they speak
+own tests (:func:`mxopt_jax.compare.analysis.comparison.compare_table`) hold its chosen configurations fixed, so they speak
 of *configurations*; the across-studies test takes the study as the unit, so its claims speak of the
 *optimizers* whatever the tuning's luck. The result keeps one :class:`AcrossStudies` per table
 (:attr:`mxopt_jax.compare.analysis.StudyAnalysis.across`); the report prints it.
@@ -10,23 +10,18 @@ of *configurations*; the across-studies test takes the study as the unit, so its
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from ..direction import LOWER, Direction
-from ..protocol import (
-    LEVEL,
-    TEST,
-    TEST_LEVEL,
-    Selection,
-    compare_table,
-    paired_values,
-    search_table,
-    searchable,
-)
+from ..selection import LEVEL, Selection
 from ..stats import distributions, multiple, paired, pairwise, power
 from ..stats.distributions import ci_halfwidth
+from .comparison import TEST, TEST_LEVEL, compare_table, paired_values, search_table, searchable
+from .table import Claim
 
 __all__ = ["AcrossStudies", "across_studies", "common_identity", "random_effects"]
 
@@ -169,6 +164,69 @@ class AcrossStudies:
             "unreplicated": int((any_claim & ~rep & ~con).sum()),
             "shown": int((self.shown | self.shown.T)[iu].sum()),
         }
+
+    @functools.cached_property
+    def claims(self) -> tuple[Claim, ...]:
+        """One :class:`~mxopt_jax.compare.analysis.table.Claim` per pair of the entries (``about="optimizers"``, ``study=None``): the
+        across-studies test's raw and Holm-adjusted p-values, its statistic (``W+`` of the studies' effects, oriented
+        lower-is-better; Student's t of them for the t option), the effect (the median over the studies of each
+        study's median paired difference, raw units) with the Hodges-Lehmann estimate and exact interval over the
+        studies (:func:`mxopt_jax.compare.stats.paired.effect`: with fewer than 6 studies the interval is the range and its
+        coverage below 95 %), and in how many studies the effect went the claim's way."""
+        a = self
+        out: list[Claim] = []
+        C, N = len(a.names), a.studies
+        units = tuple(range(N))
+        for i in range(C):
+            for j in range(i + 1, C):
+                eff = a.effects[:, i, j] if a.effects.size else np.zeros(N)
+                oriented = a.direction.orient(eff)
+                if a.test == "t" and np.isfinite(oriented).all() and N > 1:
+                    stat = float(paired.t_statistic(oriented[None])[0])
+                else:
+                    stat = float(paired.w_plus(oriented[None])[0])
+                better = a.names[i] if a.shown[i, j] else a.names[j] if a.shown[j, i] else None
+                way = (
+                    -1.0
+                    if better == a.names[i]
+                    else 1.0
+                    if better == a.names[j]
+                    else float(np.sign(paired.median_inf(oriented))) or -1.0
+                )
+                size = paired.effect(eff, LEVEL)
+                p = float(a.p[i, j]) if a.p.size else math.nan
+                out.append(
+                    Claim(
+                        problem=a.problem,
+                        mode=a.mode,
+                        a=a.names[i],
+                        b=a.names[j],
+                        test=a.test,
+                        statistic=stat,
+                        p=p,
+                        p_adjusted=float(a.p_adjusted[i, j]),
+                        effect=size.median,
+                        n=N,
+                        units=units,
+                        about="defaults" if a.mode == "one-shot" else "optimizers",
+                        better=better,
+                        equal=bool(np.all(eff == 0)),
+                        level=a.level,
+                        estimate=size.estimate,
+                        low=size.low,
+                        high=size.high,
+                        confidence=size.confidence,
+                        family=a.family or a.pairs,
+                        agree=int((np.sign(oriented) == way).sum()),
+                        study=None,
+                        model=(
+                            (float(a.model_effect[i, j]), float(a.model_low[i, j]), float(a.model_high[i, j]))
+                            if a.model_effect.size
+                            else (math.nan, math.nan, math.nan)
+                        ),
+                    )
+                )
+        return tuple(out)
 
 
 def _study_level(

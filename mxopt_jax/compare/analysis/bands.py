@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..protocol import LEVEL
+from ..selection import LEVEL
 from ..stats.distributions import ci_halfwidth
 
 __all__ = ["Band", "mean_band"]

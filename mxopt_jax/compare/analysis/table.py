@@ -1,7 +1,7 @@
 """One table's analysis: :class:`TableAnalysis` (the tests, claims, rank sets, letters and quartiles of one
 problem in one mode) and :class:`Claim` (one tested pair), made once by :func:`analyse_table`.
 
-The tests are the protocol's (:func:`mxopt_jax.compare.protocol.compare_table`: the exact signed-rank test of
+The tests are the protocol's (:func:`mxopt_jax.compare.analysis.comparison.compare_table`: the exact signed-rank test of
 every pair of the table's entries, paired by seed, Holm over the table, rounding twins never separated, the
 problem's practical margin); this module runs them once and keeps what every renderer reads.
 """
@@ -16,18 +16,17 @@ from typing import Literal
 import numpy as np
 
 from ..direction import Direction
-from ..protocol import (
-    LEVEL,
+from ..selection import LEVEL, Selection
+from ..stats import paired, power
+from .comparison import (
     TEST,
     TEST_LEVEL,
-    Selection,
     TableComparison,
     compare_table,
     paired_values,
     search_table,
     searchable,
 )
-from ..stats import paired, power
 
 __all__ = ["About", "Claim", "TableAnalysis", "analyse_table"]
 
@@ -216,20 +215,20 @@ class TableAnalysis:
 
     Attributes:
       problem, mode: the table.
-      selections: every contender's :class:`~mxopt_jax.compare.protocol.Selection` of the table (folded ones
+      selections: every contender's :class:`~mxopt_jax.compare.selection.Selection` of the table (folded ones
         included), in the study's order.
       identical: ``{representative: [others]}``: contenders folded into one entry before testing.
-      comparison: the tests (:class:`~mxopt_jax.compare.protocol.TableComparison`; its
+      comparison: the tests (:class:`~mxopt_jax.compare.analysis.comparison.TableComparison`; its
         :class:`~mxopt_jax.compare.stats.Comparison` holds the matrices).
       claims: one :class:`Claim` per pair of entries (every tested pair, shown or not), in ``(i, j)``, ``i < j``
         order of :attr:`entries`.
       quartiles: ``{contender: (q1, median, q3)}`` of the test values over every report seed, a diverged seed
-        the worst value (:func:`mxopt_jax.compare.protocol.quartiles`).
+        the worst value (:func:`mxopt_jax.compare.selection.quartiles`).
       needed_seeds: the fewest report seeds on which the exact signed-rank test can show a difference in a
         family of this table's pairs (:func:`mxopt_jax.compare.stats.min_seeds`; 0 for fewer than 2 entries).
       configurations: for a table whose claims are about the optimizers under their searches
         (``comparison.searches``), the tests of the chosen configurations alone
-        (:func:`~mxopt_jax.compare.protocol.compare_table`) and their claims, ``configuration_claims``
+        (:func:`~mxopt_jax.compare.analysis.comparison.compare_table`) and their claims, ``configuration_claims``
         (``about="configurations"``: claims.csv keeps them; the tuning's luck is inside them); else ``None`` and
         empty.
       hopeless: the entries that diverged on every report seed at every configuration they tried (the claims
@@ -253,7 +252,7 @@ class TableAnalysis:
 
     @property
     def about(self) -> str:
-        """What the table's claims speak of (:attr:`~mxopt_jax.compare.protocol.TableComparison.about`)."""
+        """What the table's claims speak of (:attr:`~mxopt_jax.compare.analysis.comparison.TableComparison.about`)."""
         return self.comparison.about
 
     # ------------------------------------------------------------------ what the tests decided
@@ -454,16 +453,16 @@ def analyse_table(
     """One table's analysis: its tests once and every pair's :class:`Claim`, every contender's quartiles.
 
     A tuned table whose contenders ran every configuration on the report seeds is compared under their searches
-    (:func:`~mxopt_jax.compare.protocol.search_table`: claims about the optimizers), and its chosen
-    configurations alone as well (:func:`~mxopt_jax.compare.protocol.compare_table`, the
-    ``configuration_claims``); any other table by :func:`~mxopt_jax.compare.protocol.compare_table` (``identical``
+    (:func:`~mxopt_jax.compare.analysis.comparison.search_table`: claims about the optimizers), and its chosen
+    configurations alone as well (:func:`~mxopt_jax.compare.analysis.comparison.compare_table`, the
+    ``configuration_claims``); any other table by :func:`~mxopt_jax.compare.analysis.comparison.compare_table` (``identical``
     folded before testing). ``comparison`` / ``configurations``: the tests already run (e.g. re-decided as one
-    family with the report's other tables by :func:`~mxopt_jax.compare.protocol.report_family`).
+    family with the report's other tables by :func:`~mxopt_jax.compare.analysis.comparison.report_family`).
 
     Raises
     ------
     ValueError
-        as :func:`~mxopt_jax.compare.protocol.compare_table`.
+        as :func:`~mxopt_jax.compare.analysis.comparison.compare_table`.
     """
     sels = list(selections)
     if comparison is None:

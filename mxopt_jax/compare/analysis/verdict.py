@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..direction import Direction
-from ..protocol import Selection
+from ..selection import Selection
 from ..stats import distributions, paired
 from ..stats.power import most_entries
 from .table import TableAnalysis

@@ -3,7 +3,7 @@
 written (:mod:`.render`), how far two saved studies agree (:mod:`.agreement`).
 
 They read a :class:`~mxopt_jax.compare.result.StudyResult` (its :class:`~mxopt_jax.compare.records.Records`,
-:class:`~mxopt_jax.compare.protocol.Selection` objects and its analysis,
+:class:`~mxopt_jax.compare.selection.Selection` objects and its analysis,
 :class:`~mxopt_jax.compare.analysis.StudyAnalysis`) only: they test, select and rank nothing themselves; the
 figures need matplotlib (imported lazily).
 """

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.stats
 
 from ..direction import Direction
-from ..protocol import Selection
+from ..selection import Selection
 from ..serialize import read_document
 
 __all__ = ["Agreement", "ProblemAgreement", "compare_studies", "kendall_tau"]

@@ -43,8 +43,8 @@ from .. import figures
 from ..analysis import Profile, Ranking, StudyAnalysis, TableAnalysis, mean_band
 from ..contenders import group_by_family
 from ..direction import Direction
-from ..protocol import LEVEL, Selection
 from ..records import Records
+from ..selection import LEVEL, Selection
 from .tables import label
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..analysis import AcrossStudies, Claim, TableAnalysis, across_claims
+from ..analysis import AcrossStudies, Claim, TableAnalysis
 from ..distributed import is_writer
-from ..protocol import PRESETS
+from ..presets import PRESETS
 from ..result import StudyResult
 from ..serialize import contender_info, problem_info, write_atomic, write_document
 from . import tables
@@ -183,7 +183,7 @@ def lead_claims(study: Study) -> str:
             "the unit; N >= 6 can show a difference between 2 contenders, 9 among 5, 14 among 22)."
         )
     metrics = {p.name: p.metric_name for p in study.problems}
-    claims = [c for a in across for c in across_claims(a) if c.shown]
+    claims = [c for a in across for c in a.claims if c.shown]
     N = across[0].studies
     if claims:
         lines = [f"Claims about the optimizers, over {N} independent tunings ({len(claims)}):"]

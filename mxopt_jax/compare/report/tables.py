@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..analysis import AcrossStudies, Claim, Ranking, StudyAnalysis, TableAnalysis, Verdict, across_claims
+from ..analysis import AcrossStudies, Claim, Ranking, StudyAnalysis, TableAnalysis, Verdict
+from ..analysis.comparison import ROUNDING_RTOL, TEST
 from ..analysis.verdict import SEED_STEPS
-from ..protocol import ROUNDING_RTOL, TEST, Selection
+from ..selection import Selection
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contenders import Contender
@@ -837,7 +838,7 @@ def format_across(across: AcrossStudies, metric: str = "metric", title: str | No
 
 
 def across_table(across: AcrossStudies, metric: str = "metric", title: str | None = None) -> Table:
-    """The cells of one table over ``N`` independent studies (:func:`~mxopt_jax.compare.protocol.across_studies`): per
+    """The cells of one table over ``N`` independent studies (:func:`~mxopt_jax.compare.analysis.across.across_studies`): per
     contender the rank set and letters of the across-studies test (the claims that hold whatever the tuning's
     luck), the letters of the claims made in every study, the chosen rate in each study and how many decades
     apart they lie, the median test value in each study and the mean over studies with its Student-t interval
@@ -925,7 +926,7 @@ def study_label(analysis: StudyAnalysis) -> str:
 def across_sentences(a: AcrossStudies, metric: str = "metric") -> str:
     """An across-studies table's claims in sentences (about the optimizers; :func:`sentences`), or ``"no
     difference shown among the E entries"``."""
-    shown = [c for c in across_claims(a) if c.shown]
+    shown = [c for c in a.claims if c.shown]
     return sentences(f"claims ({_across_about(a)})", shown, metric, len(a.names))
 
 

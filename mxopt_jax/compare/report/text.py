@@ -10,18 +10,12 @@ import numpy as np
 
 from .. import schedules as _schedules
 from ..analysis import most_entries
+from ..analysis.comparison import ROUNDING_RTOL, TEST, TEST_LEVEL
+from ..analysis.overall import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, TAU_MAX
 from ..direction import Direction
 from ..plan import Plan
-from ..protocol import (
-    BOOTSTRAP_REPLICATES,
-    BOOTSTRAP_SEED,
-    LEVEL,
-    ROUNDING_RTOL,
-    TAU_MAX,
-    TEST,
-    TEST_LEVEL,
-    Preset,
-)
+from ..presets import Preset
+from ..selection import LEVEL
 from ..space import Hyperparameter
 from .tables import WIDTH, test_words, wrap
 
