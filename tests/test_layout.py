@@ -7,6 +7,7 @@ lazy import is caught too.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -446,3 +447,28 @@ def test_declared_dependencies_are_what_the_package_imports():
     assert undeclared == {}, (
         "imports that no requirement declares (the library may import only the runtime ones)"
     )
+
+
+def test_every_direction_decision_is_asked_of_direction():
+    """Issue 52: which way a metric improves is one object's (``compare.direction.Direction``): no module of the
+    app reads a ``sign`` of it (``Direction.orient``, ``best``, ``worst``, ``lower_is_better`` answer) or compares
+    the words ``"lower"``/``"higher"`` itself, and a problem and a selection each expose one way to ask it."""
+    from mxopt_jax.compare.problems.base import Problem
+    from mxopt_jax.compare.selection import Selection
+
+    bad = []
+    for m, path in _modules().items():
+        if not m.startswith("compare.") or m == "compare.direction":
+            continue
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.Attribute) and node.attr == "sign":
+                if not (isinstance(node.value, ast.Name) and node.value.id in {"np", "numpy"}):
+                    bad.append(f"{m}:{node.lineno} reads .sign")
+            if isinstance(node, ast.Compare):
+                words = [c.value for c in [node.left, *node.comparators] if isinstance(c, ast.Constant)]
+                if {"lower", "higher"} & set(words):
+                    bad.append(f"{m}:{node.lineno} compares a direction's word")
+    assert bad == []
+    assert not hasattr(Problem, "sign") and not hasattr(Selection, "sign")
+    assert "direction" in {f.name for f in dataclasses.fields(Selection)}
+    assert "better" not in {f.name for f in dataclasses.fields(Selection)}

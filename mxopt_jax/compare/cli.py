@@ -122,7 +122,7 @@ def problems_epilog() -> str:
             else f"target {reach} {quick_t:g} (quick), {full_t:g} (full)"
         )
         entry = (
-            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.better} is better), {targets}; "
+            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.direction.word} is better), {targets}; "
             f"{p.steps} steps{quick}, batch {p.batch_size}"
         )
         lines.append(textwrap.fill(entry, cols, initial_indent="  ", subsequent_indent=" " * (width + 5)))

@@ -133,15 +133,15 @@ def shift_grid(lrs: Sequence[float] | np.ndarray, direction: Edge | str | int) -
     if lrs.ndim != 1 or len(lrs) < 2:
         raise ValueError(f"need a grid of at least 2 rates, got {lrs!r}")
     if direction in ("high", "up", 1):
-        sign = 1
+        up = True
     elif direction in ("low", "down", -1):
-        sign = -1
+        up = False
     else:
         raise ValueError(f"direction must be 'high'/'up'/+1 or 'low'/'down'/-1, got {direction!r}")
     logs = np.log10(lrs)
-    step = (logs[-1] - logs[0]) / (len(lrs) - 1)
-    out = 10.0 ** (logs + sign * step * (len(lrs) - 1))
-    if sign > 0:  # the shared rate exactly (so the runs of both grids line up in combine())
+    span = (logs[-1] - logs[0]) / (len(lrs) - 1) * (len(lrs) - 1)
+    out = 10.0 ** (logs + span if up else logs - span)
+    if up:  # the shared rate exactly (so the runs of both grids line up in combine())
         out[0] = lrs[-1]
     else:
         out[-1] = lrs[0]

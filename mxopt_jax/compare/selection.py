@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .direction import Direction
+from .direction import LOWER, Direction
 from .floats import decode, encode
 from .records import Records
 from .stats.distributions import ci_halfwidth
@@ -51,14 +51,15 @@ def time_to_target(steps_to_target: Sequence[float] | np.ndarray) -> float:
     return float(v) if np.isfinite(v) else math.inf
 
 
-def quartiles(values: Sequence[float] | np.ndarray, better: str = "lower") -> tuple[float, float, float]:
+def quartiles(
+    values: Sequence[float] | np.ndarray, direction: Direction = LOWER
+) -> tuple[float, float, float]:
     """``(q1, median, q3)`` of one contender's values over its seeds, in the metric's raw units, a non-finite
     value (a diverged seed) counting as the *worst* value (``+inf`` where lower is better, ``-inf`` where
     higher is). ``q1 <= median <= q3`` (raw order); quantiles by linear interpolation between order statistics
     (``numpy.quantile``'s default), an interpolation that touches an infinite value being that value. DeepOBS
     and the Crowded Valley report median and quartiles: one seed far off moves them by one order statistic.
     NaN for no values."""
-    direction = Direction(better)
     v = direction.orient(values)
     v = np.sort(np.where(np.isfinite(v), v, np.inf).ravel())
     if len(v) == 0:
@@ -76,7 +77,8 @@ def quartiles(values: Sequence[float] | np.ndarray, better: str = "lower") -> tu
             x = a + frac * (b - a)
         out.append(float(direction.orient(x)))
     lo_, med, hi_ = out
-    return (lo_, med, hi_) if direction.sign > 0 else (hi_, med, lo_)
+    q1, q3 = sorted((lo_, hi_))  # the raw order (the oriented ends swap where higher is better)
+    return (q1, med, q3)
 
 
 @dataclasses.dataclass
@@ -119,7 +121,8 @@ class Selection:
       seeds: the number of reported seeds ``R``; ``steps``: training steps per run; ``level``: the interval's
         level.
       metric_name, target: the problem's (for tables).
-      better: the problem's direction, ``"lower"`` or ``"higher"`` (``Direction.orient``); ``margin``: its practical
+      direction: the problem's :class:`~mxopt_jax.compare.direction.Direction` (saved as its word, ``"better"``:
+        ``"lower"`` or ``"higher"``); ``margin``: its practical
         margin in the metric's units (two contenders are shown to differ only by more than it; 0: none).
       report_grid: ``(G, R)`` the final test metric of *every* configuration tried (in :attr:`lrs`' order) on the
         report seeds (a diverged seed the worst value), what the claims about the optimizers compare against
@@ -160,21 +163,11 @@ class Selection:
     fastest_steps: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.float64))
     fastest_time: float = math.inf
     edges: dict[str, str] = dataclasses.field(default_factory=dict)
-    better: str = "lower"
+    direction: Direction = LOWER
     margin: float = 0.0
     report_grid: np.ndarray | None = None
 
     _ARRAYS = ("lrs", "scores", "val_final", "test", "best_val", "steps_to_target", "fastest_steps")
-
-    @property
-    def direction(self) -> Direction:
-        """The problem's direction (:class:`~mxopt_jax.compare.direction.Direction`), from :attr:`better`."""
-        return Direction(self.better)
-
-    @property
-    def sign(self) -> float:
-        """1.0 where lower is better, -1.0 where higher is (:attr:`direction`'s)."""
-        return self.direction.sign
 
     @property
     def finite(self) -> int:
@@ -199,7 +192,7 @@ class Selection:
     def test_quartiles(self) -> tuple[float, float, float]:
         """``(q1, median, q3)`` of the test values over every report seed, a diverged seed counting as the
         worst value (:func:`quartiles`)."""
-        return quartiles(self.test, self.better)
+        return quartiles(self.test, self.direction)
 
     @property
     def test_low(self) -> float:
@@ -212,7 +205,8 @@ class Selection:
         return self.test_mean + (0.0 if math.isnan(self.test_ci) else self.test_ci)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: arrays as lists; NaN as ``None``, infinities as ``"inf"``/``"-inf"``."""
+        """JSON-ready: arrays as lists; NaN as ``None``, infinities as ``"inf"``/``"-inf"``; the direction as its
+        word (``"better"``)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
@@ -224,6 +218,9 @@ class Selection:
                 v = {k: encode(float(x)) for k, x in v.items()}
             elif f.name == "report_grid":
                 v = None if v is None else encode(np.asarray(v, np.float64).tolist())
+            elif f.name == "direction":  # saved as its word, as the problem says it
+                out["better"] = v.word
+                continue
             elif isinstance(v, float):
                 v = encode(float(v))
             out[f.name] = v
@@ -231,8 +228,10 @@ class Selection:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Selection:
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in dataclasses.fields(cls)} - {"direction"}
         kw = {k: v for k, v in d.items() if k in names}
+        if "better" in d:
+            kw["direction"] = Direction(d["better"])
         for f in dataclasses.fields(cls):
             if f.name not in kw:
                 continue
@@ -321,17 +320,15 @@ def select(
                 f"report runs of {report.contender}/{report.problem} must hold the selection's configurations "
                 "in the same order"
             )
-    better = str(getattr(problem, "better", "lower"))
-    direction = Direction(better)
-    sign = direction.sign
+    direction: Direction = problem.direction if problem is not None else LOWER
     val = np.asarray(records.val, np.float64)
     if val.ndim != 3:
         raise ValueError(f"records.val must be (G, S, E), got shape {val.shape}")
     G, S, _ = val.shape
     # diverged: whatever the metric says; selection reads no test value, not even to tell divergence
     val_final = np.where(_diverged(records, ("train_loss", "val")), np.nan, val[:, :, -1])
-    index, scores = _choose(sign * val_final)
-    scores = sign * scores
+    index, scores = _choose(direction.orient(val_final))
+    scores = direction.orient(scores)
     on_edge: str | None = None
     if G > 1 and index == 0:
         on_edge = "low"
@@ -356,17 +353,17 @@ def select(
         chosen, rep_row = records, index
     rep_val = np.asarray(chosen.val, np.float64)[rep_row]
     with np.errstate(invalid="ignore"):
-        best = sign * np.where(np.isfinite(rep_val), sign * rep_val, np.inf).min(axis=1)
+        best = direction.best(rep_val, axis=1)
     stt = np.asarray(chosen.steps_to_target, np.float64)[rep_row]
     rep_diverged = _diverged(chosen)[rep_row]
     # reporting: the test split of the reported runs only
     test = np.asarray(chosen.test, np.float64)[rep_row, :, -1]
-    test = np.where(rep_diverged | ~np.isfinite(test), sign * np.inf, test)
+    test = np.where(rep_diverged | ~np.isfinite(test), direction.worst, test)
     fastest = np.asarray(records.steps_to_target, np.float64).min(axis=0)  # each seed's fastest trial
     grid: np.ndarray | None = None
     if report is not None:  # every configuration's final test value on the report seeds
         final = np.asarray(report.test, np.float64)[:, :, -1]
-        grid = np.where(_diverged(report) | ~np.isfinite(final), sign * np.inf, final)
+        grid = np.where(_diverged(report) | ~np.isfinite(final), direction.worst, final)
     return Selection(
         contender=records.contender,
         problem=records.problem,
@@ -399,7 +396,7 @@ def select(
         report_seeds=np.asarray(chosen.seeds, np.int64).copy(),
         fastest_steps=fastest,
         fastest_time=time_to_target(fastest),
-        better=better,
+        direction=direction,
         margin=float(getattr(problem, "margin", 0.0)),
         report_grid=grid,
     )

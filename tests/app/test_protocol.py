@@ -28,6 +28,7 @@ PROBLEM = SimpleNamespace(
     steps=100,
     quick_steps=40,
     batch_size=8,
+    direction=Direction("lower"),
 )
 
 
@@ -481,7 +482,15 @@ def test_describe_states_the_rules():
 
 
 # --------------------------------------------------------------------------- the metric's direction
-HIGHER = SimpleNamespace(**{**vars(PROBLEM), "metric_name": "accuracy %", "target": 90.0, "better": "higher"})
+HIGHER = SimpleNamespace(
+    **{
+        **vars(PROBLEM),
+        "metric_name": "accuracy %",
+        "target": 90.0,
+        "better": "higher",
+        "direction": Direction("higher"),
+    }
+)
 
 
 def test_direction_is_the_one_place_direction_becomes_arithmetic():
@@ -501,7 +510,7 @@ def test_selection_honours_higher_is_better():
     the raw values."""
     val = [[90.0, 91.0, 92.0], [95.0, 96.0, 94.0], [80.0, 99.0, np.nan]]
     s = selection.select(records(val, test_final=np.asarray(val) - 1.0), HIGHER)
-    assert s.index == 1 and s.better == "higher" and s.sign == -1.0  # 95 beats 91; a diverged seed is worst
+    assert s.index == 1 and s.direction == Direction("higher")  # 95 beats 91; a diverged seed is worst
     np.testing.assert_allclose(s.scores, [91.0, 95.0, -math.inf])
     np.testing.assert_array_equal(s.test, [94.0, 95.0, 93.0])  # raw values
     # the best validation value over the run is the highest: the earlier points (2x the final one here)
@@ -517,20 +526,25 @@ def test_selection_honours_higher_is_better():
 def test_ranks_and_quartiles_honour_higher_is_better():
     rng = np.random.default_rng(8)
     base = rng.normal(90.0, 2.0, 10)
-    hi = dataclasses.replace(sel(base + 1.0, "hi"), better="higher")
-    lo = dataclasses.replace(sel(base, "lo"), better="higher")
+    hi = dataclasses.replace(sel(base + 1.0, "hi"), direction=Direction("higher"))
+    lo = dataclasses.replace(sel(base, "lo"), direction=Direction("higher"))
     assert _ranks([hi, lo]) == [1, 2]  # higher accuracy: better
-    assert _ranks([dataclasses.replace(hi, better="lower"), dataclasses.replace(lo, better="lower")]) == [
+    assert _ranks(
+        [
+            dataclasses.replace(hi, direction=Direction("lower")),
+            dataclasses.replace(lo, direction=Direction("lower")),
+        ]
+    ) == [
         2,
         1,
     ]
     q1, med, q3 = hi.test_quartiles
     assert q1 <= med <= q3 and med == pytest.approx(np.median(base + 1.0))
     assert selection.quartiles([1.0, 2.0, np.nan, 4.0]) == (1.75, 3.0, math.inf)
-    assert selection.quartiles([1.0, 2.0, np.nan, 4.0], "higher") == (-math.inf, 1.5, 2.5)
+    assert selection.quartiles([1.0, 2.0, np.nan, 4.0], Direction("higher")) == (-math.inf, 1.5, 2.5)
     assert all(math.isnan(x) for x in selection.quartiles([]))
-    with pytest.raises(ValueError, match="must share the problem's better"):
-        _ranks([hi, dataclasses.replace(lo, better="lower")])
+    with pytest.raises(ValueError, match="must share the problem's direction"):
+        _ranks([hi, dataclasses.replace(lo, direction=Direction("lower"))])
     values, _ = comparison.paired_values(
         [dataclasses.replace(hi, test=np.where(np.arange(10) == 2, np.nan, hi.test))]
     )
@@ -561,10 +575,10 @@ def test_steps_to_target_honour_higher_is_better():
 def test_selection_from_an_older_dict_reads_lower_is_better():
     s = selection.select(records([[1.0, 2.0]]), PROBLEM)
     d = s.to_dict()
-    assert d["better"] == "lower" and d["margin"] == 0.0
+    assert d["better"] == "lower" and d["margin"] == 0.0 and "direction" not in d
     del d["better"], d["margin"]
     back = selection.Selection.from_dict(d)
-    assert back.better == "lower" and back.margin == 0.0
+    assert back.direction == Direction("lower") and back.margin == 0.0
 
 
 def test_check_direction_refuses_an_untrained_model_that_meets_its_target():

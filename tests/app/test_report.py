@@ -15,6 +15,7 @@ import pytest
 from mxopt_jax.compare import figures, presets, selection, serialize
 from mxopt_jax.compare.analysis import analyse, analyse_table, mean_band, overall
 from mxopt_jax.compare.contenders import FAMILY_ORDER
+from mxopt_jax.compare.direction import LOWER
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import export, plots, tables
 from mxopt_jax.compare.report.text import describe
@@ -50,6 +51,7 @@ def problem(name: str = "digits_mlp") -> SimpleNamespace:
         steps=400,
         quick_steps=200,
         batch_size=64,
+        direction=LOWER,
     )
 
 
@@ -1012,11 +1014,9 @@ def test_a_problem_with_embedding_tables_says_under_its_tables_who_ran_lazy_upda
     """Issue 53, item 8: on the recommender adam runs lazy_update=True and optax.adam does not, which the report
     said only in the protocol, 800 lines later: under each table of a problem with embedding tables, right under
     its rows, it says which contenders ran lazy updates there and which pairs are different updates there."""
-    from mxopt_jax.compare.direction import Direction
     from mxopt_jax.compare.report import render
 
     probs = [problem("movielens_mf"), problem("logreg")]
-    probs = [SimpleNamespace(**vars(p), direction=Direction("lower")) for p in probs]
     probs[0].tables = ("users", "items")
     recs = synthetic_records(("adam", "optax.adam", "nag"), [PROBLEMS[3], PROBLEMS[-1]])
     study = _assembled(recs, probs)

@@ -15,10 +15,13 @@ from mxopt_jax.compare import selection
 from mxopt_jax.compare import stats as S
 from mxopt_jax.compare.analysis import analyse, analyse_table, comparison, verdict
 from mxopt_jax.compare.analysis.verdict import narrowing_seeds
+from mxopt_jax.compare.direction import Direction
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import tables
 
-PROBLEM = SimpleNamespace(name="toy", metric_name="loss", target=0.0, better="lower", margin=0.0)
+PROBLEM = SimpleNamespace(
+    name="toy", metric_name="loss", target=0.0, direction=Direction("lower"), margin=0.0
+)
 EVAL_STEPS = np.array([10, 20])
 LRS = [1e-3, 1e-2, 1e-1]
 R = 16

@@ -330,10 +330,12 @@ def across_studies(
     lr, mean, median = np.zeros((N, C)), np.zeros((N, C)), np.zeros((N, C))
     low, high = np.zeros((N, C), np.int64), np.zeros((N, C), np.int64)
     better = np.zeros((N, C, C), bool)
-    words = sorted({s.better for sels in per for s in sels})
-    if len(words) > 1:
-        raise ValueError(f"the contenders of one table must share the problem's better, got {words}")
-    orient = Direction(words[0]).orient
+    directions = {s.direction for sels in per for s in sels}
+    if len(directions) > 1:
+        words = sorted(d.word for d in directions)
+        raise ValueError(f"the contenders of one table must share the problem's direction, got {words}")
+    direction = directions.pop()
+    orient = direction.orient
     i, j = np.triu_indices(C, 1)
     medians = np.zeros((len(i), N))
     within = np.full(
@@ -366,26 +368,22 @@ def across_studies(
             f"the contenders of one table must share the problem's margin, got {sorted(margins)}"
         )
     margin = margins.pop()
-    raw, adj, sign, significant = _study_level(medians, level, test, margin)
+    raw, adj, way, significant = _study_level(medians, level, test, margin)
     shown = np.zeros((C, C), bool)
-    shown[i, j] = significant & (sign < 0)
-    shown[j, i] = significant & (sign > 0)
+    shown[i, j] = significant & (way < 0)
+    shown[j, i] = significant & (way > 0)
     p_adjusted, p_raw = np.full((C, C), np.nan), np.full((C, C), np.nan)
     p_adjusted[i, j] = p_adjusted[j, i] = adj
     p_raw[i, j] = p_raw[j, i] = raw
     effects = np.zeros((N, C, C))  # raw units: [s, a, b] = study s's median of (a - b) over its seeds
-    sgn = Direction(words[0]).sign
-    effects[:, i, j] = sgn * medians.T
-    effects[:, j, i] = -sgn * medians.T
+    effects[:, i, j] = orient(medians.T)
+    effects[:, j, i] = -orient(medians.T)
     est, lo, hi = random_effects(means, within, LEVEL)
-    model = np.full((3, C, C), np.nan)  # raw units, [i, j] of i - j
-    for layer, x in enumerate((est, lo, hi)):
-        model[layer, i, j] = sgn * x
-    model[0, j, i] = -model[0, i, j]
-    model[1, j, i], model[2, j, i] = -model[2, i, j], -model[1, i, j]
-    if sgn < 0:  # oriented bounds swap when the metric is better higher
-        model[1, i, j], model[2, i, j] = model[2, i, j].copy(), model[1, i, j].copy()
-        model[1, j, i], model[2, j, i] = -model[2, i, j], -model[1, i, j]
+    # raw units, [i, j] of i - j: the oriented interval's ends, in raw units, in the raw order
+    raw_lo, raw_hi = np.minimum(orient(lo), orient(hi)), np.maximum(orient(lo), orient(hi))
+    model = np.full((3, C, C), np.nan)
+    model[0, i, j], model[1, i, j], model[2, i, j] = orient(est), raw_lo, raw_hi
+    model[0, j, i], model[1, j, i], model[2, j, i] = -orient(est), -raw_hi, -raw_lo
     replicated = np.asarray(better.all(axis=0))
     contradicted = np.asarray(better.any(axis=0) & better.transpose(0, 2, 1).any(axis=0))
     study_ci = np.array([ci_halfwidth(mean[:, a], LEVEL) for a in range(C)])
@@ -412,7 +410,7 @@ def across_studies(
         study_ci=study_ci,
         level=level,
         test=test,
-        direction=Direction(words[0]),
+        direction=direction,
         model_effect=model[0],
         model_low=model[1],
         model_high=model[2],

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..direction import Direction
+from ..direction import LOWER, Direction
 from ..selection import Selection
 from ..stats import multiple, paired, pairwise, power
 
@@ -69,7 +69,7 @@ def paired_values(selections: Sequence[Selection]) -> tuple[np.ndarray, np.ndarr
 
     ``values`` is ``(C, R)``: row ``i`` is ``selections[i].test`` ordered by its report seeds, in the metric's
     raw units, ``seeds`` the ``R`` seeds in that (ascending) order. A non-finite value (a diverged run) becomes
-    the worst value: ``+inf`` where lower is better, ``-inf`` where higher is (:attr:`Selection.better`).
+    the worst value: ``+inf`` where lower is better, ``-inf`` where higher is (:attr:`Selection.direction`).
 
     Raises
     ------
@@ -111,7 +111,7 @@ def paired_values(selections: Sequence[Selection]) -> tuple[np.ndarray, np.ndarr
                 f"seeds: {ref_name} reports {_seed_list(ref)}, {s.contender} reports {_seed_list(seeds[order])} "
                 f"({s.problem}, {s.mode})"
             )
-        rows.append(np.where(np.isfinite(test[order]), test[order], s.sign * np.inf))
+        rows.append(np.where(np.isfinite(test[order]), test[order], s.direction.worst))
     assert ref is not None
     if len(ref) < 2:
         raise ValueError(
@@ -131,7 +131,8 @@ class TableComparison:
       entries: the table's entries (the representatives), in the selections' order.
       comparison: :class:`mxopt_jax.compare.stats.Comparison` over ``entries`` (its arrays in that order).
       entry: ``{contender: its entry}`` for every contender of the table.
-      seeds: report seeds per contender; ``better``: the metric's direction; ``margin``: the practical margin.
+      seeds: report seeds per contender; ``direction``: the metric's
+        (:class:`~mxopt_jax.compare.direction.Direction`); ``margin``: the practical margin.
       divergence: :func:`mxopt_jax.compare.stats.compare_divergence` over ``entries``: the seeds each diverged on
         and which diverge on fewer seeds than which (its own Holm family), or None (no entry diverged).
       searches: the claims about the optimizers under their searches (:func:`search_table`,
@@ -146,7 +147,7 @@ class TableComparison:
     comparison: pairwise.Comparison
     entry: dict[str, str]
     seeds: int
-    better: str = "lower"
+    direction: Direction = LOWER
     margin: float = 0.0
     divergence: pairwise.DivergenceComparison | None = None
     searches: pairwise.SearchComparison | None = None
@@ -262,9 +263,8 @@ class TableComparison:
 def _one(selections: Sequence[Selection], attr: str) -> Any:
     values = {getattr(s, attr) for s in selections}
     if len(values) > 1:
-        raise ValueError(
-            f"the contenders of one table must share the problem's {attr}, got {sorted(map(str, values))}"
-        )
+        shown = sorted(str(getattr(v, "word", v)) for v in values)
+        raise ValueError(f"the contenders of one table must share the problem's {attr}, got {shown}")
     return values.pop()
 
 
@@ -296,11 +296,11 @@ def compare_table(
     """
     sels = list(selections)
     values, seeds = paired_values(sels)  # every contender, folded ones included, must pair
-    better = str(_one(sels, "better"))
+    direction: Direction = _one(sels, "direction")
     margin = float(_one(sels, "margin"))
     shown, entry = fold(sels, identical)
     keep = [i for i, s in enumerate(sels) if entry[s.contender] == s.contender]
-    oriented = Direction(better).orient(values[keep])
+    oriented = direction.orient(values[keep])
     comparison = pairwise.compare_configurations(oriented, level, test, margin, rtol)
     diverged = ~np.isfinite(oriented)
     return TableComparison(
@@ -310,7 +310,7 @@ def compare_table(
         comparison=comparison,
         entry=entry,
         seeds=len(seeds),
-        better=better,
+        direction=direction,
         margin=margin,
         divergence=pairwise.compare_divergence(oriented, level) if diverged.any() else None,
     )
@@ -353,12 +353,12 @@ def search_table(
     base = compare_table(sels, identical, level, test, rtol)
     keep = [s for s in sels if base.entry[s.contender] == s.contender]
     values, seeds = paired_values(keep)
-    direction = Direction(base.better)
+    direction = base.direction
     grids = []
     for s, row in zip(keep, values, strict=True):
         order = np.argsort(np.asarray(s.report_seeds, np.int64), kind="stable")
         grid = np.asarray(s.report_grid, np.float64)[:, order]
-        grids.append(direction.orient(np.where(np.isfinite(grid), grid, s.sign * np.inf)))
+        grids.append(direction.orient(np.where(np.isfinite(grid), grid, direction.worst)))
         if not np.array_equal(direction.orient(row), grids[-1][s.index], equal_nan=True):
             raise ValueError(
                 f"{s.contender} on {s.problem}: its report runs' chosen row is not its reported test values"

@@ -162,10 +162,10 @@ class Claim:
             first, second = self.better, self.worse or ""
         else:
             first, second = self.a, self.b
-        sign = 1.0 if first == self.a else -1.0
-        eff, lo, hi = sign * self.effect, sign * self.low, sign * self.high
-        if sign < 0:
-            lo, hi = hi, lo
+        if first == self.a:
+            eff, lo, hi = self.effect, self.low, self.high
+        else:  # b - a: the interval's ends swap
+            eff, lo, hi = -self.effect, -self.high, -self.low
         across = self.study is None
         unit = "studies" if across else "seeds"
         interval = (
@@ -299,7 +299,9 @@ class TableAnalysis:
 
     @property
     def direction(self) -> Direction:
-        return Direction(self.comparison.better)
+        """The metric's direction (:attr:`TableComparison.direction <mxopt_jax.compare.analysis.comparison.
+        TableComparison.direction>`)."""
+        return self.comparison.direction
 
     def rank(self, name: str) -> int:
         """The low end of ``name``'s rank set (``1 +`` the entries shown better)."""
@@ -371,7 +373,7 @@ def _claims(
     units = tuple(int(x) for x in seeds)
     searches = comparison.searches
     about = comparison.about
-    direction = Direction(comparison.better)
+    direction = comparison.direction
     out = []
     for i in range(len(entries)):
         for j in range(i + 1, len(entries)):
@@ -395,7 +397,7 @@ def _claims(
                     grid = np.asarray(worse.report_grid, np.float64)[
                         :, np.argsort(np.asarray(worse.report_seeds, np.int64), kind="stable")
                     ]
-                    closest = np.where(np.isfinite(grid[k]), grid[k], worse.sign * np.inf)
+                    closest = np.where(np.isfinite(grid[k]), grid[k], worse.direction.worst)
                     extra["versus"] = _words(worse, k)
                     if shown == a:
                         vb = closest

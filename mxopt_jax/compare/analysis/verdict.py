@@ -159,7 +159,7 @@ def verdict(table: TableAnalysis) -> Verdict:
     c = comp.comparison
     best = table.best
     by = {s.contender: s for s in table.selections}
-    direction = Direction(comp.better)
+    direction = comp.direction
     narrowing: list[Narrowing] = []
     leader = best[0] if best else ""
     family = int(c.family or c.pairs)
@@ -194,4 +194,4 @@ def _oriented(values: np.ndarray, s: Selection, direction: Direction) -> np.ndar
     """One row of ``s``'s report values in seed order, oriented (lower is better), a diverged seed ``+inf``."""
     order = np.argsort(np.asarray(s.report_seeds, np.int64), kind="stable")
     v = np.asarray(values, np.float64)[order]
-    return np.asarray(direction.orient(np.where(np.isfinite(v), v, s.sign * np.inf)))
+    return np.asarray(direction.orient(np.where(np.isfinite(v), v, direction.worst)))

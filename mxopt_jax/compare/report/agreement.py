@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import scipy.stats
 
-from ..direction import Direction
 from ..selection import Selection
 from ..serialize import read_document
 
@@ -164,11 +163,6 @@ def _load(
         if plan.get("schedule", "constant") != "constant":
             how += f", {plan['schedule']} schedule"
         label = f"{path.parent.name or path.name} ({how})"
-    # every mean as lower-is-better (a problem whose metric is better higher is negated)
-    sign = {
-        name: Direction((info or {}).get("better") or "lower").sign
-        for name, info in ((doc.get("meta") or {}).get("problems") or {}).items()
-    }
     studies = sorted({int(getattr(r, "study", 0) or 0) for r in doc.get("records", ())}) or [0]
     if isinstance(index, bool) or not isinstance(index, int) or index not in range(len(studies)):
         raise ValueError(
@@ -196,7 +190,8 @@ def _load(
     for sel in selections:
         if sel.mode != "tuned":
             continue
-        mean = sign.get(sel.problem, 1.0) * sel.test_mean if math.isfinite(sel.test_mean) else math.inf
+        # every mean as lower-is-better (a problem whose metric is better higher is oriented)
+        mean = float(sel.direction.orient(sel.test_mean)) if math.isfinite(sel.test_mean) else math.inf
         means.setdefault(sel.problem, {})[sel.contender] = float(mean)
         seeds |= {int(x) for x in np.asarray(sel.report_seeds).ravel()}
     if not means:

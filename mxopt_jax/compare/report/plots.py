@@ -646,15 +646,14 @@ def _value_range(
     target) towards the bad side by four times the distance to the median of the ``means`` (at least a quarter
     of that median), far enough to show the target, no further than the worst value; values beyond it (a
     contender far behind) leave the axis on the bad side (their rows keep their marks: a best set's too)."""
-    sign = direction.sign
-    v = sign * np.asarray(ends, np.float64)
+    v = direction.orient(ends)
     v = v[np.isfinite(v)]
-    m = sign * np.asarray(means, np.float64)
+    m = direction.orient(means)
     m = m[np.isfinite(m)]
     if not v.size:
         return 0.0, 1.0
     low = float(v.min())
-    t = sign * target
+    t = float(direction.orient(target))
     if math.isfinite(t):
         low = min(low, t)
     mid = float(np.median(m)) if m.size else float(v.max())
@@ -665,8 +664,8 @@ def _value_range(
     if top <= low:
         top = low + max(abs(low) * 0.1, 1e-3)
     pad = 0.04 * (top - low)
-    a, b = low - pad, top + pad
-    return (a, b) if sign > 0 else (-b, -a)
+    a, b = (float(x) for x in direction.orient([low - pad, top + pad]))
+    return min(a, b), max(a, b)  # the raw order: the oriented ends swap where higher is better
 
 
 def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, int]:
@@ -680,12 +679,13 @@ def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, i
     values = {n: _reported(table.selection(n)) for n in order}
     means = np.array([values[n][0] for n in order])
     ends = np.array(
-        [v[0] + sign * v[1] for v in values.values() for sign in (-1.0, 1.0) if np.isfinite(v[1])]
+        [end for mean, half, _ in values.values() if np.isfinite(half) for end in (mean - half, mean + half)]
     )
     ends = np.concatenate([means[np.isfinite(means)], ends[np.isfinite(ends)]])
     lo, hi = _value_range(ends, means, target, direction)
     ax.set_xlim(lo, hi)
-    bad_edge = 1.0 if direction.sign > 0 else 0.0  # the axes' x of the worse side
+    right = direction.lower_is_better  # the worse side is the axis' right
+    bad_edge = 1.0 if right else 0.0  # the axes' x of the worse side
     edge = blended_transform_factory(ax.transAxes, ax.transData)
     off = 0
     for y, n in enumerate(order):
@@ -693,13 +693,13 @@ def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, i
         mean, half, note = values[n]
         if n in best:
             ax.axhspan(y - 0.5, y + 0.5, color="#fff1b8", zorder=0, linewidth=0)
-        if not math.isfinite(mean) or (mean > hi if direction.sign > 0 else mean < lo):
+        if not math.isfinite(mean) or float(direction.orient(mean)) > max(direction.orient([lo, hi])):
             off += 1
             ax.plot(
                 [bad_edge],
                 [y],
                 transform=edge,
-                marker="x" if not math.isfinite(mean) else (">" if direction.sign > 0 else "<"),
+                marker="x" if not math.isfinite(mean) else (">" if right else "<"),
                 markersize=6,
                 markeredgewidth=1.4,
                 color=look["color"],
@@ -709,13 +709,13 @@ def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, i
             )
             words = "diverged" if not math.isfinite(mean) else f"{mean:.4g}" + (f" ({note})" if note else "")
             ax.text(
-                bad_edge - (0.025 if direction.sign > 0 else -0.025),
+                bad_edge - (0.025 if right else -0.025),
                 y,
                 words,
                 transform=edge,
                 fontsize=7,
                 color="#444444",
-                ha="right" if direction.sign > 0 else "left",
+                ha="right" if right else "left",
                 va="center",
                 zorder=6,
             )
@@ -776,8 +776,7 @@ def plot_results(problem: Problem | None, tables: Sequence[TableAnalysis]) -> Fi
         off += k
         mode = "tuned" if t.mode == "tuned" else "one-shot (default rate)"
         ax.set_title(f"{mode}: {t.seeds} report seeds", fontsize=9.5)
-        better = "lower" if t.direction.sign > 0 else "higher"
-        ax.set_xlabel(f"test {metric} (mean ± {_PCT} t interval; {better} is better)", fontsize=8.5)
+        ax.set_xlabel(f"test {metric} (mean ± {_PCT} t interval; {t.direction.word} is better)", fontsize=8.5)
     note = (
         "Each table's entries in its order, from the confirmation runs (the chosen configuration on fresh seeds): "
         f"the mean test value over the report seeds with its {_PCT} Student-t interval; shaded, names in bold: "

@@ -573,7 +573,7 @@ def problem_table(
     mode = {"tuned": "tuned", "one-shot": "one-shot (default rate)"}.get(s0.mode, s0.mode)
     if title is None:
         name = f"{problem.name}: {problem.title}" if problem is not None else s0.problem
-        higher = "; higher is better" if s0.better == "higher" else ""
+        higher = "" if s0.direction.lower_is_better else f"; {s0.direction.word} is better"
         title = f"== {name} [{mode}; {s0.seeds} seeds, {s0.steps} steps; target {metric} {relation} {target:g}{higher}]"
     head = [
         "rank",

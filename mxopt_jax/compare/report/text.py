@@ -12,7 +12,6 @@ from .. import schedules as _schedules
 from ..analysis import most_entries
 from ..analysis.comparison import ROUNDING_RTOL, TEST, TEST_LEVEL
 from ..analysis.overall import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, TAU_MAX
-from ..direction import Direction
 from ..plan import Plan
 from ..presets import Preset
 from ..selection import LEVEL
@@ -354,7 +353,7 @@ def describe(
     lines = [text, "", "Problems:"]
     for p in problems:
         steps = preset.steps(p) if preset is not None else p.steps
-        direction = Direction(getattr(p, "better", "lower"))
+        direction = p.direction
         margin = float(getattr(p, "margin", 0.0))
         lines += wrap(
             f"  {p.name}: {p.title}; {steps} steps, batch {p.batch_size}; metric {p.metric_name} "
