@@ -3,7 +3,9 @@
 table, the batching check, the programs), made from the programs' work by :meth:`StudyResult.assemble`.
 
 Below the report (:mod:`mxopt_jax.compare.report` renders a result and never reaches back into the
-orchestration) and above the protocol (:func:`~mxopt_jax.compare.selection.select` chooses). A result reloads
+orchestration) and above the tuning (:mod:`mxopt_jax.compare.tuning` selects, once per problem, contender and
+study: a result keeps the selections its programs made, and asks the tuning only for those of programs read back
+from their records). A result reloads
 from its ``study.json`` alone (:meth:`StudyResult.from_json`): problems and contenders come back from their
 saved descriptions, so it reports but cannot train.
 
@@ -23,7 +25,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import search as _search
 from . import tuning
 from .analysis import StudyAnalysis, analyse_study, common_identity
 from .analysis.comparison import FAMILIES
@@ -32,20 +33,18 @@ from .plan import Plan
 from .presets import Preset
 from .problems.base import Problem
 from .records import Records
-from .selection import MODES, Selection, select
+from .selection import MODES, Selection
 from .serialize import FORMAT, read_document, restore_contender, restore_problem
 
-__all__ = ["SHOWN_ROLE", "ProgramResult", "StudyResult", "identical_groups"]
-
-#: Which records each mode's table shows (:data:`~mxopt_jax.compare.selection.MODES`): the role of the view
-#: :func:`shown` makes of the report runs.
-SHOWN_ROLE = {"tuned": "confirmation", "one-shot": "default"}
+__all__ = ["ProgramResult", "StudyResult", "identical_groups"]
 
 #: The layout of ``study.json`` before the plan was saved whole (still reloaded).
 _FORMAT_2 = "mxopt_jax.compare.study/2"
 
 #: Records of one study on one problem: ``{contender: {role: Records}}``.
 ByContender = dict[str, dict[str, Records]]
+#: The selections of one study on one problem: ``{contender: {mode: Selection}}``.
+Chosen = dict[str, dict[str, Selection]]
 
 R = TypeVar("R", bound="StudyResult")
 
@@ -63,6 +62,9 @@ class ProgramResult:
       compile_s: seconds to compile; ``devices``: devices the runs were sharded over; ``runs``: runs per call;
       ``steps``: training steps per run; ``platform``: the devices' platform (``"cpu"``, ``"gpu"``, ...);
       ``processes``: how many processes owned them (``jax.distributed``).
+      selections: per study (0, 1, ...), ``{contender: {mode: Selection}}``, the selections the tuning made
+        (:attr:`mxopt_jax.compare.tuning.Tuned.selections`); empty for a program read back from its records
+        (they are made again from them, :func:`mxopt_jax.compare.tuning.selections`).
     """
 
     problem: str
@@ -77,6 +79,7 @@ class ProgramResult:
     platform: str = ""
     processes: int = 1
     repeats: list[ByContender] = dataclasses.field(default_factory=list)
+    selections: list[Chosen] = dataclasses.field(default_factory=list)
 
     def info(self) -> dict[str, Any]:
         """The program's description (for the report and ``study.json``)."""
@@ -176,44 +179,6 @@ def identical_groups(
     for n in names:
         groups.setdefault(parent[n], []).append(n)
     return [g for g in groups.values() if len(g) > 1]
-
-
-def _tuned(roles: Mapping[str, Records], problem: Problem, contender: Contender, search: str) -> Selection:
-    """The tuned selection of one contender on one problem: chosen on its selection runs, reported on the chosen
-    row of its report runs, every row's final test value kept for the claims about the optimizers
-    (:func:`~mxopt_jax.compare.selection.select`; a study saved before the report runs existed reports its
-    confirmation runs and compares chosen configurations only); in a random search the edge flags are the
-    trials' (:func:`mxopt_jax.compare.search.edges`: the index of a trial says nothing about its place among the
-    values tried)."""
-    rec = roles["selection"]
-    if "report" in roles:
-        sel = select(rec, problem, report=roles["report"])
-    else:
-        sel = select(rec, problem, confirmation=roles["confirmation"])
-    if search != "random":
-        return sel
-    edges = _search.edges({"learning_rate": rec.lrs, **rec.hparams}, sel.index, contender.hyperparameters)
-    return dataclasses.replace(sel, edges=edges, on_edge=edges.get("learning_rate"))
-
-
-def shown(roles: Mapping[str, Records], mode: str, contender: Contender, selection: Selection) -> Records:
-    """The records ``mode``'s table shows of one contender (``roles``: what its program ran): the tuned mode's
-    confirmation runs (the chosen row of the report runs), the one-shot mode's default runs (the default
-    configuration's row of the report runs, or the default runs made alone), as records of role
-    ``"confirmation"`` or ``"default"``. A study saved before the report runs existed stored both."""
-    role = SHOWN_ROLE[mode]
-    if role in roles:
-        return roles[role]
-    report = roles["report"]
-    if mode == "tuned":
-        return dataclasses.replace(report.take(selection.index), role=role)
-    row = tuning.default_row(report, contender)
-    if row is None:
-        raise ValueError(
-            f"{contender.name} on {report.problem}: no default runs, and its report runs do not hold its default "
-            "configuration"
-        )
-    return dataclasses.replace(report.take(row), role=role)
 
 
 # --------------------------------------------------------------------------- the result
@@ -356,12 +321,12 @@ class StudyResult:
         return [sel for p in self.problems for sel in table.get(p.name, {}).values()]
 
     def shown_records(self, mode: str = "tuned") -> list[Records]:
-        """The records ``mode``'s tables show (:func:`shown`: the chosen configurations' report runs, or the
-        default configurations'), problem by problem, contender by contender."""
+        """The records ``mode``'s tables show (:func:`mxopt_jax.compare.tuning.shown`: the chosen configurations'
+        report runs, or the default configurations'), problem by problem, contender by contender."""
         table = self.tuned if mode == "tuned" else self.one_shot
         by_name = {c.name: c for c in self.contenders}
         return [
-            shown(roles, mode, by_name[n], self.tuned[p.name][n])
+            tuning.shown(roles, mode, by_name[n], self.tuned[p.name][n])
             for p in self.problems
             for n, roles in self.records.get(p.name, {}).items()
             if n in table.get(p.name, {})
@@ -400,12 +365,17 @@ class StudyResult:
         (:func:`mxopt_jax.compare.search.edges`), and contenders are identical in the tuned table when they agree
         at every drawn trial they share (three, or every drawn one when fewer) and in the confirmation runs."""
         problems = list(problems)
+
+        def made(k: int) -> list[Chosen]:  # the selections the programs' tuning made in study k, if they did
+            return [r.selections[k] if len(r.selections) > k else {} for r in results]
+
         repeats = [
             cls._one(
                 plan.for_study(k),
                 problems,
                 contenders,
                 [r.repeats[k - 1] for r in results if len(r.repeats) >= k],
+                [m for r, m in zip(results, made(k), strict=True) if len(r.repeats) >= k],
                 [],
                 [],
                 wall_s,
@@ -418,6 +388,7 @@ class StudyResult:
             problems,
             contenders,
             [r.records for r in results],
+            made(0),
             [(r.problem, r.batching) for r in results],
             [r.info() for r in results],
             wall_s,
@@ -437,18 +408,24 @@ class StudyResult:
         problems: list[Problem],
         contenders: Sequence[Contender],
         work: Sequence[ByContender],
+        made: Sequence[Chosen],
         batching_by_program: Sequence[tuple[str, Mapping[str, float]]],
         programs: list[dict[str, Any]],
         wall_s: float,
         study: int,
     ) -> R:
-        """One study's result from its records (``work``: each program's ``{contender: {role: Records}}``)."""
+        """One study's result from its records (``work``: each program's ``{contender: {role: Records}}``) and the
+        selections its programs' tuning made (``made``: each program's ``{contender: {mode: Selection}}``, empty
+        for a program read back from its records: the tuning makes them from the records, once)."""
         records: dict[str, dict[str, dict[str, Records]]] = {p.name: {} for p in problems}
+        chosen: dict[str, Chosen] = {p.name: {} for p in problems}
         batching: dict[str, dict[str, float]] = {p.name: {} for p in problems}
-        for per in work:
+        for per, sels in zip(work, made, strict=True):
             for name, roles in per.items():
                 problem = next(iter(roles.values())).problem
                 records[problem][name] = roles
+                if name in sels:
+                    chosen[problem][name] = dict(sels[name])
         for problem, b in batching_by_program:
             batching[problem].update(b)
         known = {p.name: p for p in problems}
@@ -461,14 +438,18 @@ class StudyResult:
             per = {n: per[n] for n in order if n in per}
             records[name] = per
             p = known[name]
-            tuned[name] = {n: _tuned(r, p, by_name[n], plan.search) for n, r in per.items()}
-            defaults = {n: shown(r, "one-shot", by_name[n], tuned[name][n]) for n, r in per.items()}
-            one_shot[name] = {n: select(d, p) for n, d in defaults.items()}
+            modes = {
+                n: chosen[name].get(n) or tuning.selections(r, p, by_name[n], plan.search)
+                for n, r in per.items()
+            }
+            tuned[name] = {n: m["tuned"] for n, m in modes.items()}
+            one_shot[name] = {n: m["one-shot"] for n, m in modes.items()}
+            defaults = {n: tuning.shown(r, "one-shot", by_name[n], tuned[name][n]) for n, r in per.items()}
             identical[name] = {
                 "tuned": identical_groups(
                     {n: r["selection"] for n, r in per.items()},
                     # a random search's contenders share its drawn trials (common random numbers), not its first
-                    min_shared=3 if plan.search == "grid" else max(1, min(3, (plan.trials or 1) - 1)),
+                    min_shared=3 if plan.search == "grid" else max(1, min(3, plan.configurations - 1)),
                     also={n: r["report"] if "report" in r else r["confirmation"] for n, r in per.items()},
                 ),
                 "one-shot": identical_groups(defaults, min_shared=1),

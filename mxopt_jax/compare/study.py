@@ -11,7 +11,7 @@ a family by default), then, for every contender of the program and every indepen
    packed into the program's slots (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`), and these first
    passes are timed (ms/step) while nothing else runs: the next program starts compiling, in a background thread,
    only once every contender of this one has made them;
-2. chooses on the selection runs' validation metric (:func:`selection.select`); where the chosen rate is on the
+2. chooses on the selection runs' validation metric (:func:`tuning.tuned_selection`); where the chosen rate is on the
    grid's edge (grid mode), runs the grid shifted past that edge the same way (rates are inputs of the compiled
    program) and chooses again on the union, up to ``extend`` times; a rate still on the edge stays flagged;
 3. reports: the tuned mode the chosen configuration's report runs, the one-shot mode the default
@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
-import numpy as np
 
 from . import checks, preflight, tuning
 from . import report as _report
@@ -483,15 +482,6 @@ def _groups(contenders: Sequence[Contender], group_by: str) -> list[list[Contend
     ]
 
 
-def _rel_diff(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    both_bad = ~np.isfinite(a) & ~np.isfinite(b)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        d = np.abs(a - b) / np.maximum(np.abs(a), np.abs(b))
-    d = np.where(both_bad | (a == b), 0.0, d)
-    return float(np.nanmax(np.where(np.isfinite(d), d, 1.0))) if d.size else 0.0
-
-
 def _has_matplotlib() -> bool:
     try:
         import matplotlib  # noqa: F401
@@ -504,11 +494,6 @@ def _preset_target(p: Problem, preset: Preset) -> Problem:
     """``p`` with its target for ``preset`` (:meth:`Problem.target_for`)."""
     target = p.target_for(preset.name)
     return p if target == p.target else dataclasses.replace(p, target=target)
-
-
-def _columns(names: Sequence[str], *configs: Mapping[str, float]) -> dict[str, np.ndarray]:
-    """Configurations as the columns a program takes (``names``: the hyperparameters it traces)."""
-    return {n: np.array([float(cfg[n]) for cfg in configs], np.float64) for n in names}
 
 
 def _run_jobs(
@@ -540,8 +525,7 @@ def _run_jobs(
             firsts = {c.name: tuning.first_pass(prog, i, studies) for i, c in enumerate(group)}
             if k + 1 < len(jobs):  # the first passes are timed alone; the next compile overlaps the rest
                 future = pool.submit(build, jobs[k + 1][0], jobs[k + 1][1])
-            work = _finish(prog, group, firsts, studies, tick)
-            result = dataclasses.replace(work[0], repeats=[w.records for w in work[1:]])
+            result = _finish(prog, group, firsts, studies, tick)
             now = time.perf_counter()
             if store is not None:
                 store.write_program(key, result, now - t_last)
@@ -563,48 +547,35 @@ def _finish(
     firsts: dict[str, list[Records]],
     studies: Sequence[Plan],
     tick: Callable[[str, float], None],
-) -> list[ProgramResult]:
+) -> ProgramResult:
     """Steps 2 to 4 of the module's docstring for every contender of ``prog`` and every study (``studies``: the
     plan of each; ``firsts[name]``: the contender's first pass, :func:`mxopt_jax.compare.tuning.first_pass`):
-    :func:`mxopt_jax.compare.tuning.tune` selects, extends and reports; the batching check runs in study 0.
-    One :class:`ProgramResult` per study."""
+    :func:`mxopt_jax.compare.tuning.tune` selects, extends and reports; the batching check
+    (:func:`mxopt_jax.compare.tuning.check_batching`) runs in study 0.
+    The program's work: study 0's records, the other studies' (``repeats``), every study's selections as the
+    tuning made them."""
     p = prog.problem
     plan = studies[0]
     n = len(studies)
     records: list[dict[str, dict[str, Records]]] = [{} for _ in range(n)]
-    chosen: list[dict[str, Selection]] = [{} for _ in range(n)]
+    made: list[dict[str, dict[str, Selection]]] = [{} for _ in range(n)]
     for i, c in enumerate(group):
         for k, tuned in enumerate(tuning.tune(prog, i, studies, first=firsts[c.name], tick=tick)):
             records[k][c.name] = tuned.records
-            chosen[k][c.name] = tuned.selection
-    batching: dict[str, float] = {}
-    if plan.check_batching != "none":
-        targets = (
-            group
-            if plan.check_batching == "all"
-            else [min(group, key=lambda c: float(np.min(p.direction.orient(chosen[0][c.name].scores))))]
-        )
-        for c in targets:
-            i, sel = group.index(c), chosen[0][c.name]
-            width = max(1, prog.capacity // len(plan.seeds))  # the chosen configuration in every slot
-            alone = prog.run(i, _columns(prog.tuned[c.name], *[sel.config] * width), plan.seeds, test=False)
-            batching[c.name] = _rel_diff(
-                alone.val[0, :, -1], records[0][c.name]["selection"].val[sel.index, :, -1]
-            )
-            tick(f"{p.name}: {c.name} (batching check)", 1)
-    return [
-        ProgramResult(
-            problem=p.name,
-            name=prog.name,
-            contenders=[c.name for c in group],
-            records=records[k],
-            batching=batching if k == 0 else {},
-            compile_s=prog.compile_s,
-            devices=prog.n_devices,
-            runs=prog.capacity,
-            steps=prog.steps,
-            platform=prog.platform,
-            processes=prog.processes,
-        )
-        for k in range(n)
-    ]
+            made[k][c.name] = tuned.selections
+    batching = tuning.check_batching(prog, group, made[0], records[0], plan, tick)
+    return ProgramResult(
+        problem=p.name,
+        name=prog.name,
+        contenders=[c.name for c in group],
+        records=records[0],
+        batching=batching,
+        compile_s=prog.compile_s,
+        devices=prog.n_devices,
+        runs=prog.capacity,
+        steps=prog.steps,
+        platform=prog.platform,
+        processes=prog.processes,
+        repeats=records[1:],
+        selections=made,
+    )

@@ -45,9 +45,9 @@ def numbers(s: Any) -> dict[str, Any]:
     """A study's numbers: ``{"records": {key: {field: value}}, "batching": {...}, "jax": version}``
     (JSON-ready; timings left out). The records are those of the fixture's roles: every selection run, and the
     runs the tables show (``"confirmation"``: the chosen configuration's report runs; ``"default"``: the default
-    configuration's), :func:`mxopt_jax.compare.result.shown`; the report runs at the other configurations,
+    configuration's), :func:`mxopt_jax.compare.tuning.shown`; the report runs at the other configurations,
     which the engine did not make when the fixture was written, are not in it."""
-    from mxopt_jax.compare.result import shown
+    from mxopt_jax.compare.tuning import shown
 
     records: dict[str, Any] = {}
     for sub in s.studies():

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tiny_problems import mlp_problem as _mlp_problem
 
 import mxopt_jax
-from mxopt_jax.compare import PRESETS, PROBLEMS, compare_studies, engine, result, search, study
+from mxopt_jax.compare import PRESETS, PROBLEMS, compare_studies, engine, search, study, tuning
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.analysis import analyse
 from mxopt_jax.compare.cli import build_parser, main
@@ -371,9 +371,9 @@ def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path
         "report",
     }  # the default configuration is the first trial: not run twice
     adam = C.mxopt_contender("adam")
-    conf = result.shown(roles, "tuned", adam, sel)
+    conf = tuning.shown(roles, "tuned", adam, sel)
     assert conf.config(0) == sel.config  # the report runs of the chosen configuration, every value of it
-    default = result.shown(roles, "one-shot", adam, sel)
+    default = tuning.shown(roles, "one-shot", adam, sel)
     assert default.config(0) == adam.defaults and roles["report"].config(0) == adam.defaults
     assert set(r.tuned["tiny"]["adam b1"].config) == {"learning_rate", "b1"}
     assert len(r.programs) == 1
