@@ -396,9 +396,13 @@ def test_facade_create_rejects_bad_arguments(name, case, kw, exc, msg):
         (None, TypeError, r"`name` must be an optimizer name \(str\).*got NoneType None"),
         (b"adam", TypeError, r"`name` must be an optimizer name \(str\)"),
         (mxopt_jax.adam, TypeError, r"`name` must be an optimizer name \(str\)"),
-        ("adamz", ValueError, r"Cannot find optimizer adamz; registered optimizers: adabelief, .*test"),
+        (
+            "adamz",
+            ValueError,
+            r"Cannot find optimizer adamz \(did you mean 'adam'\?\); registered optimizers: adabelief, .*test",
+        ),
         ("", ValueError, r"Cannot find optimizer ; registered optimizers"),
-        ("adam ", ValueError, r"Cannot find optimizer adam ; registered"),
+        ("adam ", ValueError, r"Cannot find optimizer adam  \(did you mean 'adam'\?\); registered"),
     ],
     ids=["int", "none", "bytes", "function", "unknown", "empty", "trailing-space"],
 )

@@ -485,6 +485,29 @@ def test_create_is_case_insensitive_and_unknown_lists_names():
         create("NoSuch")
 
 
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("adma", "'adam'"), ("adamm", "'adam'"), ("nadm", "'nadam'"), ("Sdg", "'sgd'"), ("ftlm", "'ftml'")],
+)
+def test_create_suggests_the_closest_name(typo, meant):
+    """A misspelt name gets the registered name it most likely meant (a swap of two letters is one edit:
+    'adma' is 'adam', not 'adamax'), and still the list of every name."""
+    with pytest.raises(
+        ValueError, match=rf"Cannot find optimizer {typo} \(did you mean {meant}\?\); registered"
+    ):
+        create(typo)
+
+
+def test_create_takes_the_constructors_spelling():
+    """``mxopt_jax.group_adagrad`` is registered as ``groupadagrad``; either spelling creates it, from the one
+    alias table (derived from the optimizer table)."""
+    assert mxopt_jax.ALIASES == {"group_adagrad": "groupadagrad"}
+    assert type(create("group_adagrad", learning_rate=0.1)) is facade.GroupAdaGrad
+    assert type(create("Group_AdaGrad")) is facade.GroupAdaGrad
+    for alias, name in mxopt_jax.ALIASES.items():
+        assert mxopt_jax.OPTIMIZERS[name].__name__ == alias and type(create(alias)) is type(create(name))
+
+
 def test_register_warns_on_override_and_returns_class():
     saved = dict(Optimizer.opt_registry)
     try:

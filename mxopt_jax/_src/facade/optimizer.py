@@ -17,9 +17,10 @@ import numpy as np
 
 from ..hyperparams import resolve_learning_rate
 from ..numerics import is_low_precision
+from ..registry import ALIASES
 from ..rule import FP16_WARNING
 from ..signature import habit_error, parameters_hint
-from ..validation import warn
+from ..validation import close_names, either, warn
 
 Index = int | str
 
@@ -467,11 +468,14 @@ def register(klass: type) -> type:
 def create(name: str, *args: Any, **kwargs: Any) -> Optimizer:
     """Instantiate the optimizer registered as ``name`` (case-insensitive), e.g. ``create('adam', wd=1e-4)``.
 
+    A functional constructor's name is taken for its registry name where the two differ
+    (``create('group_adagrad')`` is ``create('groupadagrad')``: ``mxopt_jax.ALIASES``).
+
     Raises:
       TypeError: ``name`` is not a string; arguments that are not the optimizer's (the message names the
         optimizer and, for ``lr=``, ``eps=``, ``weight_decay=``, ... MXNet's keyword); positional
         arguments (MXNet's ``create`` takes keywords; parameters go to the :class:`Updater`).
-      ValueError: unknown name (the message lists the registered names).
+      ValueError: unknown name (the message suggests the closest registered names and lists them all).
 
     Examples:
       >>> import mxopt_jax
@@ -484,10 +488,13 @@ def create(name: str, *args: Any, **kwargs: Any) -> Optimizer:
             f"create: `name` must be an optimizer name (str), one of {', '.join(sorted(Optimizer.opt_registry))}; "
             f"got {type(name).__name__} {name!r}"
         )
-    klass = Optimizer.opt_registry.get(name.lower())
+    registered = Optimizer.opt_registry
+    klass = registered.get(name.lower()) or registered.get(ALIASES.get(name.lower(), ""))
     if klass is None:
+        near = close_names(name, sorted(registered))
+        hint = f" (did you mean {either(near)}?)" if near else ""
         raise ValueError(
-            f"Cannot find optimizer {name}; registered optimizers: {', '.join(sorted(Optimizer.opt_registry))}"
+            f"Cannot find optimizer {name}{hint}; registered optimizers: {', '.join(sorted(registered))}"
         )
     if args:
         raise TypeError(
