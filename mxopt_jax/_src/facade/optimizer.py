@@ -19,8 +19,8 @@ from ..hyperparams import resolve_learning_rate
 from ..numerics import is_low_precision
 from ..registry import ALIASES
 from ..rule import FP16_WARNING
-from ..signature import habit_error, parameters_hint
-from ..validation import close_names, either, warn
+from ..signature import habit_error, parameters_hint, stricter_than_mxnet
+from ..validation import check_range, close_names, either, warn
 
 Index = int | str
 
@@ -150,13 +150,20 @@ class Optimizer:
         return self.lr
 
     def set_learning_rate(self, lr: float) -> None:
-        """Set the learning rate; raises ``UserWarning`` (as an exception, as MXNet) if a scheduler is set."""
+        """Set the learning rate; raises ``UserWarning`` (as an exception, as MXNet) if a scheduler is set.
+
+        Raises:
+          ValueError: ``lr`` is negative or NaN (MXNet takes any value; mxopt_jax refuses it here, as its
+            constructors do, and at every update whatever set it: docs/differences.md #19).
+        """
         if self.lr_scheduler is not None:
             raise UserWarning(
                 "LRScheduler of the optimizer has already been defined. Note that set_learning_rate can "
                 "mutate the value of the learning rate of the optimizer only when the LRScheduler of the "
                 "optimizer is undefined."
             )
+        with stricter_than_mxnet():
+            check_range(f"{type(self).__name__}.set_learning_rate", "lr", lr, low=0.0)
         self.lr = lr
 
     # ------------------------------------------------------------------ multipliers
@@ -170,14 +177,28 @@ class Optimizer:
         return out
 
     def set_lr_mult(self, args_lr_mult: dict) -> None:
-        """Replace the learning-rate multipliers (keys: indices or names; ``sym``'s ``__lr_mult__`` first)."""
+        """Replace the learning-rate multipliers (keys: indices or names; ``sym``'s ``__lr_mult__`` first);
+        each must be a number ``>= 0`` (``ValueError`` otherwise, as the functional ``lr_mult``)."""
+        self._check_mults("set_lr_mult", args_lr_mult)
         self.lr_mult = self._sym_mults("__lr_mult__")
         self.lr_mult.update(args_lr_mult)
 
     def set_wd_mult(self, args_wd_mult: dict) -> None:
-        """Replace the weight-decay multipliers (keys: indices or names; ``sym``'s ``__wd_mult__`` first)."""
+        """Replace the weight-decay multipliers (keys: indices or names; ``sym``'s ``__wd_mult__`` first);
+        each must be a number ``>= 0`` (``ValueError`` otherwise, as the functional ``wd_mult``)."""
+        self._check_mults("set_wd_mult", args_wd_mult)
         self.wd_mult = self._sym_mults("__wd_mult__")
         self.wd_mult.update(args_wd_mult)
+
+    def _check_mults(self, setter: str, mults: Any) -> None:
+        if not isinstance(mults, Mapping):
+            raise TypeError(
+                f"{type(self).__name__}.{setter}: expected a dict of index or name -> multiplier, got "
+                f"{type(mults).__name__}"
+            )
+        with stricter_than_mxnet():
+            for key, value in mults.items():
+                check_range(f"{type(self).__name__}.{setter}", f"{setter[4:]}[{key!r}]", value, low=0.0)
 
     def _mult(self, index: Index, table: dict, attr: str) -> float:
         if index in self.param_dict:
