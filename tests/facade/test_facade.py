@@ -20,6 +20,7 @@ import optax
 import pytest
 from golden import GOLDEN, TOL, config, expected, inputs, load
 from sampling import default_run, share
+from traces import counting
 
 import mxopt_jax
 from mxopt_jax import facade
@@ -661,6 +662,45 @@ def test_fused_step_never_recompiles_for_new_hyperparameter_values():
     upd2 = get_updater(opt2)
     upd2([0, 1], g, w)
     assert fn._cache_size() == size
+
+
+#: Every way the facade changes a hyperparameter, as (optimizer, scale of the new value) -> None.
+_CHANGES = [
+    lambda opt, k: opt.set_learning_rate(0.05 * k),
+    lambda opt, k: setattr(opt, "lr", 0.02 * k),
+    lambda opt, k: opt.set_lr_mult({0: 3.0 * k}),
+    lambda opt, k: opt.set_wd_mult({1: 0.1 * k}),
+    lambda opt, k: setattr(opt, "wd", 0.5 * k),
+    lambda opt, k: setattr(opt, "rescale_grad", 0.25 * k),
+    lambda opt, k: setattr(opt, "beta1", 0.8 * k),
+]
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused_step", "step"])
+def test_every_way_to_change_a_hyperparameter_traces_and_compiles_nothing(fused):
+    """The facade's setters (set_learning_rate, set_lr_mult, set_wd_mult), its attributes (lr, wd,
+    rescale_grad, an optimizer's own such as beta1) and a scheduler's next rate change the numbers of the next
+    update, never its program: JAX traces and compiles nothing (its own counts, through jax.monitoring), and
+    the changes reach the updates. ``fused_step`` runs one compiled program from the first change on; the
+    eager ``step`` runs op by op, and a value that takes another branch there (``rescale_grad`` leaving 1)
+    compiles its operations once, so it is counted on a second round of new values."""
+    sched = lrs.FactorScheduler(step=1, factor=0.5, base_lr=0.1)
+    g = [jnp.full((5, 3), 0.3), jnp.full((4,), -0.2)]
+    for opt in (
+        create("adam", learning_rate=0.1, wd=0.01, use_fused_step=fused),
+        create("adam", learning_rate=None, lr_scheduler=sched, use_fused_step=fused),
+    ):
+        upd = get_updater(opt)
+        seen = [upd([0, 1], g, [jnp.ones((5, 3)), jnp.ones((4,))])]  # the first call prepares the programs
+        for r, scale in enumerate((1.0, 0.5)):
+            with counting() as n:
+                for change in _CHANGES[2 if opt.lr_scheduler is not None else 0 :]:  # a scheduler sets lr
+                    change(opt, scale)
+                    seen.append(upd([0, 1], g, seen[-1]))
+            if fused or r:
+                assert n.traces == 0 and n.compiles == 0, (n, opt.lr_scheduler, r)
+        steps = np.diff([float(x[1][0]) for x in seen])
+        assert len(set(np.round(steps, 7))) > len(steps) // 2, steps  # the changes reached the updates
 
 
 @pytest.mark.parametrize("mp", [False, True], ids=["float32", "float16-multi_precision"])
