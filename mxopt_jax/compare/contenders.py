@@ -398,8 +398,9 @@ def mxopt_contender(name: str) -> Contender:
     ``lazy_update=True`` (MXNet's sparse recipe); AdaGrad and GroupAdaGrad update listed rows only anyway
     (their sparse kernels).
     """
+    name = canonical_name(name, list(OPTIMIZERS))  # group_adagrad: groupadagrad
     if name not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {name!r}; known: {', '.join(OPTIMIZERS)}")
+        raise ValueError(unknown_name("optimizer", name, list(OPTIMIZERS)))
     fn = OPTIMIZERS[name]
     params = inspect.signature(fn).parameters
     hyperparameters = search_space(

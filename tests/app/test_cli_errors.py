@@ -239,6 +239,9 @@ def test_an_optimizers_constructor_spelling_is_taken_as_its_name():
     args = cli.build_parser().parse_args(["compare", "--contenders", "group_adagrad,adam,groupadagrad"])
     assert args.contenders == ["groupadagrad", "adam"]
     assert [c.name for c in C.resolve(["group_adagrad", "adam"])] == ["groupadagrad", "adam"]
+    assert C.mxopt_contender("group_adagrad").name == "groupadagrad"
+    with pytest.raises(ValueError, match=r"unknown optimizer 'adma' \(did you mean 'adam'\?\); known: sgd"):
+        C.mxopt_contender("adma")
     tour = cli.build_parser().parse_args(["tour", "--contenders", "group_adagrad"])
     assert tour.contenders == ["groupadagrad"]
     assert checks.canonical_name("group_adagrad", ["adam"]) == "group_adagrad"  # only where the name is known
