@@ -334,19 +334,22 @@ class _RuleOptimizer(Optimizer):
         return spec, packed, keys
 
     def _refuse_rate(self, indices: list, lrs: list, wds: list) -> NoReturn:
-        """The ``ValueError`` for the first index whose learning rate or weight decay is negative or NaN."""
-        for index, lr, wd in zip(indices, lrs, wds, strict=True):
-            for what, value in (
+        """The ``ValueError`` for the first index whose learning rate or weight decay is negative or NaN (called
+        only when one is)."""
+        index, what, value = next(
+            (i, what, v)
+            for i, lr, wd in zip(indices, lrs, wds, strict=True)
+            for what, v in (
                 ("learning rate (the rate times its lr_mult)", lr),
                 ("weight decay (wd times its wd_mult)", wd),
-            ):
-                if not value >= 0:
-                    raise ValueError(
-                        f"{type(self).__name__}: the {what} of index {index!r} is {float(value)!r}; it must be in "
-                        "[0.0, inf], however it was set (set_learning_rate, the lr or wd attribute, the "
-                        f"lr_scheduler, set_lr_mult / set_wd_mult, param_dict) ({STRICTER_THAN_MXNET})"
-                    )
-        raise AssertionError("no rate to refuse")  # pragma: no cover - called only when one fails the check
+            )
+            if not v >= 0
+        )
+        raise ValueError(
+            f"{type(self).__name__}: the {what} of index {index!r} is {float(value)!r}; it must be in [0.0, inf], "
+            "however it was set (set_learning_rate, the lr or wd attribute, the lr_scheduler, set_lr_mult / "
+            f"set_wd_mult, param_dict) ({STRICTER_THAN_MXNET})"
+        )
 
     def _run(self, fused: bool, indices, weights, grads, states) -> tuple[list, list]:
         indices = list(indices)
