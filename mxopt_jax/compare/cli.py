@@ -219,7 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("dir", metavar="DIR", help="a study's folder (holding study.json) or the file itself")
     rep.add_argument(
-        "--out", default=None, metavar="DIR", help="write the rendered files here (default: DIR)"
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write the rendered files here (default: DIR itself, whose rendered files, report.txt, "
+        "summary.csv, claims.csv, report.html and the PNGs, are then replaced; its records are never touched)",
     )
     rep.add_argument("--no-plots", action="store_true", help="write no PNGs")
     rep.add_argument("--family", **_FAMILY_ARG)
@@ -704,13 +708,12 @@ def _compare(
         if isinstance(e, PreflightError):
             message += "\nDrop them with --contenders."
         return _fail(message)
-    if args.family != "table":  # the report-wide family: the outputs written again under it
+    if args.family != "table":  # the report-wide family: the rendered outputs written again under it
         from .report import write_study
 
-        result.with_family(args.family)
-        write_study(result, root, plots=plots, data=False)
+        write_study(result, root, plots=plots, data=False, family=args.family)
     print()
-    print(result.report())
+    print(result.report(args.family))
     written = (
         sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.startswith(".")) if writer else []
     )
@@ -734,13 +737,13 @@ def _report_command(args: argparse.Namespace) -> int:
         )
     try:
         out = output_dir(args.out if args.out is not None else source.parent, "--out", create=True)
-        result = Study.from_json(source).with_family(args.family)
+        result = Study.from_json(source)
+        text = result.report(args.family)
     except (ValueError, KeyError, TypeError) as e:
         return _fail(str(e), "report")
     plots = _plots(args.no_plots)
-    text = result.report()
     try:  # written first: a reader that stops early (| head) loses nothing
-        written = write_study(result, out, plots=plots, data=False)
+        written = write_study(result, out, plots=plots, data=False, family=args.family)
     except OSError as e:  # a full disk, say
         return _fail(
             f"{_unwritable(e, out)}; no file was left half-written (the records, runs.csv and study.json, are "
@@ -750,12 +753,16 @@ def _report_command(args: argparse.Namespace) -> int:
         )
     print(text)
     print()
-    print(
-        _fill(
-            f"Wrote into {out}: {', '.join(p.name for p in written)} (the records, runs.csv and study.json, "
-            "unchanged)"
+    files = ", ".join(p.name for p in written)
+    if out.resolve() == source.parent.resolve():  # the saved study's own folder: its rendered files replaced
+        done = (
+            f"Replaced the rendered files of {out} ({files}) with this report (--family {args.family}); the "
+            "records, runs.csv and study.json, are unchanged. To keep the folder's report as it was, write "
+            "elsewhere with --out DIR."
         )
-    )
+    else:
+        done = f"Wrote into {out}: {files} (--family {args.family}; the records stay in {source.parent})"
+    print(_fill(done))
     return 0
 
 

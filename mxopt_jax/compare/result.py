@@ -17,7 +17,6 @@ decided per table, from the records that table shows.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -206,8 +205,6 @@ class StudyResult:
         studies 1, 2, ... (each complete; empty when the plan runs one study).
       resumed: for a resumed study, ``{"programs": programs saved by earlier sessions, "wall_s": their
         seconds}`` (empty otherwise): what the timing counts.
-      family: the report's error control (:meth:`with_family`): ``"table"`` (each table one Holm family, the
-        default) or ``"report"`` (every table of the report one family).
     """
 
     plan: Plan
@@ -223,25 +220,9 @@ class StudyResult:
     study: int = 0
     repeats: Sequence[StudyResult] = dataclasses.field(default_factory=list)
     resumed: dict[str, float] = dataclasses.field(default_factory=dict)
-    family: str = "table"
-
-    def with_family(self: R, family: str) -> R:
-        """This result read with the report's error control ``family`` (:data:`mxopt_jax.compare.analysis.
-        comparison.FAMILIES`: ``"table"``, the default, one Holm family per table; ``"report"``, every table one family):
-        sets it here and in the repeats, and drops the analysis made so far (the next use makes it again).
-
-        Raises
-        ------
-        ValueError
-            ``family`` not one of :data:`~mxopt_jax.compare.analysis.comparison.FAMILIES`.
-        """
-        if family not in FAMILIES:
-            raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
-        results: list[StudyResult] = [self, *self.repeats]
-        for r in results:
-            r.family = family
-            r.__dict__.pop("analysis", None)
-        return self
+    _analyses: dict[str, StudyAnalysis] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     # ------------------------------------------------------------------ the plan's settings, for reading
     @property
@@ -263,10 +244,6 @@ class StudyResult:
         return self.plan.search
 
     @property
-    def trials(self) -> int | None:
-        return self.plan.trials
-
-    @property
     def search_seed(self) -> int:
         return self.plan.search_seed
 
@@ -275,13 +252,29 @@ class StudyResult:
         return self.plan.schedule
 
     # ------------------------------------------------------------------ the analysis
-    @functools.cached_property
-    def analysis(self) -> StudyAnalysis:
+    def analysis_for(self, family: str = "table") -> StudyAnalysis:
         """The study's analysis (:class:`~mxopt_jax.compare.analysis.StudyAnalysis`: every table's tests and
-        claims, the overall rankings, the tables across the plan's independent studies), computed from the
-        selections on first use and kept: every renderer reads it, none re-tests. A reloaded result
-        (:meth:`from_json`) makes it again from its records."""
-        return analyse_study(self)
+        claims, the overall rankings, the tables across the plan's independent studies) with the report's error
+        control ``family`` (:data:`~mxopt_jax.compare.analysis.comparison.FAMILIES`: ``"table"``, one Holm family
+        per table; ``"report"``, every pair of every table one family), made from the selections on first use and
+        kept, one per family: every renderer reads it, none re-tests, and the result itself never changes. A
+        reloaded result makes it again from its records.
+
+        Raises
+        ------
+        ValueError
+            ``family`` not one of :data:`~mxopt_jax.compare.analysis.comparison.FAMILIES`.
+        """
+        if family not in FAMILIES:
+            raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
+        if family not in self._analyses:
+            self._analyses[family] = analyse_study(self, family)
+        return self._analyses[family]
+
+    @property
+    def analysis(self) -> StudyAnalysis:
+        """The analysis with a Holm family per table, the default (:meth:`analysis_for`)."""
+        return self.analysis_for("table")
 
     # ------------------------------------------------------------------ queries
     def __repr__(self) -> str:

@@ -84,34 +84,37 @@ class Study(StudyResult):
         """The protocol in words, as it ran (:func:`mxopt_jax.compare.report.render.describe_study`)."""
         return _report.render.describe_study(self)
 
-    def report(self) -> str:
-        """The text report (:func:`mxopt_jax.compare.report.format_study`): results first, then the protocol."""
-        return _report.format_study(self)
+    def report(self, family: str = "table") -> str:
+        """The text report (:func:`mxopt_jax.compare.report.format_study`): results first, then the protocol;
+        ``family``: the report's error control (``"table"``, a Holm family per table; ``"report"``, every table
+        one family: :meth:`~mxopt_jax.compare.result.StudyResult.analysis_for`)."""
+        return _report.format_study(self, family)
 
-    def write(self, out_dir: str | Path, plots: bool = True) -> list[Path]:
+    def write(self, out_dir: str | Path, plots: bool = True, family: str = "table") -> list[Path]:
         """Write the report (text and HTML), records and plots into ``out_dir``
-        (:func:`mxopt_jax.compare.report.write_study`)."""
+        (:func:`mxopt_jax.compare.report.write_study`), the claims corrected as ``family`` says."""
         if not is_writer():  # a study of several processes: process 0 writes (write_study says so too)
             return []
-        return _report.write_study(self, checks.output_dir(out_dir, "out_dir", create=True), plots=plots)
+        out = checks.output_dir(out_dir, "out_dir", create=True)
+        return _report.write_study(self, out, plots=plots, family=family)
 
-    def to_pandas(self) -> Frames:
+    def to_pandas(self, family: str = "table") -> Frames:
         """The runs and the summary as tidy pandas DataFrames (``runs, summary = study.to_pandas()``): one row
         per evaluation point of every run (``runs.csv``), one row per contender, problem and mode
         (``summary.csv``); see :func:`~mxopt_jax.compare.report.export.runs_frame` and
         :func:`~mxopt_jax.compare.report.export.summary_frame`. Needs pandas (the app's ``study`` extra)."""
         return Frames(
             _report.export.runs_frame([r for s in self.studies() for r in s.all_records()]),
-            _report.export.summary_frame(_report.render.study_tables(self)),
+            _report.export.summary_frame(_report.render.study_tables(self, family)),
         )
 
-    def claims(self) -> pd.DataFrame:
+    def claims(self, family: str = "table") -> pd.DataFrame:
         """Every tested pair of every table as a DataFrame, what ``claims.csv`` holds
         (:func:`~mxopt_jax.compare.report.export.claims_rows`: per study and table, then across the independent
         studies; the test, its statistic, p, Holm-adjusted p, the effect with its interval, the seeds or studies
         used, what the claim is about, the claim in a sentence). Needs pandas (the app's ``study`` extra)."""
         metrics = {p.name: p.metric_name for p in self.problems}
-        return _report.export.claims_frame(_report.render.all_claims(self), metrics)
+        return _report.export.claims_frame(_report.render.all_claims(self, family), metrics)
 
     def _repr_html_(self) -> str:
         """A notebook displays a study as its HTML report: tables and figures (figures need matplotlib)."""

@@ -134,12 +134,21 @@ def test_report_re_renders_a_saved_study_without_touching_its_records(tmp_path, 
     assert cli.main(["report", str(tmp_path), "--no-plots"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(study.report().rstrip("\n")[:200])
+    # its own folder: the rendered files are replaced, and the command says so
+    assert "Replaced the rendered files of" in out and "--out DIR" in " ".join(out.split())
     assert (tmp_path / "report.txt").read_text() == study.report() + "\n"
     assert (tmp_path / "summary.csv").is_file() and (tmp_path / "report.html").is_file()
     assert {n: (tmp_path / n).read_bytes() for n in before} == before  # the records, unchanged
     other = tmp_path / "elsewhere"
     assert cli.main(["report", str(tmp_path / "study.json"), "--out", str(other), "--no-plots"]) == 0
     assert (other / "report.txt").read_text() == study.report() + "\n"
+    assert "Replaced" not in capsys.readouterr().out
+    # another family into a folder the user names: the saved folder's report is left as it was
+    kept = (tmp_path / "report.txt").read_bytes()
+    wide = tmp_path / "wide"
+    assert cli.main(["report", str(tmp_path), "--out", str(wide), "--no-plots", "--family", "report"]) == 0
+    assert (wide / "report.txt").read_text() == study.report("report") + "\n"
+    assert (tmp_path / "report.txt").read_bytes() == kept
     assert cli.main(["report", str(tmp_path / "nothing")]) == 2
     assert "no study.json at" in capsys.readouterr().err
 

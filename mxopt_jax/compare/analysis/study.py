@@ -181,10 +181,11 @@ def _by_problem(selections: Iterable[Selection]) -> dict[str, list[Selection]]:
     return out
 
 
-def analyse_study(result: _Result) -> StudyAnalysis:
-    """The analysis of ``result``: each table's tests once (folded by that table's identity), the overall
-    ranking of each mode from them (:func:`analyse`), and, for a plan of several independent studies, each
-    table read across the studies (:func:`~mxopt_jax.compare.analysis.across.across_studies`).
+def analyse_study(result: _Result, family: str = "table") -> StudyAnalysis:
+    """The analysis of ``result`` under the report's error control ``family`` (:func:`analyse`; with
+    ``"report"`` the tables across studies join the one family too): each table's tests once (folded by that
+    table's identity), the overall ranking of each mode from them, and, for a plan of several independent
+    studies, each table read across the studies (:func:`~mxopt_jax.compare.analysis.across.across_studies`).
 
     Raises
     ------
@@ -196,7 +197,7 @@ def analyse_study(result: _Result) -> StudyAnalysis:
         [s for p in names for t in (result.tuned, result.one_shot) for s in t.get(p, {}).values()],
         identical_by_problem={p: {m: result.identical_map(p, m) for m in MODES} for p in names},
         identical_by_mode={m: result.identical_everywhere(m) for m in MODES},
-        family=str(getattr(result, "family", "table")),
+        family=family,
     )
     studies = list(result.studies())
     if len(studies) < 2:
@@ -211,7 +212,7 @@ def analyse_study(result: _Result) -> StudyAnalysis:
                         [list(t[p].values()) for t in per], [s.identical_map(p, mode) for s in studies]
                     )
                 )
-    if str(getattr(result, "family", "table")) == "report":
+    if family == "report":
         out, across = _one_family(out, across)
     return dataclasses.replace(out, across=tuple(across))
 
