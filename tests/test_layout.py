@@ -222,7 +222,7 @@ APP_LAYERS = [
         "compare.direction",
         "compare.distributed",
         "compare.floats",
-        "compare.figures",
+        "compare.style",
         "compare.progress",
         "compare.stats.*",
         "compare.records",

@@ -33,8 +33,8 @@ from .checks import (
     resume_command,
 )
 from .distributed import configure_jax
-from .figures import PLOT_HINT
 from .plan import MAX_STUDIES
+from .style import PLOT_HINT
 
 __all__ = ["DEPRECATED", "build_parser", "main", "problems_epilog"]
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from mxopt_jax.compare import figures, presets, selection, serialize
+from mxopt_jax.compare import presets, selection, serialize, style
 from mxopt_jax.compare.analysis import analyse, analyse_table, mean_band, overall
 from mxopt_jax.compare.contenders import FAMILY_ORDER
 from mxopt_jax.compare.direction import LOWER
@@ -774,7 +774,7 @@ def test_each_problem_has_the_picture_of_its_table(drawn):
         for line, n in zip(points, inside, strict=True):
             s = table.selection(n)
             assert line.get_xdata()[0] == pytest.approx(plots._reported(s)[0])
-            assert line.get_color() == figures.contender_style(n)["color"]
+            assert line.get_color() == style.contender_style(n)["color"]
         assert "test" in ax.get_xlabel() and p.metric_name in ax.get_xlabel()
     # a contender far behind: drawn on the axis' edge with its value written, and the note says so
     table = analysis.table(probs[0].name)
@@ -818,7 +818,7 @@ def test_the_rank_heatmap_is_the_overall_table(drawn):
         f"{ranking.mean_rank(n):.2f}" for n in ranking.order
     ]
     markers = [ln for ln in ax.get_lines()]
-    assert [ln.get_color() for ln in markers] == [figures.contender_style(n)["color"] for n in ranking.order]
+    assert [ln.get_color() for ln in markers] == [style.contender_style(n)["color"] for n in ranking.order]
 
 
 def test_a_contender_has_one_look_in_every_figure_of_every_study(drawn):
@@ -845,7 +845,7 @@ def test_a_contender_has_one_look_in_every_figure_of_every_study(drawn):
             seen.setdefault(n, set()).add((line.get_color(), line.get_marker()))
     assert {"sgd", "adam", "nag"} <= set(seen)
     for n, looks in seen.items():
-        want = figures.contender_style(n)
+        want = style.contender_style(n)
         assert looks == {(want["color"], want["marker"])}, n
     # another study, other contenders in another order: the same look
     few = [r for r in recs if r.contender in ("nag", "adam") and r.problem == probs[0].name][::-1]
@@ -855,7 +855,7 @@ def test_a_contender_has_one_look_in_every_figure_of_every_study(drawn):
         fig.axes[0].get_legend().get_lines(), fig.axes[0].get_legend().get_texts(), strict=True
     ):
         n = text.get_text().split("  ")[0]
-        assert line.get_color() == figures.contender_style(n)["color"]
+        assert line.get_color() == style.contender_style(n)["color"]
 
 
 def test_every_builtin_contender_has_a_look_of_its_own():
@@ -864,19 +864,17 @@ def test_every_builtin_contender_has_a_look_of_its_own():
     from mxopt_jax.compare import contenders as C
 
     names = [c.name for c in C.resolve(["all"])]
-    assert len(names) == 26 and set(names) == set(figures.CONTENDER_STYLES)
-    colours = [figures.contender_style(n)["color"] for n in names]
+    assert len(names) == 26 and set(names) == set(style.CONTENDER_STYLES)
+    colours = [style.contender_style(n)["color"] for n in names]
     assert len(set(colours)) == len(colours)
     for _, members in C.group_by_family(names):
-        looks = [
-            (figures.contender_style(n)["linestyle"], figures.contender_style(n)["marker"]) for n in members
-        ]
+        looks = [(style.contender_style(n)["linestyle"], style.contender_style(n)["marker"]) for n in members]
         assert len(set(looks)) == len(looks)
     assert not {"^", "v", "<", ">", "x"} & set(
-        figures.MARKERS
+        style.MARKERS
     )  # shapes the figures give a meaning of their own
-    lion = figures.contender_style("optax.lion")
-    assert lion == figures.contender_style("optax.lion") and lion["color"] in figures.OTHER_COLORS
+    lion = style.contender_style("optax.lion")
+    assert lion == style.contender_style("optax.lion") and lion["color"] in style.OTHER_COLORS
 
 
 def test_curves_off_the_axis_are_clipped_and_said_so():
@@ -896,12 +894,12 @@ def test_curves_off_the_axis_are_clipped_and_said_so():
         top = ax.get_ylim()[1]
         marks = [ln for ln in ax.get_lines() if ln.get_marker() == "^"]
         colours = {ln.get_color() for ln in marks}
-        assert figures.contender_style("nag")["color"] in colours
+        assert style.contender_style("nag")["color"] in colours
         assert ax.get_legend().get_title().get_text() == f"△ {len(marks)} clipped above the axis"
         nag = next(b for b in far if b.contender == "nag")
         sel = next(s for s in sels if s.contender == "nag")
         curve = mean_band(np.asarray(nag.val if what == "val" else nag.train_loss)[sel.index], axis=0).mean
-        mark = next(ln for ln in marks if ln.get_color() == figures.contender_style("nag")["color"])
+        mark = next(ln for ln in marks if ln.get_color() == style.contender_style("nag")["color"])
         assert len(mark.get_xdata()) == int((curve > top).sum()) > 0
         assert "the curve is clipped there" in " ".join(fig.get_supxlabel().split())
 

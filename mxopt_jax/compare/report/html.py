@@ -200,7 +200,7 @@ def render_images(study: StudyResult, analysis: StudyAnalysis) -> dict[str, byte
         import matplotlib  # noqa: F401
     except ImportError:
         return {}
-    from .. import figures
+    from .. import style as theme
     from .plots import draw_report
 
     figs = draw_report(
@@ -209,7 +209,7 @@ def render_images(study: StudyResult, analysis: StudyAnalysis) -> dict[str, byte
         analysis,
         study.families,
     )
-    return {name: figures.png_bytes(fig) for name, fig in figs.items()}
+    return {name: theme.png_bytes(fig) for name, fig in figs.items()}
 
 
 def _figure(name: str, data: bytes) -> str:

@@ -16,8 +16,8 @@ from typing import Any
 
 from ... import OPTIMIZERS
 from ..checks import names_arg, output_dir, positive_int_arg
-from ..figures import PLOT_HINT
 from ..progress import StudyProgress
+from ..style import PLOT_HINT
 from .plots import save_all
 from .results import format_overall, format_table, write_csv
 from .runner import run
