@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from mxopt_jax.compare import selection, stats
 from mxopt_jax.compare.analysis import analyse, analyse_table, comparison, overall
+from mxopt_jax.compare.direction import LOWER
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import export, tables
 
@@ -39,6 +40,7 @@ PROBLEM = SimpleNamespace(
     steps=100,
     quick_steps=40,
     batch_size=8,
+    direction=LOWER,
 )
 EVAL_STEPS = np.array([10, 20, 30, 40])
 

@@ -367,7 +367,7 @@ def random_study(random_out):
 
 def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path):
     r = random_study
-    assert (r.search, r.trials, r.schedule) == ("random", 3, "constant")
+    assert (r.search, r.plan.configurations, r.schedule) == ("random", 3, "constant")
     sel = r.tuned["tiny"]["adam"]
     assert set(sel.config) == {"learning_rate", "beta1", "beta2", "epsilon", "wd"} and len(sel.lrs) == 3
     roles = r.records["tiny"]["adam"]

@@ -21,7 +21,7 @@ from ..selection import LEVEL, Selection
 from ..stats import distributions, multiple, paired, pairwise, power
 from ..stats.distributions import ci_halfwidth
 from .comparison import TEST, TEST_LEVEL, compare_table, paired_values, search_table, searchable
-from .table import Claim
+from .table import Claim, claim_size
 
 __all__ = ["AcrossStudies", "across_studies", "common_identity", "random_effects"]
 
@@ -186,14 +186,7 @@ class AcrossStudies:
                 else:
                     stat = float(paired.w_plus(oriented[None])[0])
                 better = a.names[i] if a.shown[i, j] else a.names[j] if a.shown[j, i] else None
-                way = (
-                    -1.0
-                    if better == a.names[i]
-                    else 1.0
-                    if better == a.names[j]
-                    else float(np.sign(paired.median_inf(oriented))) or -1.0
-                )
-                size = paired.effect(eff, LEVEL)
+                size = claim_size(eff, a.direction, None if better is None else better == a.names[i])
                 p = float(a.p[i, j]) if a.p.size else math.nan
                 out.append(
                     Claim(
@@ -205,19 +198,14 @@ class AcrossStudies:
                         statistic=stat,
                         p=p,
                         p_adjusted=float(a.p_adjusted[i, j]),
-                        effect=size.median,
                         n=N,
                         units=units,
                         about="defaults" if a.mode == "one-shot" else "optimizers",
                         better=better,
                         equal=bool(np.all(eff == 0)),
                         level=a.level,
-                        estimate=size.estimate,
-                        low=size.low,
-                        high=size.high,
-                        confidence=size.confidence,
                         family=a.family or a.pairs,
-                        agree=int((np.sign(oriented) == way).sum()),
+                        **size,
                         study=None,
                         model=(
                             (float(a.model_effect[i, j]), float(a.model_low[i, j]), float(a.model_high[i, j]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from .comparison import (
     searchable,
 )
 
-__all__ = ["About", "Claim", "TableAnalysis", "analyse_table"]
+__all__ = ["About", "Claim", "TableAnalysis", "analyse_table", "claim_size"]
 
 #: What a claim speaks of: ``"optimizers"`` (in one study: each contender under its search and budget, the one
 #: shown better at its chosen configuration beating the other at every configuration the other's search tried;
@@ -358,6 +358,42 @@ def _words(s: Selection, row: int | None = None) -> str:
     return f"lr {lr:.3g}"
 
 
+class ClaimSize(TypedDict):
+    """What :func:`claim_size` gives: the size fields of a :class:`Claim`."""
+
+    effect: float
+    estimate: float
+    low: float
+    high: float
+    confidence: float
+    agree: int
+
+
+def claim_size(d: np.ndarray, direction: Direction, first_better: bool | None) -> ClaimSize:
+    """The size fields of a :class:`Claim` about ``a - b`` from its paired differences ``d`` (raw units, one per
+    seed or study; ``+-inf`` diverged): ``effect`` (their median), the Hodges-Lehmann ``estimate`` with its exact
+    interval (``low``, ``high``, ``confidence``: :func:`mxopt_jax.compare.stats.paired.effect`), and ``agree``:
+    how many units went the claim's way (``first_better``: ``a`` shown better, ``False``: ``b``, ``None``: not
+    shown to differ, the way of the median), a better one lower once oriented."""
+    size = paired.effect(d, LEVEL)
+    oriented = direction.orient(d)
+    way = (
+        -1.0
+        if first_better is True
+        else 1.0
+        if first_better is False
+        else float(np.sign(paired.median_inf(oriented))) or -1.0
+    )
+    return ClaimSize(
+        effect=size.median,
+        estimate=size.estimate,
+        low=size.low,
+        high=size.high,
+        confidence=size.confidence,
+        agree=int((np.sign(oriented) == way).sum()),
+    )
+
+
 def _claims(
     comparison: TableComparison,
     sels: Sequence[Selection],
@@ -403,18 +439,7 @@ def _claims(
                         vb = closest
                     else:
                         va = closest
-            d = paired.differences(va, vb)
-            size = paired.effect(d, LEVEL)
-            oriented = direction.orient(d)  # lower: a better
-            # the claim's way: a lower (better) is a negative oriented difference; unshown: the median's way
-            way = (
-                -1.0
-                if shown == a
-                else 1.0
-                if shown == b
-                else float(np.sign(paired.median_inf(oriented))) or -1.0
-            )
-            agree = int((np.sign(oriented) == way).sum())
+            size = claim_size(paired.differences(va, vb), direction, None if shown is None else shown == a)
             out.append(
                 Claim(
                     problem=comparison.problem,
@@ -425,19 +450,14 @@ def _claims(
                     statistic=float(c.statistic[i, j]),
                     p=float(c.pvalue[i, j]),
                     p_adjusted=float(c.pvalue_adjusted[i, j]),
-                    effect=paired.median_inf(d),
                     n=len(units),
                     units=units,
                     about=about,  # type: ignore[arg-type]
                     better=shown,
                     equal=bool(c.equal[i, j]),
                     level=c.level,
-                    estimate=size.estimate,
-                    low=size.low,
-                    high=size.high,
-                    confidence=size.confidence,
                     family=c.family or c.pairs,
-                    agree=agree,
+                    **size,
                     **extra,
                 )
             )
