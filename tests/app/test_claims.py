@@ -79,7 +79,7 @@ def test_claims_in_sentences_under_each_table(one):
     assert " ".join(sentence.split()) in html
     # a table with no claim says so
     none = dataclasses.replace(table, claims=tuple(dataclasses.replace(x, better=None) for x in table.claims))
-    from mxopt_jax.compare.report.tables import claims_sentences
+    from mxopt_jax.compare.report.sentences import claims_sentences
 
     assert claims_sentences(none, "error %").endswith("no difference shown among the 4 entries.")
 

@@ -428,6 +428,6 @@ def test_contenders_identical_in_every_study_are_one_entry_across_them():
     assert "optax.adam" not in both.names and both.identical == {"adam": ["optax.adam"]}
     one = A.across_studies(tables, [{"adam": ["optax.adam"]}, {}])  # identical in one study only: two entries
     assert "optax.adam" in one.names and one.identical == {}
-    from mxopt_jax.compare.report import tables as T
+    from mxopt_jax.compare.report.tables import format_across_table
 
-    assert "adam (= optax.adam)" in T.format_across(both, "error %")
+    assert "adam (= optax.adam)" in format_across_table(both, "error %")

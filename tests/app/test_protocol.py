@@ -677,9 +677,9 @@ def test_across_studies_spread_and_claims():
 
 
 def tables_format_across(a):
-    from mxopt_jax.compare.report.tables import format_across
+    from mxopt_jax.compare.report.tables import format_across_table
 
-    return format_across(a, "error %")
+    return format_across_table(a, "error %")
 
 
 def test_across_studies_bad_input():

@@ -29,7 +29,8 @@ from mxopt_jax.compare import selection, stats
 from mxopt_jax.compare.analysis import analyse, analyse_table, comparison, overall
 from mxopt_jax.compare.direction import LOWER
 from mxopt_jax.compare.records import Records
-from mxopt_jax.compare.report import export, tables
+from mxopt_jax.compare.report import cells as cell
+from mxopt_jax.compare.report import export, guides, tables
 
 PROBLEM = SimpleNamespace(
     name="toy",
@@ -221,7 +222,7 @@ def test_wide_one_shot_result_does_not_tie_for_first_with_a_consistent_one():
     wide = [10.9, 12.8, 20.5, 61.1, 74.7]
     x = contender("wide", wide, mode="one-shot")
     y = contender("consistent", consistent, mode="one-shot")
-    assert tables.fmt_mean_ci(x.test_mean, x.test_ci) == "36 ± 37"
+    assert cell.fmt_mean_ci(x.test_mean, x.test_ci) == "36 ± 37"
     # 5 seeds cannot show anything with an exact test (smallest p-value 2/32): a shared group, and the table
     # says why
     assert table_groups([x, y]) == {"wide": "a", "consistent": "a"}
@@ -252,7 +253,7 @@ def test_equal_means_are_not_one_and_two_without_a_significant_difference():
     nadam = 2.3604 + 0.5731 * w  # ± 0.41
     best = 1.95 + 0.07 * z  # ± 0.05, better than adam on every seed
     sels = [contender("adam", adam), contender("nadam", nadam), contender("best", best)]
-    shown = {s.contender: tables.fmt_mean_ci(s.test_mean, s.test_ci) for s in sels}
+    shown = {s.contender: cell.fmt_mean_ci(s.test_mean, s.test_ci) for s in sels}
     assert shown["adam"] == "2.36 ± 0.30" and shown["nadam"] == "2.36 ± 0.41"
     old = _overlap_rank(sels)
     assert (old["nadam"], old["adam"]) == (1, 2)  # the old rule: the noisier one ranked first
@@ -336,7 +337,7 @@ def test_a_diverged_report_seed_is_reported_and_ranked_as_a_lost_seed(field, see
     assert bad.test[seed] == math.inf and bad.diverged_chosen == 1 and bad.test_mean == math.inf
     cells = table_cells(sels, names[victim])
     finite = np.delete(values[victim], seed)
-    assert cells[3] == tables.fmt_mean_ci(finite.mean(), stats.ci_halfwidth(finite)) + " (9/10 finite)"
+    assert cells[3] == cell.fmt_mean_ci(finite.mean(), stats.ci_halfwidth(finite)) + " (9/10 finite)"
     assert "diverged" not in cells[4].split("[")[0]  # the median of ten seeds, one diverged: a number
     assert cells[11] == "1/10"  # diverged report seeds
     # alpha < gamma < beta by 0.5 on every seed: shown between the two others; the victim lost one seed, so
@@ -360,7 +361,7 @@ def test_table_notes_state_the_interval_and_the_test():
     pairs, its margin) in its reference line."""
     sels = [contender("a", STABLE), contender("b", UNSTABLE)]
     analysis = analyse(sels)
-    guide = " ".join(tables.how_to_read(analysis).split())
+    guide = " ".join(guides.how_to_read(analysis).split())
     for phrase in (
         "half-width of the 95% Student-t interval of the mean",
         "can reach past the metric's range",
@@ -444,7 +445,7 @@ def test_overall_table_shows_the_bootstrap_interval_and_p_best():
     assert rows["a"][1:4] == ["1.00", "[1.00, 1.00]", "1.00"] and sets["a"][1:] == ["1"] * 9
     assert rows["b"][1:4] == ["2.50", "[2.50, 2.50]", "0.00"] and sets["c"][1] == "2-3"
     assert sum(float(r[3]) for r in rows.values()) == pytest.approx(1.0)
-    flat = " ".join(tables.how_to_read(analyse(every)).split())  # the columns, explained once
+    flat = " ".join(guides.how_to_read(analyse(every)).split())  # the columns, explained once
     assert "1000 resamples of the problems" in flat and "nothing re-tested" in flat
     assert "numpy seed 0" in flat and "Neither claims a difference that no table's test showed" in flat
     assert "a majority of the selection seeds" in flat and "read from the selection runs" in flat
@@ -478,7 +479,7 @@ def test_profile_and_time_to_target_in_the_tables():
     ms = shot_b.ms_per_step
     value, unit = cells[8].split()
     assert unit == "ms" and float(value) == pytest.approx(60 * ms, rel=0.05)  # time = steps x ms/step
-    assert tables._fmt_seconds(2000, 1.0) == "2.0 s" and tables._fmt_seconds(math.inf, 1.0) == "—"
+    assert cell.fmt_seconds(2000, 1.0) == "2.0 s" and cell.fmt_seconds(math.inf, 1.0) == "—"
     del a, b
 
 

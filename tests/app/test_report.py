@@ -17,7 +17,8 @@ from mxopt_jax.compare.analysis import analyse, analyse_table, mean_band, overal
 from mxopt_jax.compare.contenders import FAMILY_ORDER
 from mxopt_jax.compare.direction import LOWER
 from mxopt_jax.compare.records import Records
-from mxopt_jax.compare.report import export, plots, tables
+from mxopt_jax.compare.report import cells as cell
+from mxopt_jax.compare.report import export, guides, layout, plots, tables
 from mxopt_jax.compare.report.text import describe
 
 MXOPT = (
@@ -138,7 +139,7 @@ GROUPS = {"sgd": ["lbsgd", "ccsgd", "test"]}  # identity travels as data (a stud
 
 
 def test_identical_label():
-    assert tables.label("sgd", GROUPS) == "sgd (= lbsgd, ccsgd, test)"
+    assert cell.label("sgd", GROUPS) == "sgd (= lbsgd, ccsgd, test)"
 
 
 def _rows(text: str) -> list[str]:
@@ -181,19 +182,19 @@ def test_problem_table_marks_edges_and_ranks_in_order(study):
     text = tables.format_problem(analyse_table([low, high, inner]), p)
     assert f"{low.lr:.3g}<" in text and f"{high.lr:.3g}>" in text
     # the marks are explained once, in "How to read these tables", when a table has them
-    assert "smallest / largest of its grid" in tables.how_to_read(analyse([low, high, inner]))
+    assert "smallest / largest of its grid" in guides.how_to_read(analyse([low, high, inner]))
     sets = [r.split()[0].split("-") for r in _rows(text)]
     ranks = [(int(x[0]), int(x[-1])) for x in sets]  # rank sets "2" or "1-3": rows in their order
     assert ranks == sorted(ranks) and all(lo <= hi for lo, hi in ranks)
-    assert "smallest / largest" not in tables.how_to_read(analyse([inner]))
+    assert "smallest / largest" not in guides.how_to_read(analyse([inner]))
 
 
 def test_mean_ci_format():
-    assert tables.fmt_mean_ci(3.4213, 0.3127) == "3.42 ± 0.31"
-    assert tables.fmt_mean_ci(12.0, 3.2) == "12.0 ± 3.2"
-    assert tables.fmt_mean_ci(0.9312, 0.0041) == "0.9312 ± 0.0041"
-    assert tables.fmt_mean_ci(math.inf, math.nan) == "diverged"
-    assert tables.fmt_mean_ci(1.5, math.nan) == "1.5"
+    assert cell.fmt_mean_ci(3.4213, 0.3127) == "3.42 ± 0.31"
+    assert cell.fmt_mean_ci(12.0, 3.2) == "12.0 ± 3.2"
+    assert cell.fmt_mean_ci(0.9312, 0.0041) == "0.9312 ± 0.0041"
+    assert cell.fmt_mean_ci(math.inf, math.nan) == "diverged"
+    assert cell.fmt_mean_ci(1.5, math.nan) == "1.5"
 
 
 def test_overall_and_modes_tables(study):
@@ -458,11 +459,11 @@ def _main_job() -> tuple[list, list, object]:
     return real, recs, analyse(sels, GROUPS)
 
 
-#: Lines the text report may print wider than tables.WIDTH: none in the main job. Only two kinds cannot be
+#: Lines the text report may print wider than layout.WIDTH: none in the main job. Only two kinds cannot be
 #: broken (docs/study.md says so too): a single word longer than the width (never split), and a table part
 #: whose repeated contender column plus one column group is wider by itself (a very long contender name).
 def _too_wide(text: str) -> list[str]:
-    return [line for line in text.splitlines() if len(line) > tables.WIDTH]
+    return [line for line in text.splitlines() if len(line) > layout.WIDTH]
 
 
 def test_the_main_jobs_report_fits_120_columns():
@@ -482,13 +483,13 @@ def test_the_main_jobs_report_fits_120_columns():
         settings={c.name: (c.description, dict(c.settings)) for c in cs},
     )
     text = tables.format_report(analysis, real, protocol)
-    assert tables.WIDTH == 120 and _too_wide(text) == []
+    assert layout.WIDTH == 120 and _too_wide(text) == []
     assert "sgd (= lbsgd, ccsgd, test)" in text  # the widest label, whole
     assert text.count("== How to read these tables") == 1
     problem_tables = len(analysis.tables)
     assert text.count('See "How to read these tables" (problem tables).') == problem_tables == 10
     assert text.count("half-width of the 95% Student-t interval") == 1  # once, not under every table
-    assert max(len(line) for line in text.split("== How to read")[0].splitlines()) <= tables.WIDTH
+    assert max(len(line) for line in text.split("== How to read")[0].splitlines()) <= layout.WIDTH
     # the split parts of a problem's table repeat the contender column and keep every row
     first = tables.format_problem(analysis.table("digits_mlp"), real[0]).splitlines()
     rules = [i for i, line in enumerate(first) if line.startswith("-")]
@@ -557,7 +558,7 @@ def _alias_study():
 def test_figure_legends_name_the_tables_aliases():
     """The sensitivity legend said ``sgd (= ccsgd)`` where the table said ``(= lbsgd, ccsgd, test)``: every
     panel of the sensitivity plot and of the curves names its contenders exactly as its problem's table does
-    (one source: the table's identity, :func:`tables.label`)."""
+    (one source: the table's identity, :func:`cell.label`)."""
     pytest.importorskip("matplotlib")
     probs, recs, analysis = _alias_study()
     figs = plots.draw_study(probs, recs, analysis)
@@ -566,14 +567,14 @@ def test_figure_legends_name_the_tables_aliases():
         assert [ax.get_title() for ax in panels] == [p.name for p in probs], name
         for ax, p in zip(panels, probs, strict=True):
             table = analysis.table(p.name)
-            rows = [tables.label(n, table.identical) for n in table.order]
+            rows = [cell.label(n, table.identical) for n in table.order]
             named = [t.get_text().split("  ")[0] for t in ax.get_legend().get_texts()]
             assert sorted(named) == sorted(rows), (name, p.name)
             text = tables.format_problem(table, p)
             assert all(r in text for r in named)
     first, third = (analysis.table(p.name) for p in (probs[0], probs[2]))
-    assert tables.label("sgd", first.identical) == "sgd (= lbsgd, ccsgd, test)"
-    assert tables.label("sgd", third.identical) == "sgd (= lbsgd, ccsgd)"
+    assert cell.label("sgd", first.identical) == "sgd (= lbsgd, ccsgd, test)"
+    assert cell.label("sgd", third.identical) == "sgd (= lbsgd, ccsgd)"
 
 
 def test_figure_grid_is_problems_by_families_and_not_tall():
@@ -759,11 +760,11 @@ def test_each_problem_has_the_picture_of_its_table(drawn):
         fig = figs[plots.results_png(p.name)]
         (ax,) = [a for a in fig.axes if a.get_visible()]  # one mode (tuned) in this study
         names = [t.get_text() for t in ax.get_yticklabels()]
-        assert names == [tables.label(n, table.identical) for n in table.order]
+        assert names == [cell.label(n, table.identical) for n in table.order]
         best = plots.best_set(table)
         assert best == tuple(n for n in table.order if table.rank(n) == 1) and best
         bold = [t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
-        assert bold == [tables.label(n, table.identical) for n in best]
+        assert bold == [cell.label(n, table.identical) for n in best]
         assert len([patch for patch in ax.patches if patch.get_facecolor()[:3] != (1.0, 1.0, 1.0)]) >= len(
             best
         )
@@ -802,7 +803,7 @@ def test_the_rank_heatmap_is_the_overall_table(drawn):
     ranking = analysis.rankings["tuned"]
     ax = figs["ranks.png"].axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == [
-        tables.label(n, ranking.identical) for n in ranking.order
+        cell.label(n, ranking.identical) for n in ranking.order
     ]
     assert [t.get_text() for t in ax.get_xticklabels()] == [p.name for p in probs]
     cells = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}

@@ -590,7 +590,7 @@ def test_compare_studies_kendall_and_top3_with_contenders_in_one_only(tmp_path, 
 def test_the_tables_mark_each_flagged_hyperparameter(random_study):
     """The study flags every chosen value that is an extreme of the trials (``Selection.edges``; the rate's
     flag is ``on_edge``, the rate column's mark), and the chosen configurations show which."""
-    from mxopt_jax.compare.report import tables
+    from mxopt_jax.compare.report import guides, tables
 
     r = random_study
     for name, sel in r.tuned["tiny"].items():
@@ -603,5 +603,5 @@ def test_the_tables_mark_each_flagged_hyperparameter(random_study):
     assert f"beta1={sel.config['beta1']:.4g}<" in line and f"wd={sel.config['wd']:.4g}>" in line
     assert f"beta2={sel.config['beta2']:.4g} " in line  # not flagged: no mark
     # the marks are explained once, in "How to read these tables" (the edges' part is there when a table has one)
-    guide = " ".join(tables.how_to_read(analyse([sel])).split())
+    guide = " ".join(guides.how_to_read(analyse([sel])).split())
     assert "lowest / highest of that hyperparameter among the trials" in guide

@@ -467,10 +467,10 @@ def test_ties_share_a_rank_and_the_overall_table_uses_them(tmp_path):
 
 
 def test_ms_per_step_has_one_format():
-    from mxopt_jax.compare.report import tables
+    from mxopt_jax.compare.report import cells
     from mxopt_jax.compare.tour.results import fmt_ms
 
-    assert fmt_ms is tables.fmt_ms  # the study's report's format, not a copy
+    assert fmt_ms is cells.fmt_ms  # the study's report's format, not a copy
     got = [fmt_ms(v) for v in (0.000749, 0.0012, 0.154, 9.996, 12.34, 1234.5)]
     assert got == ["0.000749", "0.00120", "0.154", "10.0", "12.3", "1230"]
     rs = [_fake("sgd", "beale", 0.1, ms=5.123e-5), _fake("nag", "beale", 0.2)]

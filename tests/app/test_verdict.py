@@ -17,7 +17,7 @@ from mxopt_jax.compare.analysis import analyse, analyse_table, comparison, verdi
 from mxopt_jax.compare.analysis.verdict import narrowing_seeds
 from mxopt_jax.compare.direction import Direction
 from mxopt_jax.compare.records import Records
-from mxopt_jax.compare.report import tables
+from mxopt_jax.compare.report import sentences
 
 PROBLEM = SimpleNamespace(
     name="toy", metric_name="loss", target=0.0, direction=Direction("lower"), margin=0.0
@@ -137,7 +137,7 @@ def test_sentences_name_the_estimand_lead_with_what_decides_and_sum_up_the_trivi
         searched("d", np.full((3, R), np.inf)),
     ]
     table = analyse_table(sels)
-    text = tables.claims_sentences(table, "loss")
+    text = sentences.claims_sentences(table, "loss")
     lines = [line.strip() for line in text.splitlines()]
     assert (
         lines[0]
@@ -166,7 +166,7 @@ def test_the_verdict_leads_the_report_and_names_the_search():
     other = [s.__class__(**{**s.__dict__, "problem": "toy2"}) for s in sels]
     analysis = analyse(sels + other)
     problems = [SimpleNamespace(name="toy"), SimpleNamespace(name="toy2")]
-    lines = tables.verdict_lines(analysis, problems)
+    lines = sentences.verdict_lines(analysis, problems)
     text = " ".join(" ".join(lines).split())
     assert lines[0] == "== Verdict: which optimizer could be the best on each problem"
     assert (

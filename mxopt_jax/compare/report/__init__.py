@@ -1,6 +1,8 @@
-"""Reports of a study: text tables (:mod:`.tables`), CSV files and DataFrames (:mod:`.export`), figures
-(:mod:`.plots`), the protocol's text (:mod:`.text`), the HTML page (:mod:`.html`), the whole study rendered and
-written (:mod:`.render`), how far two saved studies agree (:mod:`.agreement`).
+"""Reports of a study: text tables (:mod:`.tables`, built from :mod:`.layout`, fixed-width text, and
+:mod:`.cells`, how a value reads), the sentences of the claims and the verdict (:mod:`.sentences`), "How to read
+these tables" (:mod:`.guides`), CSV files and DataFrames (:mod:`.export`), figures (:mod:`.plots`), the
+protocol's text (:mod:`.text`), the HTML page (:mod:`.html`), the whole study rendered and written
+(:mod:`.render`), how far two saved studies agree (:mod:`.agreement`).
 
 They read a :class:`~mxopt_jax.compare.result.StudyResult` (its :class:`~mxopt_jax.compare.records.Records`,
 :class:`~mxopt_jax.compare.selection.Selection` objects and its analysis,

@@ -26,17 +26,11 @@ from typing import Any
 
 from ..analysis import StudyAnalysis
 from ..result import StudyResult
+from .cells import study_label
+from .guides import guide_sections
+from .layout import Table
 from .plots import results_png
-from .tables import (
-    Table,
-    across_table,
-    guide_sections,
-    modes_table,
-    overall_table,
-    problem_table,
-    sparse_note,
-    study_label,
-)
+from .tables import across_table, modes_table, overall_table, problem_table, sparse_note
 
 __all__ = ["FIGURE_CAPTIONS", "RESULTS_CAPTION", "caption", "html_report"]
 

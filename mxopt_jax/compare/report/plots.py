@@ -45,7 +45,7 @@ from ..contenders import group_by_family
 from ..direction import Direction
 from ..records import Records
 from ..selection import LEVEL, Selection
-from .tables import label
+from .cells import label
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure

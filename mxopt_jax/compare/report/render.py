@@ -16,11 +16,12 @@ from ..distributed import is_writer
 from ..presets import PRESETS
 from ..result import StudyResult
 from ..serialize import contender_info, problem_info, write_atomic, write_document
-from . import tables
 from .export import write_claims_csv, write_csv, write_summary_csv
 from .html import html_report
+from .layout import wrap
 from .plots import draw_report, save_all
-from .tables import format_report
+from .sentences import verdict_lines
+from .tables import format_across_table, format_report, sparse_note
 from .text import describe
 
 __all__ = [
@@ -125,16 +126,14 @@ def format_across(study: Study, family: str = "table") -> str:
     <mxopt_jax.compare.analysis.StudyAnalysis.across>`); empty for a study of one."""
     metrics = {p.name: p.metric_name for p in study.problems}
     across = study.analysis_for(family).across
-    parts = [tables.format_across(a, metrics.get(a.problem, "metric")) for a in across]
+    parts = [format_across_table(a, metrics.get(a.problem, "metric")) for a in across]
     if not parts:
         return ""
     head = (
         f"== Across {1 + len(study.repeats)} independent studies (each repeats the whole tuning on its own "
         "seeds and search draws: the claims to cite; the tables after these are the first study's)"
     )
-    return "\n\n".join(
-        ["\n".join(tables.wrap(head, indent="   ")), _wrapped(lead_claims(study, family)), *parts]
-    )
+    return "\n\n".join(["\n".join(wrap(head, indent="   ")), _wrapped(lead_claims(study, family)), *parts])
 
 
 def study_tables(study: Study, family: str = "table") -> list[tuple[int, TableAnalysis]]:
@@ -204,7 +203,7 @@ def _wrapped(text: str) -> str:
     out: list[str] = []
     for line in text.splitlines():
         lead = line[: len(line) - len(line.lstrip())]
-        out += tables.wrap(line, indent=lead + "  ")
+        out += wrap(line, indent=lead + "  ")
     return "\n".join(out)
 
 
@@ -212,7 +211,7 @@ def table_notes(study: Study) -> dict[str, list[str]]:
     """``{problem: sentences}`` printed under each of that problem's tables, in the text and the HTML alike: on
     a problem with embedding tables, which contenders ran lazy updates there
     (:func:`~mxopt_jax.compare.report.tables.sparse_note`)."""
-    notes = {p.name: tables.sparse_note(p, study.contenders) for p in study.problems}
+    notes = {p.name: sparse_note(p, study.contenders) for p in study.problems}
     return {p: [n] for p, n in notes.items() if n}
 
 
@@ -223,14 +222,14 @@ def format_study(study: Study, family: str = "table") -> str:
     analysis = study.analysis_for(family)
     text = format_report(analysis, study.problems, notes=table_notes(study))
     across = format_across(study, family)
-    verdict = tables.verdict_lines(analysis, study.problems)
+    verdict = verdict_lines(analysis, study.problems)
     return "\n\n".join(
         [
             *(["\n".join(verdict)] if verdict else []),
             *([across] if across else [_wrapped(lead_claims(study, family))]),
             text.rstrip("\n"),
-            "\n".join(tables.wrap(batching_note(study), indent="  ")),
-            "\n".join(tables.wrap(timing_note(study), indent="  ")),
+            "\n".join(wrap(batching_note(study), indent="  ")),
+            "\n".join(wrap(timing_note(study), indent="  ")),
             describe_study(study),
         ]
     )

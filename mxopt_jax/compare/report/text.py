@@ -16,7 +16,8 @@ from ..plan import Plan
 from ..presets import Preset
 from ..selection import LEVEL
 from ..space import Hyperparameter
-from .tables import WIDTH, test_words, wrap
+from .guides import test_words
+from .layout import WIDTH, wrap
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
