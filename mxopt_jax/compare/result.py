@@ -112,7 +112,12 @@ class ProgramResult:
         and role) and its batching check."""
         by_study: dict[int, ByContender] = {}
         for r in records:
-            by_study.setdefault(int(r.study), {}).setdefault(r.contender, {})[r.role] = r
+            roles = by_study.setdefault(int(r.study), {}).setdefault(r.contender, {})
+            if r.role in roles:
+                raise ValueError(
+                    f"the {r.role} records of {r.contender!r} on {r.problem!r} (study {r.study}) are saved twice"
+                )
+            roles[r.role] = r
         n = max(by_study, default=0) + 1
         return cls(
             problem=str(info["problem"]),
@@ -701,14 +706,16 @@ class StudyResult:
         ]
         selections = [
             s if isinstance(s, Selection) else read_selection(s, w / "selections" / i)
-            for i, s in enumerate((w / "selections").seq(doc.get("selections") or []))
+            for i, s in enumerate((w / "selections").seq(doc.get("selections", [])))
         ]
         by_problem = {p.name: p for p in problems}
         by_contender = {c.name: c for c in contenders}
         timings = (w / "timings").obj(w.field(doc, "timings"))
         programs = [
             read_program_info(x, w / "timings" / "programs" / i)
-            for i, x in enumerate((w / "timings" / "programs").seq(w.field(timings, "programs")))
+            for i, x in enumerate(
+                (w / "timings" / "programs").seq((w / "timings").field(timings, "programs"))
+            )
         ]
         wall = (w / "timings" / "wall_s").number(timings.get("wall_s"), low=0.0, nan=True)
         resumed = _resumed_info(timings.get("resumed"), w / "timings" / "resumed")
@@ -726,14 +733,13 @@ class StudyResult:
                     f"the records of {r.contender!r} on {r.problem!r} belong to no program of timings.programs"
                 )
             grouped.setdefault(program_of[r.problem, r.contender], []).append(r)
-        results = [
-            ProgramResult.from_saved(
-                info,
-                grouped.get(i, []),
-                {n: d for n, d in batching.get(info["problem"], {}).items() if n in info["contenders"]},
-            )
-            for i, info in enumerate(programs)
-        ]
+        results = []
+        for i, info in enumerate(programs):
+            own = {n: d for n, d in batching.get(info["problem"], {}).items() if n in info["contenders"]}
+            try:
+                results.append(ProgramResult.from_saved(info, grouped.get(i, []), own))
+            except ValueError as e:  # a record saved twice
+                raise (w / "records").wrap(e) from None
         check_programs(
             results,
             plan,
@@ -757,7 +763,7 @@ class StudyResult:
 def _stored_plan(doc: Mapping[str, Any], meta: Mapping[str, Any], w: Where) -> Plan:
     """The plan a study document was made under (format 3: saved whole; format 2: its settings in ``meta``)."""
     if doc.get("format") == FORMAT:
-        return read_plan(w.field(meta, "plan"), w / "meta" / "plan")
+        return read_plan((w / "meta").field(meta, "plan"), w / "meta" / "plan")
     if doc.get("format") == _FORMAT_2:  # the settings kept one by one in meta, before the plan
         keys = ("preset", "seeds", "confirm_seeds", "search", "trials", "search_seed", "schedule")
         return read_plan({k: meta[k] for k in keys if meta.get(k) is not None}, w / "meta")
@@ -775,7 +781,7 @@ def _shown(value: Any) -> str:
 
 def _described(meta: Mapping[str, Any], kind: str, restore: Any, w: Where) -> list[Any]:
     """The problems or contenders a document describes (``meta[kind]``: ``{name: description}``), restored."""
-    table = (w / "meta" / kind).obj(w.field(meta, kind))
+    table = (w / "meta" / kind).obj((w / "meta").field(meta, kind))
     out = []
     for key, info in table.items():
         made = restore(info, w / "meta" / kind / key)

@@ -507,7 +507,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
 
 def _items(doc: Mapping[str, Any], key: str, where: Where) -> list[Any]:
     """``doc[key]``, a list (absent: empty)."""
-    return (where / key).seq(doc.get(key) or [])
+    return (where / key).seq(doc.get(key, []))
 
 
 # --------------------------------------------------------------------------- problems and contenders, as saved

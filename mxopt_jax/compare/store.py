@@ -359,14 +359,15 @@ class Store:
                     read_records(d, w / "records" / i)
                     for i, d in enumerate((w / "records").seq(w.field(doc, "records")))
                 ]
-                result = ProgramResult.from_saved(
-                    read_program_info(w.field(doc, "info"), w / "info"),
-                    records,
-                    {
-                        (w / "batching").name(k): (w / "batching" / k).number(v, low=0.0)
-                        for k, v in (w / "batching").obj(w.field(doc, "batching")).items()
-                    },
-                )
+                info = read_program_info(w.field(doc, "info"), w / "info")
+                batching = {
+                    (w / "batching").name(k): (w / "batching" / k).number(v, low=0.0)
+                    for k, v in (w / "batching").obj(w.field(doc, "batching")).items()
+                }
+                try:
+                    result = ProgramResult.from_saved(info, records, batching)
+                except ValueError as e:  # a record saved twice
+                    raise (w / "records").wrap(e) from None
                 wall = (w / "wall_s").number(doc.get("wall_s") or 0.0, low=0.0)
             except (OSError, ValueError) as e:
                 raise ResumeError(f"{e}; delete that file to run its program again") from None
