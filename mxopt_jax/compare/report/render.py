@@ -246,20 +246,21 @@ def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes
 
 
 def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: bool = True) -> list[Path]:
-    """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json``, ``report.html`` (one
-    self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, ``sensitivity.png``,
-    ``curves.png``, ``loss.png`` and (two problems or more) ``profile.png`` into ``out_dir``; returns the paths. Without
-    ``data``, the records (``runs.csv``, ``study.json``) are left as they are: only what is rendered from them
-    is written (``mxopt-jax report``). In a study of several processes only process 0 writes; the others write
-    nothing and return ``[]``."""
+    """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``claims.csv``, ``study.json``,
+    ``report.html`` (one self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``,
+    ``sensitivity.png``, ``curves.png``, ``loss.png`` and (two problems or more) ``profile.png`` into ``out_dir``;
+    returns the paths. Every file is written whole from ``study`` (never one left from before beside the new
+    ones), each through :func:`~mxopt_jax.compare.checks.atomic_file` (never through a link). Without ``data``,
+    ``study.json`` is left as it is: it is what the others are rendered from (``mxopt-jax report``, which read
+    and checked it). In a study of several processes only process 0 writes; the others write nothing and
+    return ``[]``."""
     if not is_writer():
         return []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.txt"]
     write_atomic(out / "report.txt", format_study(study) + "\n")
-    if data:
-        written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
+    written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
     written.append(write_summary_csv(out / "summary.csv", study_tables(study)))
     metrics = {p.name: p.metric_name for p in study.problems}
     written.append(write_claims_csv(out / "claims.csv", all_claims(study), metrics))
