@@ -32,7 +32,7 @@ import numpy as np
 from .checks import atomic_file, printable, read_regular
 from .contenders import Contender
 from .floats import encode
-from .plan import Plan
+from .plan import MAX_STUDIES, Plan
 from .problems.base import Problem
 from .protocol import Preset, Selection
 from .records import ROLES, Records
@@ -346,7 +346,7 @@ def read_records(value: Any, where: Where) -> Records:
         "role": (where / "role").choice(where.field(d, "role"), ROLES),
         "program": (where / "program").text(d.get("program", "")),
         "devices": (where / "devices").integer(d.get("devices", 1), 1),
-        "study": (where / "study").integer(d.get("study") or 0, 0),
+        "study": (where / "study").integer(d.get("study") or 0, 0, MAX_STUDIES - 1),
     }
     for key in ("compile_s", "run_s"):
         out[key] = (where / key).number(d.get(key), low=0.0, nan=True)
@@ -440,6 +440,7 @@ def read_program_info(value: Any, where: Where) -> dict[str, Any]:
 #: The largest grid a saved preset may ask for, and the most seeds (a stranger's file must not make the reader
 #: allocate what it never holds).
 MAX_GRID = 1000
+MAX_SEEDS = 100_000
 
 
 def read_preset(value: Any, where: Where) -> Preset:
@@ -454,8 +455,8 @@ def read_preset(value: Any, where: Where) -> Preset:
     return Preset(
         name=(where / "name").name(where.field(d, "name")),
         grid_points=(where / "grid_points").integer(where.field(d, "grid_points"), 1, MAX_GRID),
-        seeds=(where / "seeds").integer(where.field(d, "seeds"), 1),
-        confirm_seeds=(where / "confirm_seeds").integer(d.get("confirm_seeds", 10), 1),
+        seeds=(where / "seeds").integer(where.field(d, "seeds"), 1, MAX_SEEDS),
+        confirm_seeds=(where / "confirm_seeds").integer(d.get("confirm_seeds", 10), 1, MAX_SEEDS),
         spacing=(where / "spacing").number(d.get("spacing", 0.5), low=1e-6, high=10.0),
         quick=(where / "quick").flag(d.get("quick", False)),
         description=(where / "description").text(d.get("description", ""), lines=True),

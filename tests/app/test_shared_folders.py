@@ -415,6 +415,14 @@ MALFORMED = {
     ),
     "an unknown problem": (lambda d: _records0(d, "problem", "nowhere"), "'nowhere' belong to no program"),
     "a study the plan has not": (lambda d: _records0(d, "study", 5), "the plan runs 1 study"),
+    "a study of 10**20": (
+        lambda d: _records0(d, "study", 10**20),
+        "records[0].study: must be an integer between",
+    ),
+    "a preset of 10**12 seeds": (
+        lambda d: _meta(d, ["plan", "seeds"], []) and _meta(d, ["plan", "preset", "seeds"], 10**12),
+        "meta.plan.preset.seeds",
+    ),
     "a record twice": (lambda d: {**d, "records": [d["records"][0], *d["records"]]}, "saved twice"),
     "no records": (lambda d: {**d, "records": []}, "timings.programs[0]: its records must be those of"),
     "no timings": (lambda d: _drop(d, "timings"), "timings: missing"),
