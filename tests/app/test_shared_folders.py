@@ -287,6 +287,24 @@ def _setting(doc, key, value):
     return doc
 
 
+def test_a_dollar_in_a_name_is_a_dollar_in_the_figures(tmp_path, capsys):
+    """A contender named ``$\\foo{$`` (printable text) was mathtext to matplotlib, whose parser raised: the report
+    of such a folder ended in a traceback once it drew the figures. The figures now take every text as it is."""
+    pytest.importorskip("matplotlib")
+    from test_outputs import _problem
+
+    small = synthetic_study(
+        names=("adam", "sgd"), problems=[_problem("digits", "digits, MLP", "error %", 4.0)]
+    )
+    small.write(tmp_path, plots=False)
+    _put(tmp_path, _renamed(_doc(tmp_path), "adam", "$\\foo{$"))
+    code, _, err = _run(["report", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert (tmp_path / "curves.png").stat().st_size > 1000 and "$\\foo{$" in (
+        tmp_path / "report.html"
+    ).read_text()
+
+
 def test_names_made_in_python_are_checked_where_they_are_made():
     with pytest.raises(ValueError, match=r"Contender name must be printable text.*\\x1b"):
         compare.contender("adam" + ESCAPES[0], lambda lr: None, default_lr=1e-3)

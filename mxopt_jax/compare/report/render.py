@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import AcrossStudies, Claim, TableAnalysis, across_claims
+from ..checks import atomic_file
 from ..distributed import is_writer
 from ..protocol import PRESETS
 from ..result import StudyResult
 from ..serialize import contender_info, problem_info, write_atomic, write_document
 from . import tables
 from .export import write_claims_csv, write_csv, write_summary_csv
-from .html import html_report
-from .plots import draw_study, save_all
+from .html import html_report, render_images
 from .tables import format_report
 from .text import describe
 
@@ -266,15 +266,12 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
     written.append(write_claims_csv(out / "claims.csv", all_claims(study), metrics))
     if data:
         written.append(write_document(out / "study.json", study_document(study)))
-    pngs: list[Path] = []
-    if plots:
-        figs = draw_study(
-            study.problems,
-            study.all_records("selection") + study.all_records("confirmation"),
-            study.analysis,
-            study.families,
-        )
-        pngs = save_all(out, figs)
-    page = study_html(study, images={p.name: p.read_bytes() for p in pngs})
+    images = render_images(study) if plots else {}
+    pngs = []
+    for name, data in images.items():
+        with atomic_file(out / name, "wb") as f:
+            f.write(data)
+        pngs.append(out / name)
+    page = study_html(study, images=images)
     write_atomic(out / "report.html", page)
     return [*written, out / "report.html", *pngs]
