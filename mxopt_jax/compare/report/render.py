@@ -268,9 +268,9 @@ def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: boo
         written.append(write_document(out / "study.json", study_document(study)))
     images = render_images(study) if plots else {}
     pngs = []
-    for name, data in images.items():
+    for name, png in images.items():
         with atomic_file(out / name, "wb") as f:
-            f.write(data)
+            f.write(png)
         pngs.append(out / name)
     page = study_html(study, images=images)
     write_atomic(out / "report.html", page)
