@@ -42,9 +42,11 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 __all__ = [
+    "CONTENDER_FIELDS",
     "FORMAT",
     "FORMULA_START",
     "PANDAS_HINT",
+    "PROBLEM_FIELDS",
     "Where",
     "contender_info",
     "csv_number",
@@ -522,6 +524,32 @@ def _plain(v: Any) -> Any:
     if isinstance(v, np.integer):
         return int(v)
     return repr(v)
+
+
+#: The fields :func:`problem_info` and :func:`contender_info` save.
+PROBLEM_FIELDS = (
+    "name",
+    "title",
+    "description",
+    "metric_name",
+    "better",
+    "margin",
+    "target",
+    "steps",
+    "quick_steps",
+    "batch_size",
+    "eval_every",
+    "tables",
+)
+CONTENDER_FIELDS = (
+    "name",
+    "family",
+    "description",
+    "settings",
+    "hyperparameters",
+    "row_sparse",
+    "sparse_make",
+)
 
 
 def problem_info(problem: Problem) -> dict[str, Any]:

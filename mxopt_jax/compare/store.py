@@ -46,6 +46,8 @@ from .problems.base import Problem
 from .result import ProgramResult, check_programs
 from .search import DRAWS
 from .serialize import (
+    CONTENDER_FIELDS,
+    PROBLEM_FIELDS,
     Where,
     contender_info,
     dumps,
@@ -181,12 +183,13 @@ class Saved(NamedTuple):
 
 
 def digest(doc: Mapping[str, Any]) -> str:
-    """The SHA-256 of a program file's content (every key but ``digest``, as canonical JSON: sorted keys, no
-    spaces): written with the file and checked when it is read, so a file edited by hand (or damaged) is refused
-    before its records are used. (It is no signature: whoever edits the records can write its digest again; the
-    records are held to the plan by :func:`check_saved` all the same.)"""
+    """The SHA-256 of a program file's content (``doc``: its plain JSON values, as written or as read; every key
+    but ``digest``, as canonical JSON: sorted keys, no spaces): written with the file and checked when it is
+    read, so a file edited by hand (or damaged) is refused before its records are used. (It is no signature:
+    whoever edits the records can write its digest again; the records are held to the plan by
+    :func:`check_saved` all the same.)"""
     content = {k: v for k, v in doc.items() if k != "digest"}
-    text = json.dumps(jsonable(content), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -281,13 +284,24 @@ class Store:
                 f"{self.spec_path}: written as {str(found)[:60]!r}, which this version cannot resume (it writes "
                 f"{FORMAT!r}); start a new folder"
             )
+        known = {  # what differences() compares: nothing else may be there
+            "problems": {*PROBLEM_FIELDS, "data", "params", "state"},
+            "contenders": set(CONTENDER_FIELDS),
+        }
         try:
             read_plan(w.field(doc, "plan"), w / "plan")
+            if "draws" in doc:
+                (w / "draws").text(doc["draws"])
             for kind, restore in (("problems", restore_problem), ("contenders", restore_contender)):
                 for name, info in (w / kind).obj(w.field(doc, kind)).items():
                     made = restore(info, w / kind / name)
                     if made.name != name:
                         raise (w / kind / name / "name").error(f"must be the key it is saved under, {name!r}")
+                    unknown = sorted(set(info) - known[kind])
+                    if unknown:
+                        raise (w / kind / name).error(
+                            f"unknown field(s) {', '.join(map(repr, unknown))[:120]}"
+                        )
                     for field in ("data", "params", "state") if kind == "problems" else ():
                         if field in info:
                             value = info[field]
@@ -317,14 +331,16 @@ class Store:
         returned)."""
         if not is_writer():
             return None
-        doc: dict[str, Any] = {
-            "format": FORMAT,
-            "key": key,
-            "info": result.info(),
-            "batching": dict(result.batching),
-            "wall_s": float(wall_s),
-            "records": [rec.to_dict() for rec in result.all_records()],
-        }
+        doc: dict[str, Any] = jsonable(
+            {
+                "format": FORMAT,
+                "key": key,
+                "info": result.info(),
+                "batching": dict(result.batching),
+                "wall_s": float(wall_s),
+                "records": [rec.to_dict() for rec in result.all_records()],
+            }
+        )
         doc["digest"] = digest(doc)
         self.root.mkdir(parents=True, exist_ok=True)
         return write_atomic(self.programs_dir / f"{key}.json", dumps(doc, indent=None), root=self.root)
@@ -351,7 +367,11 @@ class Store:
                     raise w.error(f"written as {str(doc.get('format'))[:60]!r}, not {FORMAT!r}")
                 if (w / "key").text(w.field(doc, "key")) != path.stem:
                     raise (w / "key").error(f"must be the file's name, {path.stem!r}", doc["key"])
-                if doc.get("digest") != digest(doc):
+                try:
+                    same = doc.get("digest") == digest(doc)
+                except RecursionError:
+                    raise w.error("nested deeper than a program file is") from None
+                if not same:
                     raise w.error(
                         "its content does not match its digest (edited or damaged since it was written)"
                     )

@@ -588,6 +588,32 @@ def test_a_resume_holds_each_saved_program_to_the_plan(edit, words, study, tmp_p
         store.read_programs()
 
 
+def test_a_program_or_spec_nested_deep_is_refused_in_one_line(study, tmp_path):
+    """A value nested 900 deep (within what Python's JSON reader follows) in a program file made its digest's
+    recursion fail (``RecursionError``), and one in spec.json's descriptions made the comparison of definitions
+    fail the same way: refused now, naming the file."""
+    store = _saved_study(tmp_path / "study", study)
+    path = next(p for p in store.programs_dir.glob("digits__SGD*.json"))
+    good = path.read_text()
+    deep = "[" * 900 + "]" * 900
+    path.write_text(good.replace('"wall_s":', f'"junk": {deep}, "wall_s":', 1))
+    with pytest.raises(ResumeError, match=f"{path.name}: its content does not match its digest"):
+        store.read_programs()
+    path.write_text(good)
+    spec_doc = json.loads(store.spec_path.read_text())
+    spec_doc["problems"]["digits"]["junk"] = json.loads(deep)
+    store.spec_path.write_text(json.dumps(spec_doc))
+    with pytest.raises(ResumeError, match="spec.json: problems.digits: unknown field"):
+        store.read_spec()
+
+
+def test_the_saved_fields_are_the_ones_read_back(study):
+    from mxopt_jax.compare.serialize import CONTENDER_FIELDS, PROBLEM_FIELDS
+
+    assert set(problem_info(study.problems[0])) == set(PROBLEM_FIELDS)
+    assert set(contender_info(study.contenders[0])) == set(CONTENDER_FIELDS)
+
+
 def test_report_rewrites_runs_csv_from_the_records(saved, tmp_path, capsys):
     """Item 7: ``runs.csv`` was never read, so a fabricated one stayed beside the new report while the command
     called the records unchanged. Now report writes runs.csv from the records with the rest."""
