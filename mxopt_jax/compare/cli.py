@@ -230,8 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
         "agree",
         help="how far two saved studies agree: Kendall's tau and the top-k overlap per problem",
         description=_wrap(
-            "Compare the tuned test means of two saved studies (their folders or study.json files), problem by "
-            "problem: Kendall's tau-b over the contenders both ran and the overlap of the top k. Runs nothing."
+            "Compare the tuned test means of two saved studies (their folders or study.json files, each read and "
+            "checked as mxopt-jax report reads it), problem by problem: Kendall's tau-b over the contenders both "
+            "ran with its p-value and what tau can show at that size, and the overlap of the top k. Runs nothing."
         ),
     )
     agr.add_argument("dir_a", metavar="DIR_A")
