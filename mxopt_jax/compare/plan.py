@@ -288,6 +288,13 @@ class Plan:
         return {k: getattr(self, k) for k in SETTINGS}
 
     # ------------------------------------------------------------------ independent studies
+    @property
+    def configurations(self) -> int:
+        """How many configurations each contender's search tries before any extension: the random search's
+        trials, or the grid's points (:attr:`Preset.grid_points <mxopt_jax.compare.protocol.Preset.grid_points>`);
+        an extended grid adds ``configurations - 1`` per extension."""
+        return int(self.trials) if self.trials is not None else int(self.preset.grid_points)
+
     def seeds_of(self, study: int) -> tuple[int, ...]:
         """Study ``study``'s selection seeds (study 0's shifted by ``STUDY_SEED_STRIDE * study``)."""
         return tuple(s + STUDY_SEED_STRIDE * study for s in self.seeds)

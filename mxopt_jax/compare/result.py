@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import protocol
+from . import protocol, tuning
 from . import search as _search
-from .analysis import StudyAnalysis, analyse_study
+from .analysis import StudyAnalysis, analyse_study, common_identity
 from .contenders import Contender
 from .plan import Plan
 from .problems.base import Problem
@@ -192,16 +192,41 @@ def identical_groups(
 
 
 def _tuned(roles: Mapping[str, Records], problem: Problem, contender: Contender, search: str) -> Selection:
-    """The tuned selection of one contender on one problem: chosen on its selection runs, reported on its
-    confirmation runs (:func:`~mxopt_jax.compare.protocol.select`); in a random search the edge flags are the
+    """The tuned selection of one contender on one problem: chosen on its selection runs, reported on the chosen
+    row of its report runs, every row's final test value kept for the claims about the optimizers
+    (:func:`~mxopt_jax.compare.protocol.select`; a study saved before the report runs existed reports its
+    confirmation runs and compares chosen configurations only); in a random search the edge flags are the
     trials' (:func:`mxopt_jax.compare.search.edges`: the index of a trial says nothing about its place among the
     values tried)."""
     rec = roles["selection"]
-    sel = protocol.select(rec, problem, confirmation=roles["confirmation"])
+    if "report" in roles:
+        sel = protocol.select(rec, problem, report=roles["report"])
+    else:
+        sel = protocol.select(rec, problem, confirmation=roles["confirmation"])
     if search != "random":
         return sel
     edges = _search.edges({"learning_rate": rec.lrs, **rec.hparams}, sel.index, contender.hyperparameters)
     return dataclasses.replace(sel, edges=edges, on_edge=edges.get("learning_rate"))
+
+
+def shown(roles: Mapping[str, Records], mode: str, contender: Contender, selection: Selection) -> Records:
+    """The records ``mode``'s table shows of one contender (``roles``: what its program ran): the tuned mode's
+    confirmation runs (the chosen row of the report runs), the one-shot mode's default runs (the default
+    configuration's row of the report runs, or the default runs made alone), as records of role
+    ``"confirmation"`` or ``"default"``. A study saved before the report runs existed stored both."""
+    role = MODES[mode]
+    if role in roles:
+        return roles[role]
+    report = roles["report"]
+    if mode == "tuned":
+        return dataclasses.replace(report.take(selection.index), role=role)
+    row = tuning.default_row(report, contender)
+    if row is None:
+        raise ValueError(
+            f"{contender.name} on {report.problem}: no default runs, and its report runs do not hold its default "
+            "configuration"
+        )
+    return dataclasses.replace(report.take(row), role=role)
 
 
 # --------------------------------------------------------------------------- a study's records, checked
@@ -222,7 +247,8 @@ def _close(a: Any, b: Any) -> bool:
 def _on_grid(lrs: np.ndarray, center: float, preset: protocol.Preset, extend: int) -> str | None:
     """Why ``lrs`` are not a grid search's selection rates (None: they are): the preset's grid around ``center``
     (:meth:`~mxopt_jax.compare.protocol.Preset.grid`), with its shifts past either edge
-    (:func:`~mxopt_jax.compare.protocol.shift_grid`: ``len - 1`` points each), ``extend`` times at most."""
+    (:func:`~mxopt_jax.compare.protocol.shift_grid` of the rates so far: ``len - 1`` points each), ``extend``
+    times at most."""
     G = preset.grid_points
     if len(lrs) < G:
         return f"{len(lrs)} rate(s), fewer than the preset's grid of {G}"
@@ -233,7 +259,9 @@ def _on_grid(lrs: np.ndarray, center: float, preset: protocol.Preset, extend: in
         return f"the preset's grid around the contender's default rate {center:g} is not among them"
     below = G // 2
     steps = np.log10(lrs / center) / preset.spacing  # each rate's place, in grid steps from the centre
-    reach = extend * (G - 1)
+    reach = (2**extend - 1) * (
+        G - 1
+    )  # each shift moves the grid so far (the union of the grids so far) past it
     off = ~np.isclose(steps, np.round(steps), rtol=0.0, atol=1e-6) | (steps < -below - reach - 1e-6)
     off |= steps > G - 1 - below + reach + 1e-6
     if off.any():
@@ -263,10 +291,12 @@ def check_records(
     block:
 
     * names: each record's problem and contender are the study's; its study one of the plan's;
-    * roles: one record per problem, contender, study and role, and every contender that ran on a problem has
-      every role (:data:`~mxopt_jax.compare.records.ROLES`) in every study of the plan;
-    * seeds: a selection record's are its study's selection seeds (:meth:`Plan.seeds_of`), a confirmation or
-      default record's its confirmation seeds (:meth:`Plan.confirm_seeds_of`);
+    * roles: one record per problem, contender, study and role; every contender that ran on a problem has, in
+      every study of the plan, its selection runs and either its report runs (:mod:`mxopt_jax.compare.tuning`;
+      its default runs too when its search leaves the default configuration out) or, as studies saved before
+      the report runs did, its confirmation and default runs;
+    * seeds: a selection record's are its study's selection seeds (:meth:`Plan.seeds_of`), a report,
+      confirmation or default record's its report seeds (:meth:`Plan.confirm_seeds_of`);
     * steps: evaluated every ``eval_every`` steps up to the problem's budget under the preset
       (:meth:`~mxopt_jax.compare.protocol.Preset.steps`);
     * shapes: one configuration in a confirmation or a default record;
@@ -275,8 +305,9 @@ def check_records(
     * configurations: a default record runs the contender's defaults; a grid search's selection rates are the
       preset's grid around the contender's default rate, with its shifts past either edge (``plan.extend`` at
       most), and nothing else is tuned; a random search's selection configurations are the plan's draws for
-      that study (:func:`mxopt_jax.compare.search.draw`, seed ``search_seed + study``); a confirmation record
-      runs one of its selection record's configurations.
+      that study (:func:`mxopt_jax.compare.search.draw`, seed ``search_seed + study``); the report runs are the
+      selection's configurations, in its order; a confirmation record runs one of the selection's
+      configurations; without default runs, the report runs hold the default configuration.
     """
     seen: dict[tuple[str, str, int], dict[str, Records]] = {}
     for rec in records:
@@ -309,7 +340,7 @@ def check_records(
                 f"{what}: evaluated at steps {_few(rec.eval_steps)}, the plan's are every {every} up to {steps}"
             )
         # shapes
-        if rec.role != "selection" and len(rec.lrs) != 1:
+        if rec.role in ("confirmation", "default") and len(rec.lrs) != 1:
             raise ValueError(f"{what}: {len(rec.lrs)} configurations, a {rec.role} record runs one")
         # finiteness
         if not all(np.isfinite(v).all() for v in rec.hparams.values()):
@@ -332,19 +363,40 @@ def check_records(
                 raise ValueError(f"{what}: {problem}")
     for (problem, contender, study), roles in seen.items():
         what = f"{where}: records of {contender!r} on {problem!r} (study {study})"
-        missing = [r for r in ROLES if r not in roles]
-        if missing:
-            raise ValueError(f"{what}: no {' or '.join(missing)} record")
         for k in range(plan.studies):
             if (problem, contender, k) not in seen:
                 raise ValueError(f"{where}: records of {contender!r} on {problem!r}: none of study {k}")
-        sel, conf = roles["selection"], roles["confirmation"]
-        if set(sel.hparams) != set(conf.hparams) or set(conf.hparams) != set(roles["default"].hparams):
-            raise ValueError(f"{what}: its records tune different hyperparameters")
-        if not np.isclose(_configs(sel), _configs(conf)[0], rtol=1e-9, atol=0.0).all(axis=1).any():
+        # roles: the selection, and the report runs (the default runs where the search leaves them out) or, as
+        # saved before the report runs existed, the confirmation and default runs
+        made = {"selection", "report"} if "report" in roles else {"selection", "confirmation", "default"}
+        missing, extra = sorted(made - set(roles)), sorted(set(roles) - made - {"default"})
+        if missing or extra:
+            saved = ", ".join(r for r in ROLES if r in roles)
             raise ValueError(
-                f"{what}: the confirmation runs {conf.config(0)}, none of the selection's configurations"
+                f"{what}: saved as {saved}; a study saves selection and report runs (and default runs where "
+                "its search leaves the default configuration out), or selection, confirmation and default runs"
             )
+        sel = roles["selection"]
+        if any(set(r.hparams) != set(sel.hparams) for r in roles.values()):
+            raise ValueError(f"{what}: its records tune different hyperparameters")
+        if "report" in roles:
+            rep = roles["report"]
+            if _configs(rep).shape != _configs(sel).shape or not np.allclose(
+                _configs(rep), _configs(sel), rtol=1e-9, atol=0.0
+            ):
+                raise ValueError(
+                    f"{what}: the report runs are not the selection's configurations, in its order"
+                )
+            if "default" not in roles and tuning.default_row(rep, contenders[contender]) is None:
+                raise ValueError(
+                    f"{what}: no default runs, and the report runs leave out the default configuration"
+                )
+        else:
+            conf = roles["confirmation"]
+            if not np.isclose(_configs(sel), _configs(conf)[0], rtol=1e-9, atol=0.0).all(axis=1).any():
+                raise ValueError(
+                    f"{what}: the confirmation runs {conf.config(0)}, none of the selection's configurations"
+                )
 
 
 def check_programs(
@@ -545,14 +597,9 @@ class StudyResult:
 
     def identical_everywhere(self, mode: str = "tuned") -> dict[str, list[str]]:
         """``{representative: [others]}`` for contenders identical in ``mode`` on every problem (folded in the
-        cross-problem tables)."""
-        maps = [self.identical_map(p.name, mode) for p in self.problems]
-        out: dict[str, list[str]] = {}
-        for rep, others in maps[0].items() if maps else ():
-            common = [o for o in others if all(o in m.get(rep, []) for m in maps[1:])]
-            if common:
-                out[rep] = common
-        return out
+        cross-problem tables): those every problem's table puts in one group, whichever contender each table
+        names first (:func:`~mxopt_jax.compare.analysis.common_identity`)."""
+        return common_identity([self.identical_map(p.name, mode) for p in self.problems])
 
     def identical_by_problem(self) -> dict[str, dict[str, dict[str, list[str]]]]:
         """``{problem: {mode: {representative: [identical contenders]}}}``: how each table folds."""
@@ -562,6 +609,18 @@ class StudyResult:
         """Every selection of ``mode`` (``"tuned"`` or ``"one-shot"``), problem by problem."""
         table = self.tuned if mode == "tuned" else self.one_shot
         return [sel for p in self.problems for sel in table.get(p.name, {}).values()]
+
+    def shown_records(self, mode: str = "tuned") -> list[Records]:
+        """The records ``mode``'s tables show (:func:`shown`: the chosen configurations' report runs, or the
+        default configurations'), problem by problem, contender by contender."""
+        table = self.tuned if mode == "tuned" else self.one_shot
+        by_name = {c.name: c for c in self.contenders}
+        return [
+            shown(roles, mode, by_name[n], self.tuned[p.name][n])
+            for p in self.problems
+            for n, roles in self.records.get(p.name, {}).items()
+            if n in table.get(p.name, {})
+        ]
 
     def all_records(self, role: str | None = None) -> list[Records]:
         """Every record of this study (of one ``role``, or all), problem by problem, contender by contender."""
@@ -658,15 +717,16 @@ class StudyResult:
             records[name] = per
             p = known[name]
             tuned[name] = {n: _tuned(r, p, by_name[n], plan.search) for n, r in per.items()}
-            one_shot[name] = {n: protocol.select(r["default"], p) for n, r in per.items()}
+            defaults = {n: shown(r, "one-shot", by_name[n], tuned[name][n]) for n, r in per.items()}
+            one_shot[name] = {n: protocol.select(d, p) for n, d in defaults.items()}
             identical[name] = {
                 "tuned": identical_groups(
                     {n: r["selection"] for n, r in per.items()},
                     # a random search's contenders share its drawn trials (common random numbers), not its first
                     min_shared=3 if plan.search == "grid" else max(1, min(3, (plan.trials or 1) - 1)),
-                    also={n: r["confirmation"] for n, r in per.items()},
+                    also={n: r["report"] if "report" in r else r["confirmation"] for n, r in per.items()},
                 ),
-                "one-shot": identical_groups({n: r["default"] for n, r in per.items()}, min_shared=1),
+                "one-shot": identical_groups(defaults, min_shared=1),
             }
         return cls(
             plan,

@@ -157,7 +157,7 @@ def test_finished_programs_survive_an_interruption(resumed):
 def test_resumed_study_equals_an_uninterrupted_one(resumed):
     assert resumed["resumed_compiled"] == [next(s for s in resumed["resumed_compiled"])]  # one program ran
     assert "Adam family" in resumed["resumed_compiled"][0]
-    assert resumed["records_equal"] and resumed["roles"] == ["confirmation", "default", "selection"]
+    assert resumed["records_equal"] and resumed["roles"] == ["report", "selection"]
     assert resumed["report_equal"], "\n".join(resumed.get("report_diff", []))
     assert all(resumed["tuned_equal"]) and resumed["runs_equal"]
     assert resumed["reloaded_report_equal"]

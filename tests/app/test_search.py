@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tiny_problems import mlp_problem as _mlp_problem
 
 import mxopt_jax
-from mxopt_jax.compare import PRESETS, PROBLEMS, engine, search, study
+from mxopt_jax.compare import PRESETS, PROBLEMS, engine, result, search, study
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.analysis import analyse
 from mxopt_jax.compare.analysis.agreement import kendall_tau
@@ -363,10 +363,16 @@ def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path
     assert (r.search, r.trials, r.schedule) == ("random", 3, "constant")
     sel = r.tuned["tiny"]["adam"]
     assert set(sel.config) == {"learning_rate", "beta1", "beta2", "epsilon", "wd"} and len(sel.lrs) == 3
-    conf = r.records["tiny"]["adam"]["confirmation"]
-    assert conf.config(0) == sel.config  # the confirmation runs the chosen configuration, every value of it
-    default = r.records["tiny"]["adam"]["default"]
-    assert default.config(0) == C.mxopt_contender("adam").defaults
+    roles = r.records["tiny"]["adam"]
+    assert set(roles) == {
+        "selection",
+        "report",
+    }  # the default configuration is the first trial: not run twice
+    adam = C.mxopt_contender("adam")
+    conf = result.shown(roles, "tuned", adam, sel)
+    assert conf.config(0) == sel.config  # the report runs of the chosen configuration, every value of it
+    default = result.shown(roles, "one-shot", adam, sel)
+    assert default.config(0) == adam.defaults and roles["report"].config(0) == adam.defaults
     assert set(r.tuned["tiny"]["adam b1"].config) == {"learning_rate", "b1"}
     assert len(r.programs) == 1
     text = r.report()
@@ -387,7 +393,7 @@ def test_identical_contenders_under_two_names_are_one_entry(random_study):
     tables fold them (before, each name drew its own trials: the twins ranked apart)."""
     r = random_study
     a, b = r.records["tiny"]["adam"], r.records["tiny"]["adam twin"]
-    for role in ("selection", "confirmation", "default"):
+    for role in ("selection", "report"):
         np.testing.assert_array_equal(a[role].lrs, b[role].lrs)
         assert all(np.array_equal(a[role].hparams[k], b[role].hparams[k]) for k in a[role].hparams)
         np.testing.assert_array_equal(a[role].val, b[role].val)

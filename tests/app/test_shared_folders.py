@@ -125,7 +125,15 @@ def test_every_writer_goes_through_the_one_safe_writer(study, tmp_path):
     out.mkdir()
     victim = tmp_path / "victim"
     victim.write_text("keep")
-    names = [*OUTPUTS, "study.json", "sensitivity.png", "curves.png", "loss.png", "profile.png", "spec.json"]
+    figures = [
+        "results_digits.png",
+        "results_logreg.png",
+        "ranks.png",
+        "sensitivity.png",
+        "curves.png",
+        "loss.png",
+    ]
+    names = [*OUTPUTS, "study.json", *figures, "profile.png", "spec.json"]
     for name in names:  # at the output's name and at the temporary name this process would once have used
         (out / name).symlink_to(victim)
         (out / f".{name}.{os.getpid()}.tmp").symlink_to(victim)
@@ -573,7 +581,7 @@ def _twice_as_long(record):
         (lambda d: d["records"][0].update(seeds=[9, 8, 7, 6, 5]), "ran on seeds [9, 8, 7, 6, 5]"),
         (lambda d: d["records"][1].update(lrs=[12.5]), "the confirmation runs"),
         (lambda d: d["records"][2].update(lrs=[0.5]), "not the contender's defaults"),
-        (lambda d: d["records"].pop(1), "no confirmation record"),
+        (lambda d: d["records"].pop(1), "saved as selection, default; a study saves"),
         (lambda d: d["info"].update(steps=7), "7 steps, the plan's budget"),
         (lambda d: d["batching"].update(adam=0.5), "its batching check names ['adam']"),
         (lambda d: d.update(key="other"), "key: must be the file's name"),
@@ -612,6 +620,62 @@ def test_the_saved_fields_are_the_ones_read_back(study):
 
     assert set(problem_info(study.problems[0])) == set(PROBLEM_FIELDS)
     assert set(contender_info(study.contenders[0])) == set(CONTENDER_FIELDS)
+
+
+def _as_report_runs(doc):
+    """A program file's records as the report runs save them (:mod:`mxopt_jax.compare.tuning`): the selection's
+    configurations, in its order, on the report seeds (here the confirmation runs' values, one row per
+    configuration), no confirmation record, no default record (the grid holds the default rate)."""
+    records = []
+    for r in doc["records"]:
+        if r["role"] == "selection":
+            conf = next(
+                x
+                for x in doc["records"]
+                if (x["contender"], x["study"], x["role"]) == (r["contender"], r["study"], "confirmation")
+            )
+            G = len(r["lrs"])
+            rep = {k: conf[k] for k in conf}
+            rep.update(role="report", lrs=r["lrs"], hparams=r["hparams"])
+            for key in ("train_loss", "val", "test", "steps_to_target", "diverged_at"):
+                rep[key] = conf[key] * G
+            records += [r, rep]
+    doc["records"] = records
+
+
+def test_a_resume_takes_report_runs_and_holds_them_to_the_selection(study, tmp_path):
+    """Saved as the report runs are (every configuration of the search on the report seeds): read back whole;
+    report runs that are not the selection's configurations in its order, or a confirmation record beside them,
+    are refused."""
+    store = _saved_study(tmp_path / "study", study)
+    path = next(p for p in store.programs_dir.glob("digits__SGD*.json"))
+    _edit_program(path, _as_report_runs, sign=True)
+    good = path.read_text()
+    saved = store.read_programs()
+    assert set(next(s for k, s in saved.items() if k == path.stem).result.records["sgd"]) == {
+        "selection",
+        "report",
+    }
+
+    def reversed_rates(doc):
+        doc["records"][1]["lrs"] = doc["records"][1]["lrs"][::-1]
+
+    _edit_program(path, reversed_rates, sign=True)
+    with pytest.raises(ResumeError, match="the report runs are not the selection's configurations"):
+        store.read_programs()
+    path.write_text(good)
+
+    def with_confirmation(doc):
+        rep = next(r for r in doc["records"] if r["role"] == "report")
+        row = {
+            k: (v[:1] if k in ("lrs", "train_loss", "val", "test", "steps_to_target", "diverged_at") else v)
+            for k, v in rep.items()
+        }
+        doc["records"].append({**row, "role": "confirmation"})
+
+    _edit_program(path, with_confirmation, sign=True)
+    with pytest.raises(ResumeError, match="saved as selection, report, confirmation"):
+        store.read_programs()
 
 
 def test_report_rewrites_runs_csv_from_the_records(saved, tmp_path, capsys):

@@ -146,6 +146,12 @@ def _apply(spec: CallSpec, weights: list, grads: list, states: list, packed: Any
     return new_w, new_s
 
 
+def param_name(idx2name: dict, index: Any) -> str:
+    """The name a rule sees for parameter ``index`` (LARS's exemptions read it): ``idx2name[index]``, else
+    ``str(index)``, as MXNet names it."""
+    return str(idx2name.get(index, str(index)))
+
+
 def as_array(x: Any) -> Any:
     return x if isinstance(x, jax.Array) else jnp.asarray(x)
 
@@ -300,7 +306,7 @@ class _RuleOptimizer(Optimizer):
         counts = self._index_update_count
         ts = [counts[i] for i in indices]
         idx2name = self.idx2name
-        names = tuple([str(idx2name.get(i, str(i))) for i in indices])
+        names = tuple([param_name(idx2name, i) for i in indices])
         if self.multi_precision:
             mp = tuple([bool(is_low_precision(w.dtype)) for w in weights])
         else:

@@ -325,6 +325,13 @@ CLAIMS_COLUMNS = (
     "n",
     "agree",
     "units",
+    "tried_a",
+    "tried_b",
+    "versus",
+    "edge",
+    "model_effect",
+    "model_low",
+    "model_high",
     "sentence",
 )
 
@@ -339,8 +346,13 @@ def claims_rows(claims: Iterable[Claim], metrics: Mapping[str, str] | None = Non
     difference ``a - b`` in the metric's raw units (across studies: the median of the studies' medians),
     ``hodges_lehmann`` its Hodges-Lehmann estimate and ``[ci_low, ci_high]`` the exact signed-rank interval
     with the coverage it has (``ci_confidence``); ``n`` the seeds (or studies) used, ``units`` which,
-    ``agree`` how many went the claim's way; ``sentence`` the claim as the report says it (``metrics``:
-    ``{problem: metric name}``)."""
+    ``agree`` how many went the claim's way; for a claim about the optimizers from one study, ``tried_a`` and
+    ``tried_b`` the configurations each one's search tried, ``versus`` the worse one's configuration the
+    effect is measured against (the one that came closest) and ``edge`` whether a chosen configuration it
+    rests on sits on its search's edge; across studies, ``model_effect`` with ``[model_low, model_high]`` the
+    model-based reading of ``a - b`` (a random-effects estimate with its Hartung-Knapp 95 % interval: an effect,
+    never a claim); ``sentence`` the claim as the report says it (``metrics``: ``{problem:
+    metric name}``)."""
     out = []
     for c in claims:
         out.append(
@@ -369,6 +381,13 @@ def claims_rows(claims: Iterable[Claim], metrics: Mapping[str, str] | None = Non
                 "n": str(c.n),
                 "agree": str(c.agree),
                 "units": " ".join(str(u) for u in c.units),
+                "tried_a": str(c.tried[0]) if c.tried[0] else "",
+                "tried_b": str(c.tried[1]) if c.tried[1] else "",
+                "versus": c.versus,
+                "edge": str(c.edge).lower() if c.tried[0] else "",
+                "model_effect": csv_number(c.model[0]),
+                "model_low": csv_number(c.model[1]),
+                "model_high": csv_number(c.model[2]),
                 "sentence": c.sentence((metrics or {}).get(c.problem, "")),
             }
         )
@@ -407,6 +426,8 @@ CLAIMS_TEXT = frozenset(
         "test",
         "units",
         "sentence",
+        "versus",
+        "edge",
     }
 )
 

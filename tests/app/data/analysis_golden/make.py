@@ -2,8 +2,9 @@
 five contenders, ccsgd's runs made identical to sgd's; two independent studies, 12 confirmation seeds) and its
 report, summary CSV, selections and HTML page, as the code before the analysis layer rendered them; the text
 report and the HTML page were rendered again, on purpose, from the same study.json when their layout changed
-(issue 44: tables within 120 columns, "How to read these tables", the HTML in the text's order): their numbers
-are the same.
+(issue 44: tables within 120 columns, "How to read these tables", the HTML in the text's order; issue 53: the
+sentence on the omitted bootstrap interval, the page's width for figures beside tables): their numbers are the
+same.
 
 Run from the repository root: ``python tests/app/data/analysis_golden/make.py`` (only to remake the fixture
 on purpose: ``tests/app/test_analysis.py`` holds the code to these files)."""
