@@ -259,9 +259,9 @@ def _on_grid(lrs: np.ndarray, center: float, preset: protocol.Preset, extend: in
         return f"the preset's grid around the contender's default rate {center:g} is not among them"
     below = G // 2
     steps = np.log10(lrs / center) / preset.spacing  # each rate's place, in grid steps from the centre
-    reach = (2**extend - 1) * (
-        G - 1
-    )  # each shift moves the grid so far (the union of the grids so far) past it
+    # each shift moves the union of the grids so far past its edge: the reach doubles (a float: a stranger's plan
+    # may say extend = 10**20)
+    reach = (2.0 ** min(extend, 64) - 1) * (G - 1)
     off = ~np.isclose(steps, np.round(steps), rtol=0.0, atol=1e-6) | (steps < -below - reach - 1e-6)
     off |= steps > G - 1 - below + reach + 1e-6
     if off.any():

@@ -704,3 +704,79 @@ def test_a_resumed_folder_written_by_this_study_is_read_back(study, tmp_path):
         two.plan.seeds_of(1),
     )
     assert contender_info(study.contenders[0])["name"] == study.contenders[0].name
+
+
+# --------------------------------------------------------------------------- every field, mutated
+#: What a mutation puts in a field: each JSON type, a negative, a zero, a huge and an infinite value.
+MUTATIONS = [None, "x", -1, 0, 1.5, 1e308, [], {}, True, "inf", 10**20, [1, 2], {"a": 1}]
+
+
+def _fields(value, path=()):
+    """Every field of a JSON document (a list of numbers counts once: its first item)."""
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _fields(v, (*path, k))
+    elif isinstance(value, list) and value:
+        if isinstance(value[0], int | float | type(None)):
+            yield (*path, 0)
+        else:
+            for i, v in enumerate(value[:2]):
+                yield from _fields(v, (*path, i))
+
+
+def _mutated(doc, path, value):
+    doc = copy.deepcopy(doc)
+    at = doc
+    for k in path[:-1]:
+        at = at[k]
+    at[path[-1]] = value
+    return doc
+
+
+@pytest.mark.slow  # about 2,000 mutated files read (a minute of CPU): the cases it found are the tests above
+def test_every_field_mutated_is_refused_in_one_line_or_renders(tmp_path):
+    """Every field of a small study's study.json, spec.json and program file, set to each of :data:`MUTATIONS`:
+    reading it is a one-line ``ValueError`` naming the file, or it reads and renders (the report, the files,
+    agree); never another exception. (It found a record's study number 10**20 allocating 10**20 repeats.)"""
+    from test_outputs import _problem
+
+    small = synthetic_study(
+        names=("adam", "sgd"), problems=[_problem("digits", "digits, MLP", "error %", 4.0)]
+    )
+    small.write(tmp_path / "w", plots=False)
+    base = _doc(tmp_path / "w")
+    fields = [p for p in _fields(base) if p and not (p[0] == "records" and len(p) > 2 and p[1] != 0)]
+    rendered = set()
+    for path in fields:
+        for value in MUTATIONS:
+            (tmp_path / "m.json").write_text(json.dumps(_mutated(base, path, value)))
+            try:
+                back = Study.from_json(tmp_path / "m.json")
+            except ValueError as e:
+                assert "\n" not in str(e) and str(tmp_path / "m.json") in str(e), (path, value, str(e)[:300])
+                continue
+            if path not in rendered:  # the first value a field takes: the whole report made from it
+                rendered.add(path)
+                back.report()
+                render.write_study(back, tmp_path / "out", plots=False, data=False)
+                compare.compare_studies(tmp_path / "m.json", tmp_path / "m.json")
+    store = _saved_study(tmp_path / "folder", small)
+    program = next(store.programs_dir.glob("*.json"))
+    for file in (program, store.spec_path):
+        good = json.loads(file.read_text())
+        for path in [p for p in _fields(good) if p and not (p[0] == "records" and len(p) > 2 and p[1] != 0)]:
+            for value in MUTATIONS:
+                doc = _mutated(good, path, value)
+                if file == program:
+                    _edit_program(
+                        file, lambda d, doc=doc: (d.clear(), d.update(doc)), sign=path != ("digest",)
+                    )
+                else:
+                    file.write_text(json.dumps(doc))
+                try:
+                    store.read_spec()
+                    store.read_programs()
+                except ResumeError as e:
+                    assert "\n" not in str(e), (path, value, str(e)[:300])
+        file.write_text(json.dumps(good))
