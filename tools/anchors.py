@@ -44,7 +44,8 @@ def expected_best(val: np.ndarray, test: np.ndarray, n: int) -> float:
     order = np.argsort(val, kind="stable")
     G = len(val)
     probs = np.array([math.comb(G - 1 - k, n - 1) for k in range(G)], np.float64) / math.comb(G, n)
-    return float((probs * test[order]).sum())
+    t = test[order]
+    return float(np.where(probs > 0, probs * np.where(np.isfinite(t), t, np.inf), 0.0).sum())
 
 
 def p_better(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[float, float, float]:

@@ -1001,7 +1001,8 @@ def _search_tests(
     search (lower is better; non-finite: diverged, the worst). Returns ``(one_sided, binding, statistic)``, each
     ``(B, C, C)``: ``[b, i, j]`` the largest over ``j``'s configurations of the one-sided p-value of "``i`` lower
     than that configuration" (1 where within the rounding margin on every seed; NaN on the diagonal), the
-    configuration where it was found (-1 on the diagonal), and ``W+`` of ``i`` minus it."""
+    configuration where it was found (among equal largest p-values, the one whose median difference from ``i``
+    is the smallest: the closest; -1 on the diagonal), and ``W+`` of ``i`` minus it."""
     B, C, S = chosen.shape
     G = grids.shape[2]
     v = np.where(np.isfinite(chosen), chosen, np.inf)
@@ -1015,7 +1016,13 @@ def _search_tests(
     d, twins = _rounded(v[:, i, None, :], g[:, j], rtol)  # (B, P, G, S), (B, P, G)
     p_less, _ = _pair_tails(d.reshape(-1, S), test, margin)
     p = np.where(twins, 1.0, p_less.reshape(B, len(i), G))
-    k = np.argmax(p, axis=-1)  # the first of equal largest p-values
+    # the binding configuration: the largest p-value, and among equal ones (every seed the same way at several
+    # configurations: the smallest p-value the seeds allow) the one closest to i, its median difference largest
+    with np.errstate(invalid="ignore"):
+        closeness = np.nan_to_num(np.median(d, axis=-1), nan=0.0, posinf=np.inf, neginf=-np.inf)
+    top = p >= p.max(axis=-1, keepdims=True)
+    k = np.argmax(np.where(top, closeness, -np.inf), axis=-1)
+    k = np.where(top[np.arange(B)[:, None], np.arange(len(i))[None, :], k], k, np.argmax(p, axis=-1))
     one_sided[:, i, j] = np.take_along_axis(p, k[..., None], axis=-1)[..., 0]
     binding[:, i, j] = k
     w = np.take_along_axis(d, k[..., None, None], axis=2)[:, :, 0]

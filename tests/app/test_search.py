@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiny_problems import mlp_problem as _mlp_problem
+from traces import counting
 
 import mxopt_jax
 from mxopt_jax.compare import PRESETS, PROBLEMS, engine, result, search, study
@@ -304,9 +305,9 @@ def test_every_contender_takes_its_whole_search_space_traced(sparse):
 
 
 def test_trials_are_inputs_of_one_compiled_program():
-    """Two different draws run through the same compiled program: nothing recompiles (an ahead-of-time
-    compiled program cannot), and the values reach the optimizer (the runs made alone are equal to the
-    vmapped ones: ``test_study.py``)."""
+    """Two different draws run through the same compiled program: nothing is traced or compiled again (JAX's
+    own counts, through jax.monitoring; the first call's host-side key helpers aside), and the values reach the
+    optimizer (the runs made alone are equal to the vmapped ones: ``test_study.py``)."""
     prob = _mlp_problem(steps=10)
     adam = C.mxopt_contender("adam")
     names = search.tuned([adam], "random")
@@ -314,7 +315,11 @@ def test_trials_are_inputs_of_one_compiled_program():
     compiled = group.compiled
     a = search.configurations(adam, PRESETS["quick"], "random", 2, seed=0)
     b = search.configurations(adam, PRESETS["quick"], "random", 2, seed=1)
-    ra, rb = group.run(0, a, [0, 1]), group.run(0, b, [0, 1])
+    ra = group.run(0, a, [0, 1])
+    with counting() as n:
+        rb = group.run(0, b, [0, 1])
+        group.run(0, b, [5, 6, 7])  # other seeds, and more runs than one call holds
+    assert n.traces == 0 and n.compiles == 0, n
     assert group.compiled is compiled
     assert not np.array_equal(ra.val[1], rb.val[1])
     assert set(rb.hparams) == {"beta1", "beta2", "epsilon", "wd"}

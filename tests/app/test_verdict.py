@@ -186,3 +186,18 @@ def test_the_report_family_covers_search_tables():
     assert math.isclose(
         tw.comparison.searches.comparison.p_adjusted[0, 2], tw.comparison.comparison.p_adjusted[0, 2]
     )
+
+
+def test_the_effect_is_measured_against_the_closest_configuration():
+    """Regression (the main job's first report): when every seed goes the same way at every configuration of the
+    other, every component has the smallest p-value the seeds allow; the sentence's effect was measured against
+    the first of them (the smallest rate, where the other learns nothing: -3.15 bits/char), not the closest."""
+    a = searched("a", grid(0.0))
+    far = grid(1.0)
+    far[0] += 50.0  # the smallest rate: the other learns nothing there
+    b = searched("b", far)
+    t = P.search_table([a, b])
+    assert t.searches.one_sided[0, 1] == pytest.approx(2.0**-R)
+    assert t.searches.binding[0, 1] == 1  # rate 1, the closest (1 worse), not rate 0 (51 worse)
+    (claim,) = [c for c in analyse_table([a, b]).claims if c.shown]
+    assert claim.versus == "lr 0.01" and -1.5 < claim.effect < -0.5

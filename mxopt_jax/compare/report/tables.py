@@ -987,6 +987,12 @@ def verdict_lines(analysis: StudyAnalysis, problems: Sequence[Problem] = ()) -> 
         best = _names(v.best, v.identical)
         if n == 1:
             text = f"{best} (the only one of {v.entries} entries no other was shown better than)"
+        elif n > v.entries / 2:  # most of the table: name the ones that are out
+            out = [e for e in analysis.table(v.problem).order if e not in v.best]
+            text = (
+                f"{n} of {v.entries} could be the best: every entry but {', '.join(out)}; "
+                f"{_narrowing(v, known.get(v.problem))}"
+            )
         else:
             text = f"{n} of {v.entries} could be the best: {best}; {_narrowing(v, known.get(v.problem))}"
         lines += wrap(f"  {v.problem:<{width}}  {text}", indent=" " * (width + 4))
