@@ -25,7 +25,7 @@ INF, NAN = math.inf, math.nan
 
 #: The package's modules that import SciPy, and only those: the app's statistics. The library (rules, drivers,
 #: the public API, the facade, the checkpoint reader) never does, so ``import mxopt_jax`` never loads SciPy.
-SCIPY_USERS = {"mxopt_jax.compare.stats", "mxopt_jax.compare.report.agreement"}
+SCIPY_USERS = {"mxopt_jax.compare.stats", "mxopt_jax.compare.analysis.agreement"}
 
 
 def _third_party_imports(path: pathlib.Path) -> set[str]:

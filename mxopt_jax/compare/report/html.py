@@ -202,12 +202,13 @@ def render_images(study: StudyResult) -> dict[str, bytes]:
     from .. import figures
     from .plots import draw_report
 
-    figs = draw_report(
-        study.problems,
-        study.all_records("selection") + study.shown_records("tuned"),
-        study.analysis,
-        study.families,
-    )
+    with figures.plain_text():  # names as they are: a '$' in one is no mathtext
+        figs = draw_report(
+            study.problems,
+            study.all_records("selection") + study.shown_records("tuned"),
+            study.analysis,
+            study.families,
+        )
     return {name: figures.png_bytes(fig) for name, fig in figs.items()}
 
 
