@@ -22,7 +22,7 @@ import optax
 from .. import FAMILIES as _FAMILIES
 from .. import OPTIMIZERS
 from .. import sparse as _sparse
-from .checks import canonical_name, unknown_name
+from .checks import canonical_name, printable, unknown_name
 from .space import Hyperparameter
 from .space import kind as _kind
 from .space import names as _names
@@ -276,6 +276,9 @@ class Contender:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"Contender name must be a non-empty str, got {self.name!r}")
+        printable(self.name, "Contender name")  # printed by every report: no terminal escapes
+        printable(self.family, f"Contender {self.name!r}: `family`")
+        printable(self.description, f"Contender {self.name!r}: `description`", lines=True)
         if not callable(self.make):
             raise TypeError(
                 f"Contender {self.name!r}: `make` must be callable, got {type(self.make).__name__}"

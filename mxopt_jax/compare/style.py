@@ -12,6 +12,7 @@ displays a returned figure as its cell's value.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import textwrap
@@ -44,6 +45,7 @@ __all__ = [
     "log_subs",
     "no_minor_ticks",
     "plain_formatter",
+    "plain_text",
     "png_bytes",
     "save",
     "set_log_axis",
@@ -143,6 +145,15 @@ def figure(**kwargs: Any) -> Figure:
     kwargs.setdefault("dpi", DPI)
     kwargs.setdefault("layout", ConstrainedLayoutEngine(w_pad=0.06, h_pad=0.06, wspace=0.03, hspace=0.03))
     return Figure(**kwargs)
+
+
+def plain_text() -> contextlib.AbstractContextManager[Any]:
+    """A context in which matplotlib takes every text as it is: a ``$`` in a name or title is a dollar sign, not
+    the start of mathtext (whose parser raises on a name such as ``$\\foo{$``, so a study read from a folder
+    would end in a traceback). Texts keep the setting they were made with: draw inside it."""
+    import matplotlib
+
+    return matplotlib.rc_context({"text.parse_math": False})
 
 
 def png_bytes(fig: Figure, dpi: int = DPI, colors: int | None = 128) -> bytes:

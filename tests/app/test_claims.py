@@ -152,14 +152,14 @@ def test_agree_names_and_picks_the_studies_and_warns_on_shared_seeds(capsys):
     studies ran on the same seeds); now it names the studies, picks them, and warns when they share seeds."""
     same = compare_studies(GOLDEN, GOLDEN)
     assert same.shared_seeds and "warning: A and B share" in str(same)
-    assert "study 0 of 2" in same.a
-    other = compare_studies(GOLDEN, GOLDEN, study_b=1)
-    assert not other.shared_seeds and "study 1 of 2" in other.b and "warning" not in str(other)
-    with pytest.raises(ValueError, match="holds 2 independent studies"):
-        compare_studies(GOLDEN, GOLDEN, study_a=2)
-    assert main(["agree", str(GOLDEN), str(GOLDEN), "--study-b", "1"]) == 0
+    assert "study 1 of 2" in same.a  # numbered as the report numbers them (issue 53)
+    other = compare_studies(GOLDEN, GOLDEN, study_b=2)
+    assert not other.shared_seeds and "study 2 of 2" in other.b and "warning" not in str(other)
+    with pytest.raises(ValueError, match=r"holds 2 independent studies \(numbered 1 to 2"):
+        compare_studies(GOLDEN, GOLDEN, study_a=3)
+    assert main(["agree", str(GOLDEN), str(GOLDEN), "--study-b", "2"]) == 0
     out = capsys.readouterr().out
-    assert "study 1 of 2" in out and "warning" not in out
+    assert "study 2 of 2" in out and "warning" not in out
 
 
 def test_report_wide_family_and_the_overall_ranking(two, tmp_path, capsys):

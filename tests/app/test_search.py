@@ -22,14 +22,12 @@ from tiny_problems import mlp_problem as _mlp_problem
 from traces import counting
 
 import mxopt_jax
-from mxopt_jax.compare import PRESETS, PROBLEMS, compare_studies, engine, search, study, tuning
+from mxopt_jax.compare import PRESETS, PROBLEMS, engine, search, study, tuning
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.analysis import analyse
 from mxopt_jax.compare.cli import build_parser, main
-from mxopt_jax.compare.report.agreement import kendall_tau
-from mxopt_jax.compare.selection import Selection
-from mxopt_jax.compare.serialize import write_json
 from mxopt_jax.compare.space import Hyperparameter, kind
+from mxopt_jax.compare.stats.agreement import kendall_tau
 from mxopt_jax.compare.study import _preset_target
 
 #: Keywords that are plumbing or switches, not numbers to search (bools, dtypes, masks, ...).
@@ -537,54 +535,29 @@ def test_kendall_tau_b_is_the_definition_with_ties_and_diverged(pairs):
         assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
-def _saved(path, preset, means):
-    sels = []
-    for problem, per in means.items():
-        for name, m in per.items():
-            sels.append(
-                Selection(
-                    contender=name, problem=problem, mode="tuned", lrs=np.array([1e-3]), index=0, lr=1e-3,
-                    scores=np.array([m]), val_final=np.array([m]), val_mean=m, val_ci=0.0, test=np.array([m]),
-                    test_mean=m, test_ci=0.0, best_val=np.array([m]), best_val_mean=m,
-                    steps_to_target=np.array([10.0]), time_to_target=10.0, reached=1, ms_per_step=1.0,
-                    on_edge=None, diverged=0, diverged_chosen=0, seeds=1, steps=10,
-                )
-            )  # fmt: skip
-    path.mkdir()
-    write_json(path / "study.json", {"selections": sels, "preset": preset})
-    return path
+def test_agreement_kendall_and_top3_with_contenders_in_one_only():
+    """The analysis of ``mxopt-jax agree`` (:mod:`mxopt_jax.compare.analysis.agreement`) on tuned means: tau-b,
+    its p-value, the top-3 overlap, contenders and problems in one study only (the command itself, on saved
+    folders: tests/app/test_shared_folders.py)."""
+    from mxopt_jax.compare.analysis.agreement import agree, mean_tau
+    from mxopt_jax.compare.stats.agreement import smallest_tau_p as smallest_p
 
-
-def test_compare_studies_kendall_and_top3_with_contenders_in_one_only(tmp_path, capsys):
-    a = _saved(
-        tmp_path / "quick",
-        "quick",
-        {
-            "w1": {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "x": 0.5},
-            "w2": {"a": 1.0, "b": 2.0},
-            "wa": {"a": 1.0},
-        },
-    )
-    b = _saved(
-        tmp_path / "full",
-        "full",
-        {"w1": {"a": 1.0, "b": 3.0, "c": 2.0, "d": math.inf, "y": 0.1}, "w2": {"a": 2.0, "b": 1.0}},
-    )
-    agr = compare_studies(a, b)
-    w1, w2 = agr.problems
+    a = {
+        "w1": {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "x": 0.5},
+        "w2": {"a": 1.0, "b": 2.0},
+        "wa": {"a": 1.0},
+    }
+    b = {"w1": {"a": 1.0, "b": 3.0, "c": 2.0, "d": math.inf, "y": 0.1}, "w2": {"a": 2.0, "b": 1.0}}
+    w1, w2 = agree(a, b)
     assert w1.common == ["a", "b", "c", "d"] and w1.only_a == ["x"] and w1.only_b == ["y"]
     assert w1.tau == pytest.approx(4 / 6) and w1.top_a == ["a", "b", "c"] and w1.top_b == ["a", "c", "b"]
-    assert w1.overlap == 3 and w2.tau == -1.0 and agr.only_a == ["wa"] and agr.only_b == []
-    assert agr.mean_tau == pytest.approx((4 / 6 - 1) / 2)
-    assert main(["agree", str(a), str(b / "study.json")]) == 0
-    out = capsys.readouterr().out
-    assert "Kendall" in out and "+0.67" in out and "only in A: x; only in B: y" in out
-    assert main(["agree", str(a), str(tmp_path / "nothing")]) == 2
-    assert "no study.json" in capsys.readouterr().err
-    # the old spelling still works, with a notice
-    assert main(["compare", "--compare-presets", str(a), str(b / "study.json")]) == 0
-    captured = capsys.readouterr()
-    assert "+0.67" in captured.out and "deprecated; it is now mxopt-jax agree DIR_A DIR_B" in captured.err
+    assert w1.overlap == 3 and w2.tau == -1.0
+    assert mean_tau([w1, w2]) == pytest.approx((4 / 6 - 1) / 2)
+    # what tau can show: 4 contenders have 24 orders, and even the same order has p = 2/24
+    assert w1.orders == 24 and w1.smallest_p == pytest.approx(2 / 24) and w1.p == pytest.approx(1 / 3)
+    assert smallest_p(5) == pytest.approx(2 / 120) and math.isnan(smallest_p(1))
+    with pytest.raises(ValueError, match="k must be an int >= 1"):
+        agree(a, b, k=0)
 
 
 def test_the_tables_mark_each_flagged_hyperparameter(random_study):

@@ -14,6 +14,9 @@ it once and keeps the answer; :func:`analyse` does the same for any selections) 
 * per table a :class:`Verdict` (:mod:`.verdict`): the contenders that could be the best, and what narrowing
   that set would cost (:attr:`StudyAnalysis.verdicts`).
 
+How far two studies' rankings agree (Kendall's tau with its p-value, the top-k overlap, ``mxopt-jax agree``) is
+:mod:`.agreement`'s, computed from two studies' selections.
+
 :func:`mean_band` (:mod:`.bands`) is the interval the figures draw. The report (:mod:`mxopt_jax.compare.report`)
 reads these objects and never imports :mod:`mxopt_jax.compare.stats` nor the protocol's computing functions
 (``tests/test_layout.py`` holds it to that).

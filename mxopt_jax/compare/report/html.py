@@ -197,12 +197,13 @@ def render_images(study: StudyResult, analysis: StudyAnalysis) -> dict[str, byte
     from .. import style as theme
     from .plots import draw_report
 
-    figs = draw_report(
-        study.problems,
-        study.all_records("selection") + study.shown_records("tuned"),
-        analysis,
-        study.families,
-    )
+    with theme.plain_text():  # names as they are: a '$' in one is no mathtext
+        figs = draw_report(
+            study.problems,
+            study.all_records("selection") + study.shown_records("tuned"),
+            analysis,
+            study.families,
+        )
     return {name: theme.png_bytes(fig) for name, fig in figs.items()}
 
 

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import Claim, TableAnalysis
+from ..checks import atomic_file
 from ..distributed import is_writer
 from ..presets import PRESETS
 from ..result import StudyResult
 from ..serialize import contender_info, problem_info, write_atomic, write_document
 from .export import write_claims_csv, write_csv, write_summary_csv
-from .html import html_report
+from .html import html_report, render_images
 from .layout import wrap
-from .plots import draw_report, save_all
 from .sentences import verdict_lines
 from .tables import format_across_table, format_report, sparse_note
 from .text import describe
@@ -277,38 +277,34 @@ def study_html(
 def write_study(
     study: Study, out_dir: str | Path, plots: bool = True, data: bool = True, family: str = "table"
 ) -> list[Path]:
-    """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json``, ``report.html`` (one
-    self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, the figures
-    (:func:`~mxopt_jax.compare.report.plots.draw_report`: ``results_<problem>.png`` per problem, ``sensitivity.png``,
-    ``curves.png``, ``loss.png`` and, two problems or more, ``ranks.png`` and ``profile.png``) into ``out_dir``;
-    returns the paths. Without
-    ``data``, the records (``runs.csv``, ``study.json``) are left as they are: only what is rendered from them
-    is written (``mxopt-jax report``). ``family``: the report's error control (every rendered file reads the
-    analysis made for it, :meth:`~mxopt_jax.compare.result.StudyResult.analysis_for`). In a study of several
-    processes only process 0 writes; the others write nothing and return ``[]``."""
+    """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``claims.csv``, ``study.json``,
+    ``report.html`` (one self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, the
+    figures (:func:`~mxopt_jax.compare.report.plots.draw_report`: ``results_<problem>.png`` per problem,
+    ``sensitivity.png``, ``curves.png``, ``loss.png`` and, two problems or more, ``ranks.png`` and
+    ``profile.png``) into ``out_dir``; returns the paths. Every file is written whole from ``study`` (never one
+    left from before beside the new ones), each through :func:`~mxopt_jax.compare.checks.atomic_file` (never
+    through a link). Without ``data``, ``study.json`` is left as it is: it is what the others are rendered from
+    (``mxopt-jax report``, which read and checked it). ``family``: the report's error control (every rendered file
+    reads the analysis made for it, :meth:`~mxopt_jax.compare.result.StudyResult.analysis_for`). In a study of
+    several processes only process 0 writes; the others write nothing and return ``[]``."""
     if not is_writer():
         return []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.txt"]
-    analysis = study.analysis_for(family)
     write_atomic(out / "report.txt", format_study(study, family) + "\n")
-    if data:
-        written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
+    written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
     written.append(write_summary_csv(out / "summary.csv", study_tables(study, family)))
     metrics = {p.name: p.metric_name for p in study.problems}
     written.append(write_claims_csv(out / "claims.csv", all_claims(study, family), metrics))
     if data:
         written.append(write_document(out / "study.json", study_document(study)))
-    pngs: list[Path] = []
-    if plots:
-        figs = draw_report(
-            study.problems,
-            study.all_records("selection") + study.shown_records("tuned"),
-            analysis,
-            study.families,
-        )
-        pngs = save_all(out, figs)
-    page = study_html(study, images={p.name: p.read_bytes() for p in pngs}, family=family)
+    images = render_images(study, study.analysis_for(family)) if plots else {}
+    pngs = []
+    for name, png in images.items():
+        with atomic_file(out / name, "wb") as f:
+            f.write(png)
+        pngs.append(out / name)
+    page = study_html(study, images=images, family=family)
     write_atomic(out / "report.html", page)
     return [*written, out / "report.html", *pngs]

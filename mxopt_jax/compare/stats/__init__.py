@@ -21,13 +21,16 @@ comparisons here are therefore paired by seed:
 * :mod:`.ranking`: :func:`bootstrap_problems`, :func:`bootstrap_mean_ranks`: the mean rank over problems, its
   bootstrap interval over problems and the probability of being ranked first, the tests' decisions kept;
 * :mod:`.profiles`: :func:`performance_ratios`, :func:`performance_profile`, :func:`profile_score`: performance
-  profiles (Dolan & Moré 2002) as the AlgoPerf benchmark defines and scores them.
+  profiles (Dolan & Moré 2002) as the AlgoPerf benchmark defines and scores them;
+* :mod:`.agreement`: how far two rankings agree: :func:`kendall_tau` (Kendall's tau-b, SciPy's), its p-value
+  (:func:`tau_p_value`) and the smallest any order of ``n`` contenders can have (:func:`smallest_tau_p`).
 
 The package re-exports each module's public names (``stats.wilcoxon`` is ``stats.paired.wilcoxon``).
 """
 
 from __future__ import annotations
 
+from .agreement import kendall_tau, smallest_tau_p, tau_p_value
 from .distributions import ci_halfwidth, signed_rank_normal_less, t_quantile, t_sf_two_sided
 from .multiple import holm
 from .paired import (
@@ -80,6 +83,7 @@ __all__ = [
     "effect",
     "holm",
     "holm_family",
+    "kendall_tau",
     "letters",
     "min_seeds",
     "most_entries",
@@ -92,7 +96,9 @@ __all__ = [
     "signed_rank_normal_less",
     "significantly_better",
     "smallest_p",
+    "smallest_tau_p",
     "t_quantile",
     "t_sf_two_sided",
+    "tau_p_value",
     "wilcoxon",
 ]

@@ -50,6 +50,10 @@ for r in doc["records"]:
     if r["contender"] == "ccsgd":
         src = by[(r["problem"], r["study"], r["role"], "sgd")]
         r.update({k: v for k, v in src.items() if k not in ("contender", "program")})
+# and sgd's default rate, which its runs now centre on (a study's records are checked against its plan on reloading)
+doc["meta"]["contenders"]["ccsgd"]["hyperparameters"][0] = doc["meta"]["contenders"]["sgd"][
+    "hyperparameters"
+][0]
 doc.pop("versions", None)  # the environment's versions are not part of the fixture
 doc.pop("selections", None)  # made again from the records on reloading
 (out / "study.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
