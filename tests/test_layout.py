@@ -218,7 +218,8 @@ def test_base_keywords_written_once_and_shown_in_every_signature():
 # file formats (serialize). The tour is a sub-package beside the study, reached from the command line.
 APP_LAYERS = [
     [
-        "compare.checks",
+        "compare.files",
+        "compare.validation",
         "compare.direction",
         "compare.distributed",
         "compare.floats",
@@ -235,6 +236,7 @@ APP_LAYERS = [
     ["compare.plan", "compare.serialize", "compare.tuning"],
     ["compare.analysis.*"],
     ["compare.result"],
+    ["compare.studyfile"],
     ["compare.report.*", "compare.store"],
     ["compare.study"],
     ["compare.tour.*"],
@@ -472,3 +474,28 @@ def test_every_direction_decision_is_asked_of_direction():
     assert not hasattr(Problem, "sign") and not hasattr(Selection, "sign")
     assert "direction" in {f.name for f in dataclasses.fields(Selection)}
     assert "better" not in {f.name for f in dataclasses.fields(Selection)}
+
+
+def test_the_results_file_has_one_owner():
+    """Issue 52: ``study.json`` is written and read by one module, the writer beside the reader
+    (``compare.studyfile``): no other module of the app calls the study document's writer or reader, or makes a
+    result from a document, and the result itself (``compare.result``) neither writes nor reads the file."""
+    from mxopt_jax.compare import result, studyfile
+
+    owners = {"compare.studyfile", "compare.serialize"}  # serialize: the JSON spelling, below the owner
+    bad = []
+    for m, path in _modules().items():
+        if not m.startswith("compare.") or m in owners:
+            continue
+        tree = _tree(path)
+        used = _names_used_from(tree, "serialize", {"serialize"}) & {"read_document", "write_document"}
+        defined = {
+            n.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef) and n.name in {"from_document", "study_document"}
+        }
+        if used or defined:
+            bad.append(f"{m}: {sorted(used | defined)}")
+    assert bad == []
+    assert not hasattr(result.StudyResult, "from_document") and not hasattr(result.StudyResult, "from_json")
+    assert {"document", "write", "read", "from_document"} <= set(studyfile.__all__)

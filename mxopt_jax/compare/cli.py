@@ -23,19 +23,19 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import OPTIMIZERS
-from .checks import (
+from .distributed import configure_jax
+from .files import resume_command
+from .plan import MAX_STUDIES
+from .style import PLOT_HINT
+from .validation import (
     close_match,
     cpu_devices,
     devices_count,
     did_you_mean,
     names_arg,
     positive_int_arg,
-    resume_command,
     terminal,
 )
-from .distributed import configure_jax
-from .plan import MAX_STUDIES
-from .style import PLOT_HINT
 
 __all__ = ["DEPRECATED", "build_parser", "main", "problems_epilog"]
 
@@ -523,7 +523,7 @@ def _fail(message: str, command: str = "compare", code: int = 2) -> int:
 
 
 def _say(text: str = "", **kwargs: Any) -> None:
-    """``print`` for what the command line prints of a study: escaped (:func:`~mxopt_jax.compare.checks.
+    """``print`` for what the command line prints of a study: escaped (:func:`~mxopt_jax.compare.CHECKSMOD.
     terminal`), so nothing read from a folder can act on the terminal."""
     print(terminal(text), **kwargs)
 
@@ -738,7 +738,7 @@ def _report_command(args: argparse.Namespace) -> int:
     """``mxopt-jax report DIR``: a saved study re-rendered from its records (nothing trained or compiled); a
     ``study.json`` that cannot be read as a study (a field of the wrong type, records that are not its plan's,
     selections that are not its records') is refused in one line naming the file and the field."""
-    from .checks import output_dir
+    from .files import output_dir
     from .report import write_study
     from .study import Study
 

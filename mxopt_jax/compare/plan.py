@@ -25,8 +25,8 @@ from typing import Any
 
 from . import schedules as _schedules
 from . import search as _search
-from .checks import extend_count
 from .presets import CONFIRM_OFFSET, PRESETS, Preset
+from .validation import extend_count
 
 __all__ = [
     "CHECK_BATCHING",

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 
-from . import checks, preflight, tuning
+from . import files, preflight, studyfile, tuning, validation
 from . import report as _report
 from . import schedules as _schedules
 from . import search as _search
@@ -79,6 +79,14 @@ class Study(StudyResult):
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + "; .report(), .to_pandas(), .write(folder)>"
 
+    @classmethod
+    def from_json(cls, path: str | Path) -> Study:
+        """The study saved in ``path`` (a ``study.json``), from that file alone (:func:`mxopt_jax.compare.
+        studyfile.read`, every field checked): it reports, writes and makes DataFrames as the original; its
+        problems and contenders come back from their saved descriptions (name, title, metric, target, budgets;
+        family, settings, hyperparameters): they cannot train."""
+        return studyfile.read(path, cls)
+
     @property
     def protocol(self) -> str:
         """The protocol in words, as it ran (:func:`mxopt_jax.compare.report.render.describe_study`)."""
@@ -95,7 +103,7 @@ class Study(StudyResult):
         (:func:`mxopt_jax.compare.report.write_study`), the claims corrected as ``family`` says."""
         if not is_writer():  # a study of several processes: process 0 writes (write_study says so too)
             return []
-        out = checks.output_dir(out_dir, "out_dir", create=True)
+        out = files.output_dir(out_dir, "out_dir", create=True)
         return _report.write_study(self, out, plots=plots, family=family)
 
     def to_pandas(self, family: str = "table") -> Frames:
@@ -176,7 +184,7 @@ def study(
     problem_list: list[Problem] = _problem_list(problems)
     check_settings(settings)
     plan, store, stored_spec, stored = _open(plan, settings, out, resume)
-    checks.check_host_devices()  # a configure_jax that came too late is said now
+    validation.check_host_devices()  # a configure_jax that came too late is said now
     problem_list = [_preset_target(p, plan.preset) for p in problem_list]
     problem_list, cs, restored = _union(problem_list, resolve(contenders), stored_spec, plan)
     order, jobs = _jobs(problem_list, cs, plan, stored, restored, store)
@@ -414,7 +422,7 @@ def _run_all(
         if store is not None:
             e.add_note(
                 f"The finished programs are saved in {str(store.root)!r}; continue the study with "
-                f"study(..., resume={str(store.root)!r}) (or {checks.resume_command(store.root)})."
+                f"study(..., resume={str(store.root)!r}) (or {files.resume_command(store.root)})."
             )
         raise
 
@@ -426,19 +434,19 @@ def _problem_list(problems: Any) -> list[Problem]:
 
     problems = [problems] if isinstance(problems, Problem | str) else problems
     if callable(problems) or not isinstance(problems, Sequence):
-        problems = [checks.problem_object(problems, Problem, PROBLEMS)]
+        problems = [validation.problem_object(problems, Problem, PROBLEMS)]
     named: list[Any] = []
     for p in problems:
         if isinstance(p, str):
             if p != "all" and p not in PROBLEMS:
-                raise ValueError(checks.unknown_name("problem", p, list(PROBLEMS), groups=("all",)))
+                raise ValueError(validation.unknown_name("problem", p, list(PROBLEMS), groups=("all",)))
             if p == "all":
                 named.extend(factory() for factory in PROBLEMS.values())
             else:
                 named.append(PROBLEMS[p]())
         else:
             named.append(p)
-    out = [checks.problem_object(p, Problem, PROBLEMS) for p in named]
+    out = [validation.problem_object(p, Problem, PROBLEMS) for p in named]
     if not out:
         raise ValueError("study: no problems given")
     names = [p.name for p in out]

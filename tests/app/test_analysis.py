@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mxopt_jax.compare import studyfile
 from mxopt_jax.compare.report import render
 from mxopt_jax.compare.serialize import dumps
 from mxopt_jax.compare.study import Study
@@ -64,7 +65,7 @@ def test_the_summary_csv_is_unchanged(golden, tmp_path):
 
 
 def test_the_selections_and_the_records_are_unchanged(golden):
-    doc = render.study_document(golden)
+    doc = studyfile.document(golden, render.describe_study(golden))
     _same(json.loads(dumps(doc["selections"])), json.loads((GOLDEN / "selections.json").read_text()))
     saved = json.loads((GOLDEN / "study.json").read_text())["records"]
     assert json.loads(dumps(doc["records"])) == saved

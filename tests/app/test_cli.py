@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from mxopt_jax import compare
-from mxopt_jax.compare import checks, cli
+from mxopt_jax.compare import cli, validation
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_outputs import synthetic_study  # noqa: E402
@@ -106,7 +106,7 @@ def test_old_spellings_keep_working_with_a_notice(capsys):
 def test_a_refused_command_leaves_nothing_behind(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    monkeypatch.setattr(checks, "_HOST_DEVICES", None)
+    monkeypatch.setattr(validation, "_HOST_DEVICES", None)
     monkeypatch.setattr(cli, "configure_jax", lambda *a, **k: None)  # JAX is already up in this process
     assert cli.main(["compare", "--devices", "99", "--problems", "logreg"]) == 2
     assert "--devices" in capsys.readouterr().err

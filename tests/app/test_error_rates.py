@@ -13,7 +13,7 @@ probability 0.13 %), a power bounded below by ``q`` is asserted ``>= q - 3 se``;
 docs is asserted within ``3 se`` of its quoted value.
 
 The simulations call the batched internals (:func:`mxopt_jax.compare.stats.pairwise._decide`, the one
-:func:`~mxopt_jax.compare.stats.compare` runs on a batch of one), and each test checks on a few tables that the
+:func:`~mxopt_jax.compare.stats.pairwise.compare_configurations` runs on a batch of one), and each test checks on a few tables that the
 public functions give the same answer.
 """
 
@@ -44,7 +44,7 @@ def _null(rng, n, C, seeds, noise="normal", seed_effect=5.0):
 
 
 def _claims(values, test="wilcoxon", level=LEVEL):
-    """``better`` ``(n, C, C)`` of every table of a batch, as :func:`~mxopt_jax.compare.stats.compare`."""
+    """``better`` ``(n, C, C)`` of every table of a batch, as :func:`~mxopt_jax.compare.stats.pairwise.compare_configurations`."""
     n, C, _ = values.shape
     better = pairwise._decide(values, np.ones((n, C), bool), level, test, 0.0, S.ROUNDING_RTOL)[0]
     return better

@@ -286,7 +286,7 @@ def test_the_printed_program_is_the_one_that_runs(tmp_path, monkeypatch):
     """``program_command``: ``mxopt-jax`` only when that name on the PATH is this program; the script's path
     when it was started from a folder not on the PATH (``.venv/bin/mxopt-jax``); ``python -m mxopt_jax``
     with this interpreter otherwise."""
-    from mxopt_jax.compare.checks import program_command, resume_command
+    from mxopt_jax.compare.files import program_command, resume_command
 
     script = tmp_path / "venv bin" / "mxopt-jax"
     script.parent.mkdir()

@@ -1,4 +1,4 @@
-"""The study's statistics (mxopt_jax/compare/stats.py): Student t, paired tests, Holm, claims, bootstrap, profiles.
+"""The study's statistics (mxopt_jax/compare/stats/): Student t, paired tests, Holm, claims, bootstrap, profiles.
 
 Student's t is SciPy's (``scipy.stats.t``): held here to closed forms and to the regularized incomplete beta
 function, far into the tail; the exact signed-rank test is the module's own, held to SciPy's permutation test.

@@ -51,8 +51,8 @@ from typing import Any, NamedTuple
 
 import jax
 
-from ..checks import finite_number, printable
 from ..direction import WORDS, Direction
+from ..validation import finite_number, printable
 
 __all__ = ["Batch", "Params", "Problem", "Splits", "State"]
 

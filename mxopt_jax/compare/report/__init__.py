@@ -13,7 +13,7 @@ figures need matplotlib (imported lazily).
 from . import export, plots, render, tables, text
 from .export import records_equal, write_csv, write_summary_csv
 from .plots import plot_curves, plot_profile, plot_ranks, plot_results, plot_sensitivity, save_all
-from .render import describe_study, format_study, study_document, write_study
+from .render import describe_study, format_study, write_study
 from .tables import (
     format_modes,
     format_overall,
@@ -40,7 +40,6 @@ __all__ = [
     "render",
     "records_equal",
     "save_all",
-    "study_document",
     "tables",
     "text",
     "write_csv",

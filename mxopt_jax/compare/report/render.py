@@ -1,6 +1,6 @@
 """A whole study rendered: the text report (:func:`format_study`), the protocol as it ran
-(:func:`describe_study`), ``study.json``'s document (:func:`study_document`), the HTML page and the files of an
-output folder (:func:`write_study`). The result (:class:`mxopt_jax.compare.result.StudyResult`) holds the data
+(:func:`describe_study`), the HTML page and the files of an output folder (:func:`write_study`; ``study.json``
+through its owner, :mod:`mxopt_jax.compare.studyfile`). The result (:class:`mxopt_jax.compare.result.StudyResult`) holds the data
 and its analysis; rendering it lives here, and reads the result and the analysis made for the report's error
 control (``family``: :meth:`~mxopt_jax.compare.result.StudyResult.analysis_for`) only."""
 
@@ -9,14 +9,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from .. import studyfile
 from ..analysis import Claim, TableAnalysis
-from ..checks import atomic_file
 from ..distributed import is_writer
-from ..presets import PRESETS
+from ..files import atomic_file
 from ..result import StudyResult
-from ..serialize import contender_info, problem_info, write_atomic, write_document
+from ..serialize import write_atomic
 from .export import write_claims_csv, write_csv, write_summary_csv
 from .html import html_report, render_images
 from .layout import wrap
@@ -33,7 +32,6 @@ __all__ = [
     "format_across",
     "describe_study",
     "format_study",
-    "study_document",
     "study_html",
     "timing_note",
     "write_study",
@@ -235,27 +233,6 @@ def format_study(study: Study, family: str = "table") -> str:
     )
 
 
-def study_document(study: Study) -> dict[str, Any]:
-    """What ``study.json`` holds: every record of every study, the selections, the protocol's text, the plan,
-    what the report needs of each problem and contender (the file reloads on its own:
-    :meth:`~mxopt_jax.compare.result.StudyResult.from_json`), and the timings."""
-    return {
-        "protocol": describe_study(study),
-        "preset": study.preset.name,
-        "presets": PRESETS,
-        "timings": {"wall_s": study.wall_s, "programs": study.programs, "resumed": study.resumed},
-        "meta": {
-            "plan": study.plan.to_dict(),
-            "identical": study.identical,
-            "batching": study.batching,
-            "problems": {p.name: problem_info(p) for p in study.problems},
-            "contenders": {c.name: contender_info(c) for c in study.contenders},
-        },
-        "records": [r for s in study.studies() for r in s.all_records()],
-        "selections": study.selections() + study.selections("one-shot"),
-    }
-
-
 def study_html(
     study: Study, standalone: bool = True, images: Mapping[str, bytes] | None = None, family: str = "table"
 ) -> str:
@@ -282,7 +259,7 @@ def write_study(
     figures (:func:`~mxopt_jax.compare.report.plots.draw_report`: ``results_<problem>.png`` per problem,
     ``sensitivity.png``, ``curves.png``, ``loss.png`` and, two problems or more, ``ranks.png`` and
     ``profile.png``) into ``out_dir``; returns the paths. Every file is written whole from ``study`` (never one
-    left from before beside the new ones), each through :func:`~mxopt_jax.compare.checks.atomic_file` (never
+    left from before beside the new ones), each through :func:`~mxopt_jax.compare.files.atomic_file` (never
     through a link). Without ``data``, ``study.json`` is left as it is: it is what the others are rendered from
     (``mxopt-jax report``, which read and checked it). ``family``: the report's error control (every rendered file
     reads the analysis made for it, :meth:`~mxopt_jax.compare.result.StudyResult.analysis_for`). In a study of
@@ -298,7 +275,7 @@ def write_study(
     metrics = {p.name: p.metric_name for p in study.problems}
     written.append(write_claims_csv(out / "claims.csv", all_claims(study, family), metrics))
     if data:
-        written.append(write_document(out / "study.json", study_document(study)))
+        written.append(studyfile.write(out / "study.json", study, describe_study(study)))
     images = render_images(study, study.analysis_for(family)) if plots else {}
     pngs = []
     for name, png in images.items():

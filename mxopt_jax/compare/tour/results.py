@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..checks import atomic_file
+from ..files import atomic_file
 from ..records import Records
 from ..report.cells import fmt_ms
 from ..report.layout import text_table
