@@ -33,8 +33,8 @@ from mxopt_jax._src import rowsparse
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare import engine
 from mxopt_jax.compare.distributed import configure_jax
+from mxopt_jax.compare.presets import PRESETS
 from mxopt_jax.compare.problems import PROBLEMS
-from mxopt_jax.compare.protocol import PRESETS
 from mxopt_jax.sparse import RowSparse
 
 DEFAULT_CASES = (

@@ -32,8 +32,8 @@ import numpy as np
 
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare import engine
+from mxopt_jax.compare.presets import PRESETS
 from mxopt_jax.compare.problems import PROBLEMS
-from mxopt_jax.compare.protocol import PRESETS
 
 _compiles = [0, 0.0]
 

@@ -7,6 +7,7 @@ lazy import is caught too.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -211,29 +212,31 @@ def test_base_keywords_written_once_and_shown_in_every_signature():
 
 
 # The study app's own layers, from the bottom up (a module may import only from its own layer or below). Data
-# flows one way: what is compared -> the engine -> the protocol and its statistics -> the plan and the file
+# flows one way: what is compared and its statistics -> the engine, presets and selection -> the plan and the file
 # formats -> the result -> the store and the reports -> the orchestration -> the command line. The report
 # renders a result and never reaches back into the orchestration; the store and the report share one module of
 # file formats (serialize). The tour is a sub-package beside the study, reached from the command line.
 APP_LAYERS = [
     [
-        "compare.checks",
+        "compare.files",
+        "compare.validation",
         "compare.direction",
         "compare.distributed",
         "compare.floats",
-        "compare.figures",
+        "compare.style",
         "compare.progress",
-        "compare.stats",
+        "compare.stats.*",
         "compare.records",
         "compare.space",
         "compare.schedules",
         "compare.problems.*",
     ],
     ["compare.contenders"],
-    ["compare.engine", "compare.protocol", "compare.search", "compare.preflight"],
+    ["compare.engine", "compare.presets", "compare.selection", "compare.search", "compare.preflight"],
     ["compare.plan", "compare.serialize", "compare.tuning"],
     ["compare.analysis.*"],
     ["compare.result"],
+    ["compare.studyfile"],
     ["compare.report.*", "compare.store"],
     ["compare.study"],
     ["compare.tour.*"],
@@ -264,7 +267,7 @@ def test_the_app_flows_one_way():
 
 
 def _names_used_from(tree: ast.AST, module: str, alias_of: set[str]) -> set[str]:
-    """Names a module's ``tree`` takes from ``module`` (``from ..protocol import x`` and ``protocol.x``)."""
+    """Names a module's ``tree`` takes from ``module`` (``from ..selection import x`` and ``selection.x``)."""
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[-1] == module:
@@ -278,24 +281,59 @@ def _names_used_from(tree: ast.AST, module: str, alias_of: set[str]) -> set[str]
 
 def test_the_report_only_reads_the_analysis():
     """The report renders the study's analysis (``compare.analysis``, computed once by the result): no module
-    under ``compare/report`` imports the statistics or calls a computing function of the protocol (selection,
-    the tables' tests, ranks, the bootstrap, profiles); it may read the protocol's types and constants."""
-    from mxopt_jax.compare import protocol
+    under ``compare/report`` imports the statistics or calls a computing function of the selection, the grids,
+    or the analysis (a table's tests, the claims, the ranking, its bootstrap, profiles, the verdict); it may read
+    their types and constants, and the figures' interval (``analysis.bands``)."""
+    import importlib
 
     graph = import_graph()
     report = [m for m in graph if m.startswith("compare.report")]
     assert report
     for m in report:
-        assert "compare.stats" not in graph[m], f"{m} imports compare.stats: read the analysis instead"
-    computing = {
-        n for n, v in vars(protocol).items() if inspect.isfunction(v) and v.__module__ == protocol.__name__
-    }
-    assert {"select", "compare_table", "rank", "rank_uncertainty", "profile_times", "fold"} <= computing
+        assert not [t for t in graph[m] if t == "compare.stats" or t.startswith("compare.stats.")], (
+            f"{m} imports compare.stats: read the analysis instead"
+        )
+    owners = [
+        "selection",
+        "presets",
+        "analysis.comparison",
+        "analysis.overall",
+        "analysis.table",
+        "analysis.across",
+        "analysis.study",
+        "analysis.verdict",
+    ]
+    computing: set[str] = set()
+    for owner in owners:
+        module = importlib.import_module(f"mxopt_jax.compare.{owner}")
+        computing |= {
+            n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__
+        }
+    assert {
+        "select",
+        "compare_table",
+        "search_table",
+        "analyse_ranking",
+        "profile_times",
+        "fold",
+    } <= computing
     mods = _modules()
     for m in report:
         tree = _tree(mods[m])
-        used = _names_used_from(tree, "protocol", {"protocol", "P"}) & computing
-        assert not used, f"{m} calls the protocol's computing functions {sorted(used)}: read the analysis"
+        # the modules the report binds to a name (``from .. import selection``, ``from ..analysis import table``)
+        bound = {
+            a.asname or a.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for a in node.names
+            if a.name in {o.split(".")[-1] for o in owners} | {"analysis"}
+        }
+        used = set()
+        for owner in owners:
+            last = owner.split(".")[-1]
+            used |= _names_used_from(tree, last, bound & {last}) & computing
+        used |= _names_used_from(tree, "analysis", bound & {"analysis"}) & computing
+        assert not used, f"{m} calls the analysis' computing functions {sorted(used)}: read the analysis"
         stats_names = _names_used_from(tree, "stats", {"stats"})
         assert not stats_names, f"{m} reads compare.stats ({sorted(stats_names)})"
 
@@ -411,3 +449,53 @@ def test_declared_dependencies_are_what_the_package_imports():
     assert undeclared == {}, (
         "imports that no requirement declares (the library may import only the runtime ones)"
     )
+
+
+def test_every_direction_decision_is_asked_of_direction():
+    """Issue 52: which way a metric improves is one object's (``compare.direction.Direction``): no module of the
+    app reads a ``sign`` of it (``Direction.orient``, ``best``, ``worst``, ``lower_is_better`` answer) or compares
+    the words ``"lower"``/``"higher"`` itself, and a problem and a selection each expose one way to ask it."""
+    from mxopt_jax.compare.problems.base import Problem
+    from mxopt_jax.compare.selection import Selection
+
+    bad = []
+    for m, path in _modules().items():
+        if not m.startswith("compare.") or m == "compare.direction":
+            continue
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.Attribute) and node.attr == "sign":
+                if not (isinstance(node.value, ast.Name) and node.value.id in {"np", "numpy"}):
+                    bad.append(f"{m}:{node.lineno} reads .sign")
+            if isinstance(node, ast.Compare):
+                words = [c.value for c in [node.left, *node.comparators] if isinstance(c, ast.Constant)]
+                if {"lower", "higher"} & set(words):
+                    bad.append(f"{m}:{node.lineno} compares a direction's word")
+    assert bad == []
+    assert not hasattr(Problem, "sign") and not hasattr(Selection, "sign")
+    assert "direction" in {f.name for f in dataclasses.fields(Selection)}
+    assert "better" not in {f.name for f in dataclasses.fields(Selection)}
+
+
+def test_the_results_file_has_one_owner():
+    """Issue 52: ``study.json`` is written and read by one module, the writer beside the reader
+    (``compare.studyfile``): no other module of the app calls the study document's writer or reader, or makes a
+    result from a document, and the result itself (``compare.result``) neither writes nor reads the file."""
+    from mxopt_jax.compare import result, studyfile
+
+    owners = {"compare.studyfile", "compare.serialize"}  # serialize: the JSON spelling, below the owner
+    bad = []
+    for m, path in _modules().items():
+        if not m.startswith("compare.") or m in owners:
+            continue
+        tree = _tree(path)
+        used = _names_used_from(tree, "serialize", {"serialize"}) & {"read_document", "write_document"}
+        defined = {
+            n.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef) and n.name in {"from_document", "study_document"}
+        }
+        if used or defined:
+            bad.append(f"{m}: {sorted(used | defined)}")
+    assert bad == []
+    assert not hasattr(result.StudyResult, "from_document") and not hasattr(result.StudyResult, "from_json")
+    assert {"document", "write", "read", "from_document"} <= set(studyfile.__all__)

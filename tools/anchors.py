@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mxopt_jax.compare.result import StudyResult  # noqa: E402
+from mxopt_jax.compare.study import Study  # noqa: E402
 
 
 def expected_best(val: np.ndarray, test: np.ndarray, n: int) -> float:
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("folder", help="a study folder (its study.json)")
     args = p.parse_args(argv)
-    study = StudyResult.from_json(Path(args.folder) / "study.json")
+    study = Study.from_json(Path(args.folder) / "study.json")
     analysis = study.analysis
     algoperf = analysis.rankings["tuned"].profile if "tuned" in analysis.rankings else None
     totals = {"app": 0, "dodge": 0, "bouthillier": 0}

@@ -16,7 +16,8 @@ and family of optimizers, one compiled program trains every run at once. Its pie
   devices), producing :class:`Records`;
 * :mod:`~mxopt_jax.compare.search` — which configurations are tried (the learning-rate grid, or a random
   search over every hyperparameter); :mod:`~mxopt_jax.compare.schedules` — learning-rate schedules;
-* :mod:`~mxopt_jax.compare.protocol` — presets, grids, selection; :mod:`~mxopt_jax.compare.stats` — intervals,
+* :mod:`~mxopt_jax.compare.presets` — presets and grids; :mod:`~mxopt_jax.compare.selection` — selection on
+  validation; :mod:`~mxopt_jax.compare.stats` — intervals,
   paired tests and ranks (NumPy, with SciPy's Student t);
 * :mod:`~mxopt_jax.compare.result` — what a study produced, as data (:class:`StudyResult`);
   :mod:`~mxopt_jax.compare.serialize` — its JSON format and CSV numbers; :mod:`~mxopt_jax.compare.store` — the folder
@@ -35,12 +36,13 @@ The visual tour of the optimizers on 2-D test functions (``mxopt-jax tour``) is 
 from .contenders import OPTAX_BASELINES, Contender, contender, default_contenders
 from .plan import Plan, PlanError
 from .preflight import PreflightError
+from .presets import PRESETS, Preset
 from .problems import PROBLEMS
 from .problems.base import Problem, Splits
-from .protocol import PRESETS, Preset, Selection
 from .records import Records
 from .report.agreement import compare_studies
 from .result import ProgramResult, StudyResult
+from .selection import Selection
 from .space import Hyperparameter
 from .store import ResumeError
 from .study import Study, study

@@ -23,19 +23,19 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import OPTIMIZERS
-from .checks import (
+from .distributed import configure_jax
+from .files import resume_command
+from .plan import MAX_STUDIES
+from .style import PLOT_HINT
+from .validation import (
     close_match,
     cpu_devices,
     devices_count,
     did_you_mean,
     names_arg,
     positive_int_arg,
-    resume_command,
     terminal,
 )
-from .distributed import configure_jax
-from .figures import PLOT_HINT
-from .plan import MAX_STUDIES
 
 __all__ = ["DEPRECATED", "build_parser", "main", "problems_epilog"]
 
@@ -123,7 +123,7 @@ def problems_epilog() -> str:
             else f"target {reach} {quick_t:g} (quick), {full_t:g} (full)"
         )
         entry = (
-            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.better} is better), {targets}; "
+            f"{name + ('*' if name in DEFAULT else ''):<{width + 1}}  {p.title}; {params}{p.metric_name} ({p.direction.word} is better), {targets}; "
             f"{p.steps} steps{quick}, batch {p.batch_size}"
         )
         lines.append(textwrap.fill(entry, cols, initial_indent="  ", subsequent_indent=" " * (width + 5)))
@@ -221,7 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("dir", metavar="DIR", help="a study's folder (holding study.json) or the file itself")
     rep.add_argument(
-        "--out", default=None, metavar="DIR", help="write the rendered files here (default: DIR)"
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write the rendered files here (default: DIR itself, whose report.txt, runs.csv, summary.csv, "
+        "claims.csv, report.html and PNGs are then replaced, rendered again from its study.json, which is never "
+        "touched)",
     )
     rep.add_argument("--no-plots", action="store_true", help="write no PNGs")
     rep.add_argument("--family", **_FAMILY_ARG)
@@ -258,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _preset_words(name: str) -> str:
-    from .protocol import PRESETS
+    from .presets import PRESETS
 
     p = PRESETS[name]
     return f"{p.grid_points} rates x {p.seeds} seeds, {p.confirm_seeds} confirmation seeds"
@@ -518,7 +523,7 @@ def _fail(message: str, command: str = "compare", code: int = 2) -> int:
 
 
 def _say(text: str = "", **kwargs: Any) -> None:
-    """``print`` for what the command line prints of a study: escaped (:func:`~mxopt_jax.compare.checks.
+    """``print`` for what the command line prints of a study: escaped (:func:`~mxopt_jax.compare.CHECKSMOD.
     terminal`), so nothing read from a folder can act on the terminal."""
     print(terminal(text), **kwargs)
 
@@ -714,13 +719,12 @@ def _compare(
         if isinstance(e, PreflightError):
             message += "\nDrop them with --contenders."
         return _fail(message)
-    if args.family != "table":  # the report-wide family: the outputs written again under it
+    if args.family != "table":  # the report-wide family: the rendered outputs written again under it
         from .report import write_study
 
-        result.with_family(args.family)
-        write_study(result, root, plots=plots, data=False)
+        write_study(result, root, plots=plots, data=False, family=args.family)
     _say()
-    _say(result.report())
+    _say(result.report(args.family))
     written = (
         sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.startswith(".")) if writer else []
     )
@@ -734,7 +738,7 @@ def _report_command(args: argparse.Namespace) -> int:
     """``mxopt-jax report DIR``: a saved study re-rendered from its records (nothing trained or compiled); a
     ``study.json`` that cannot be read as a study (a field of the wrong type, records that are not its plan's,
     selections that are not its records') is refused in one line naming the file and the field."""
-    from .checks import output_dir
+    from .files import output_dir
     from .report import write_study
     from .study import Study
 
@@ -746,25 +750,29 @@ def _report_command(args: argparse.Namespace) -> int:
         )
     try:
         out = output_dir(args.out if args.out is not None else source.parent, "--out", create=True)
-        result = Study.from_json(source).with_family(args.family)
+        result = Study.from_json(source)
     except (OSError, ValueError, TypeError) as e:
         return _fail(str(e), "report")
     plots = _plots(args.no_plots)
-    text = result.report()
+    text = result.report(args.family)
     try:  # written first: a reader that stops early (| head) loses nothing
-        written = write_study(result, out, plots=plots, data=False)
+        written = write_study(result, out, plots=plots, data=False, family=args.family)
     except OSError as e:  # a full disk, a link where the app writes a folder of its own
         return _fail(
             f"{_unwritable(e, out)}; no file was left half-written (study.json is unchanged)", "report", 1
         )
     _say(text)
     _say()
-    _say(
-        _fill(
-            f"Wrote into {out}: {', '.join(p.name for p in written)} (from the records of {source}, which is "
-            "unchanged)"
+    files = ", ".join(p.name for p in written)
+    if out.resolve() == source.parent.resolve():  # the saved study's own folder: its rendered files replaced
+        done = (
+            f"Replaced the rendered files of {out} ({files}) with this report (--family {args.family}), from the "
+            f"records of {source}, which is unchanged. To keep the folder's report as it was, write elsewhere "
+            "with --out DIR."
         )
-    )
+    else:
+        done = f"Wrote into {out}: {files} (--family {args.family}), from the records of {source}, which is unchanged"
+    _say(_fill(done))
     return 0
 
 

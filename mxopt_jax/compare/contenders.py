@@ -22,10 +22,10 @@ import optax
 from .. import FAMILIES as _FAMILIES
 from .. import OPTIMIZERS
 from .. import sparse as _sparse
-from .checks import canonical_name, printable, unknown_name
 from .space import Hyperparameter
 from .space import kind as _kind
 from .space import names as _names
+from .validation import canonical_name, printable, unknown_name
 
 __all__ = [
     "FAMILY_ORDER",

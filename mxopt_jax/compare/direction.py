@@ -1,11 +1,12 @@
 """Which way a metric improves: :class:`Direction`, the one owner of ``"lower"``/``"higher"``.
 
-A problem says it (:attr:`mxopt_jax.compare.problems.base.Problem.direction`, from ``Problem.better``); a
-selection keeps the word (:attr:`mxopt_jax.compare.protocol.Selection.better`). Everything that turns the word
-into arithmetic or text asks a :class:`Direction`: the sign and the oriented (lower-is-better) values that
-selection, ranks, quartiles and the tests read, whether a value meets a target (the engine's steps to target,
-the preflight), the ``<=``/``>=`` a report prints, the worst value a diverged run counts as. Records and tables
-keep the raw values.
+A problem says it (``Problem.better``, the word it is made with; :attr:`mxopt_jax.compare.problems.base.Problem.
+direction` asks it); a selection, a table's tests and a table across studies keep the :class:`Direction` itself
+(:attr:`mxopt_jax.compare.selection.Selection.direction`). Everything that turns the word into arithmetic or text
+asks a :class:`Direction`: the oriented (lower-is-better) values that selection, ranks, quartiles and the tests
+read, the best value over runs, whether a value meets a target (the engine's steps to target, the preflight),
+the ``<=``/``>=`` a report prints, which side of an axis is the worse one, the worst value a diverged run counts
+as. Records and tables keep the raw values.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 __all__ = ["HIGHER", "LOWER", "WORDS", "Direction"]
 
-#: The two directions, as ``Problem.better`` and ``Selection.better`` spell them.
+#: The two directions, as ``Problem.better`` and ``Direction.better`` spell them.
 WORDS = ("lower", "higher")
 
 
@@ -47,6 +48,11 @@ class Direction:
         return 1.0 if self.better == "lower" else -1.0
 
     @property
+    def lower_is_better(self) -> bool:
+        """Whether lower is better (an error rate, a loss): the worse values lie above the better ones."""
+        return self.better == "lower"
+
+    @property
     def word(self) -> str:
         """``"lower"`` or ``"higher"``."""
         return self.better
@@ -64,6 +70,14 @@ class Direction:
     def orient(self, values: Sequence[float] | np.ndarray | float) -> np.ndarray:
         """``values`` made lower-is-better: ``sign * values`` (``orient(orient(x)) == x``)."""
         return self.sign * np.asarray(values, np.float64)
+
+    def best(self, values: Sequence[float] | np.ndarray | float, axis: int = -1) -> np.ndarray:
+        """The best of ``values`` along ``axis`` (the lowest, or the highest where higher is better), raw units; a
+        non-finite value (a diverged run) counts as the worst, so the best is the worst value only where every
+        value is non-finite."""
+        v = self.orient(values)
+        with np.errstate(invalid="ignore"):
+            return self.orient(np.where(np.isfinite(v), v, np.inf).min(axis=axis))
 
     def meets(self, values: Sequence[float] | np.ndarray | float, target: float) -> np.ndarray:
         """Whether each value reaches ``target`` (``value <= target``, or ``>=`` where higher is better); a

@@ -25,7 +25,7 @@ import os
 import re
 from typing import Any
 
-from .checks import cpu_devices, expect_host_devices
+from .validation import cpu_devices, expect_host_devices
 
 __all__ = [
     "check_launch",

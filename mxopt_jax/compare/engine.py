@@ -44,7 +44,7 @@ What a run does (every contender sees exactly the same data, initializations and
    ``trace`` (:class:`~mxopt_jax.compare.problems.base.Problem`) has ``problem.trace(params)`` recorded at the
    same points, as it stands (:attr:`Records.trace <mxopt_jax.compare.records.Records.trace>`).
 
-Nothing here selects or reports: that is :mod:`mxopt_jax.compare.protocol` and :mod:`mxopt_jax.compare.report`.
+Nothing here selects or reports: that is :mod:`mxopt_jax.compare.selection` and :mod:`mxopt_jax.compare.report`.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from typing import Any
 
 from . import schedules as _schedules
 from . import search as _search
-from .checks import extend_count
-from .protocol import CONFIRM_OFFSET, PRESETS, Preset
+from .presets import CONFIRM_OFFSET, PRESETS, Preset
+from .validation import extend_count
 
 __all__ = [
     "CHECK_BATCHING",
@@ -56,7 +56,7 @@ MAX_STUDIES = 20
 #: Every setting of a plan, in order, with one line on what it is (the printed protocol, ``--help`` and the
 #: docs use these words).
 SETTINGS: dict[str, str] = {
-    "preset": "quick or full: grid size, seeds and step budgets (protocol.PRESETS)",
+    "preset": "quick or full: grid size, seeds and step budgets (presets.PRESETS)",
     "seeds": "the selection seeds (the runs that choose)",
     "confirm_seeds": "the fresh seeds the chosen and the default configurations are re-run on (reported)",
     "search": "grid (the learning rate on the preset's grid) or random (every hyperparameter)",
@@ -141,7 +141,7 @@ class Plan:
     settings are (a schedule hook of your own is compared by its name).
 
     Attributes:
-      preset: the :class:`~mxopt_jax.compare.protocol.Preset` (grid, seeds and step budgets).
+      preset: the :class:`~mxopt_jax.compare.presets.Preset` (grid, seeds and step budgets).
       seeds: the selection seeds of study 0 (the runs that choose).
       confirm_seeds: the confirmation seeds of study 0 (fresh: never selection seeds; the reported runs).
       search: ``"grid"`` or ``"random"`` (:mod:`~mxopt_jax.compare.search`).
@@ -295,7 +295,7 @@ class Plan:
     @property
     def configurations(self) -> int:
         """How many configurations each contender's search tries before any extension: the random search's
-        trials, or the grid's points (:attr:`Preset.grid_points <mxopt_jax.compare.protocol.Preset.grid_points>`);
+        trials, or the grid's points (:attr:`Preset.grid_points <mxopt_jax.compare.presets.Preset.grid_points>`);
         an extended grid adds ``configurations - 1`` per extension."""
         return int(self.trials) if self.trials is not None else int(self.preset.grid_points)
 

@@ -3,9 +3,10 @@
 table, the batching check, the programs), made from the programs' work by :meth:`StudyResult.assemble`.
 
 Below the report (:mod:`mxopt_jax.compare.report` renders a result and never reaches back into the
-orchestration) and above the protocol (:func:`~mxopt_jax.compare.protocol.select` chooses). A result reloads
-from its ``study.json`` alone (:meth:`StudyResult.from_json`): problems and contenders come back from their
-saved descriptions, so it reports but cannot train.
+orchestration) and above the tuning (:mod:`mxopt_jax.compare.tuning` selects, once per problem, contender and
+study: a result keeps the selections its programs made, and asks the tuning only for those of programs read back
+from their records). The results file (``study.json``) is written and read back by
+:mod:`mxopt_jax.compare.studyfile`; a result read back from it reports but cannot train.
 
 Contenders whose records agree exactly in a table's runs (the same update at these settings, e.g. SGD,
 ccSGD and Test at MXNet's defaults) are one entry of that table (:func:`identical_groups`): identity is
@@ -15,45 +16,29 @@ decided per table, from the records that table shows.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
-from . import protocol, tuning
 from . import search as _search
+from . import tuning
 from .analysis import StudyAnalysis, analyse_study, common_identity
+from .analysis.comparison import FAMILIES
 from .contenders import Contender
 from .plan import Plan
+from .presets import Preset
 from .problems.base import Problem
-from .protocol import Selection
 from .records import ROLES, Records
-from .serialize import (
-    FORMAT,
-    Where,
-    jsonable,
-    read_document,
-    read_plan,
-    read_program_info,
-    read_records,
-    read_selection,
-    restore_contender,
-    restore_problem,
-)
+from .selection import MODES, Selection
 
-__all__ = ["MODES", "ProgramResult", "StudyResult", "check_programs", "check_records", "identical_groups"]
-
-#: The two modes a study reports, and which records each one's table shows.
-MODES = {"tuned": "confirmation", "one-shot": "default"}
-
-#: The layout of ``study.json`` before the plan was saved whole (still reloaded).
-_FORMAT_2 = "mxopt_jax.compare.study/2"
+__all__ = ["ProgramResult", "StudyResult", "check_programs", "check_records", "identical_groups"]
 
 #: Records of one study on one problem: ``{contender: {role: Records}}``.
 ByContender = dict[str, dict[str, Records]]
+#: The selections of one study on one problem: ``{contender: {mode: Selection}}``.
+Chosen = dict[str, dict[str, Selection]]
 
 R = TypeVar("R", bound="StudyResult")
 
@@ -71,6 +56,9 @@ class ProgramResult:
       compile_s: seconds to compile; ``devices``: devices the runs were sharded over; ``runs``: runs per call;
       ``steps``: training steps per run; ``platform``: the devices' platform (``"cpu"``, ``"gpu"``, ...);
       ``processes``: how many processes owned them (``jax.distributed``).
+      selections: per study (0, 1, ...), ``{contender: {mode: Selection}}``, the selections the tuning made
+        (:attr:`mxopt_jax.compare.tuning.Tuned.selections`); empty for a program read back from its records
+        (they are made again from them, :func:`mxopt_jax.compare.tuning.selections`).
     """
 
     problem: str
@@ -85,6 +73,7 @@ class ProgramResult:
     platform: str = ""
     processes: int = 1
     repeats: list[ByContender] = dataclasses.field(default_factory=list)
+    selections: list[Chosen] = dataclasses.field(default_factory=list)
 
     def info(self) -> dict[str, Any]:
         """The program's description (for the report and ``study.json``)."""
@@ -191,63 +180,11 @@ def identical_groups(
     return [g for g in groups.values() if len(g) > 1]
 
 
-def _tuned(roles: Mapping[str, Records], problem: Problem, contender: Contender, search: str) -> Selection:
-    """The tuned selection of one contender on one problem: chosen on its selection runs, reported on the chosen
-    row of its report runs, every row's final test value kept for the claims about the optimizers
-    (:func:`~mxopt_jax.compare.protocol.select`; a study saved before the report runs existed reports its
-    confirmation runs and compares chosen configurations only); in a random search the edge flags are the
-    trials' (:func:`mxopt_jax.compare.search.edges`: the index of a trial says nothing about its place among the
-    values tried)."""
-    rec = roles["selection"]
-    if "report" in roles:
-        sel = protocol.select(rec, problem, report=roles["report"])
-    else:
-        sel = protocol.select(rec, problem, confirmation=roles["confirmation"])
-    if search != "random":
-        return sel
-    edges = _search.edges({"learning_rate": rec.lrs, **rec.hparams}, sel.index, contender.hyperparameters)
-    return dataclasses.replace(sel, edges=edges, on_edge=edges.get("learning_rate"))
-
-
-def shown(roles: Mapping[str, Records], mode: str, contender: Contender, selection: Selection) -> Records:
-    """The records ``mode``'s table shows of one contender (``roles``: what its program ran): the tuned mode's
-    confirmation runs (the chosen row of the report runs), the one-shot mode's default runs (the default
-    configuration's row of the report runs, or the default runs made alone), as records of role
-    ``"confirmation"`` or ``"default"``. A study saved before the report runs existed stored both."""
-    role = MODES[mode]
-    if role in roles:
-        return roles[role]
-    report = roles["report"]
-    if mode == "tuned":
-        return dataclasses.replace(report.take(selection.index), role=role)
-    row = tuning.default_row(report, contender)
-    if row is None:
-        raise ValueError(
-            f"{contender.name} on {report.problem}: no default runs, and its report runs do not hold its default "
-            "configuration"
-        )
-    return dataclasses.replace(report.take(row), role=role)
-
-
 # --------------------------------------------------------------------------- a study's records, checked
-def _close(a: Any, b: Any) -> bool:
-    """Whether two stored values agree: numbers to 1e-9 relative (NaN equals NaN), lists and objects item by
-    item, anything else exactly."""
-    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None or isinstance(a, str):
-        return bool(a == b)
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return bool(a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0))
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
-    return bool(a == b)
-
-
-def _on_grid(lrs: np.ndarray, center: float, preset: protocol.Preset, extend: int) -> str | None:
+def _on_grid(lrs: np.ndarray, center: float, preset: Preset, extend: int) -> str | None:
     """Why ``lrs`` are not a grid search's selection rates (None: they are): the preset's grid around ``center``
-    (:meth:`~mxopt_jax.compare.protocol.Preset.grid`), with its shifts past either edge
-    (:func:`~mxopt_jax.compare.protocol.shift_grid` of the rates so far: ``len - 1`` points each), ``extend``
+    (:meth:`~mxopt_jax.compare.presets.Preset.grid`), with its shifts past either edge
+    (:func:`~mxopt_jax.compare.presets.shift_grid` of the rates so far: ``len - 1`` points each), ``extend``
     times at most."""
     G = preset.grid_points
     if len(lrs) < G:
@@ -284,7 +221,7 @@ def check_records(
     """Whether ``records`` are what ``plan`` makes of ``problems`` and ``contenders``, in everything that does not
     depend on what a selection chose: a ``ValueError`` naming the first record that is not (``WHERE: records of
     'sgd' on 'logreg' (study 0, selection): ...``). The one check of saved records against their plan: a saved
-    study's reader (:meth:`StudyResult.from_document`) and a resumed folder's programs
+    study's reader (:func:`mxopt_jax.compare.studyfile.from_document`) and a resumed folder's programs
     (:func:`mxopt_jax.compare.store.check_saved`) both call it. A record's own arrays are checked as it is read
     (:func:`~mxopt_jax.compare.serialize.read_records`: their shapes agree, rates positive and finite,
     evaluation steps increasing). The rules, one block each below, so that a change of the protocol changes its
@@ -298,7 +235,7 @@ def check_records(
     * seeds: a selection record's are its study's selection seeds (:meth:`Plan.seeds_of`), a report,
       confirmation or default record's its report seeds (:meth:`Plan.confirm_seeds_of`);
     * steps: evaluated every ``eval_every`` steps up to the problem's budget under the preset
-      (:meth:`~mxopt_jax.compare.protocol.Preset.steps`);
+      (:meth:`~mxopt_jax.compare.presets.Preset.steps`);
     * shapes: one configuration in a confirmation or a default record;
     * finiteness: other hyperparameters finite (rates are, by the reader); a diverged run's validation and test
       metrics are NaN from its divergence on (the engine's rule);
@@ -409,7 +346,7 @@ def check_programs(
     """Whether ``programs`` (their descriptions and records; ``where``: where each is saved, for the message) are
     the work ``plan`` makes of ``problems`` and ``contenders``, in everything that does not depend on what a
     selection chose: a ``ValueError`` naming the first that is not. The one check of a study's saved work
-    against its plan, for a saved study's reader (:meth:`StudyResult.from_document`) and a resumed folder
+    against its plan, for a saved study's reader (:func:`mxopt_jax.compare.studyfile.from_document`) and a resumed folder
     (:func:`mxopt_jax.compare.store.check_saved`) alike; the protocol's rules for the records are
     :func:`check_records`, which it calls. Each program's problem is one of the study's, its contenders the
     study's (each in one program per problem), its steps the plan's budget for its problem, its batching check
@@ -452,12 +389,12 @@ def _selection_rule(rec: Records, contender: Contender, plan: Plan) -> str | Non
                 f"a grid search tunes the rate alone, these records tune {', '.join(sorted(rec.hparams))} too"
             )
         return _on_grid(rec.lrs, contender.default_lr, plan.preset, plan.extend)
-    if len(rec.lrs) != plan.trials:
-        return f"{len(rec.lrs)} configurations, the plan draws {plan.trials}"
+    if len(rec.lrs) != plan.configurations:
+        return f"{len(rec.lrs)} configurations, the plan draws {plan.configurations}"
     names = {h.name for h in contender.hyperparameters} - {"learning_rate"}
     if not set(rec.hparams) <= names:
         return f"hyperparameters {sorted(set(rec.hparams) - names)} are not the contender's"
-    drawn = _search.draw(contender.hyperparameters, int(plan.trials or 1), plan.search_seed + rec.study)
+    drawn = _search.draw(contender.hyperparameters, plan.configurations, plan.search_seed + rec.study)
     for k, v in {"learning_rate": rec.lrs, **rec.hparams}.items():
         if not np.allclose(v, drawn[k], rtol=1e-9, atol=0.0):
             return (
@@ -483,7 +420,7 @@ class StudyResult:
       problems: the problems, in order; ``contenders``: the contenders, in order.
       records: ``problem -> contender -> role -> Records`` (selection grid with its extensions merged,
         confirmation, default).
-      tuned / one_shot: ``problem -> contender ->`` :class:`~mxopt_jax.compare.protocol.Selection` (the
+      tuned / one_shot: ``problem -> contender ->`` :class:`~mxopt_jax.compare.selection.Selection` (the
         results of each mode).
       identical: ``problem -> mode -> [[name, name, ...], ...]``: contenders whose records in that mode's table
         agree exactly (reported as one entry, the first name).
@@ -496,8 +433,6 @@ class StudyResult:
         studies 1, 2, ... (each complete; empty when the plan runs one study).
       resumed: for a resumed study, ``{"programs": programs saved by earlier sessions, "wall_s": their
         seconds}`` (empty otherwise): what the timing counts.
-      family: the report's error control (:meth:`with_family`): ``"table"`` (each table one Holm family, the
-        default) or ``"report"`` (every table of the report one family).
     """
 
     plan: Plan
@@ -513,29 +448,13 @@ class StudyResult:
     study: int = 0
     repeats: Sequence[StudyResult] = dataclasses.field(default_factory=list)
     resumed: dict[str, float] = dataclasses.field(default_factory=dict)
-    family: str = "table"
-
-    def with_family(self: R, family: str) -> R:
-        """This result read with the report's error control ``family`` (:data:`mxopt_jax.compare.protocol.
-        FAMILIES`: ``"table"``, the default, one Holm family per table; ``"report"``, every table one family):
-        sets it here and in the repeats, and drops the analysis made so far (the next use makes it again).
-
-        Raises
-        ------
-        ValueError
-            ``family`` not one of :data:`~mxopt_jax.compare.protocol.FAMILIES`.
-        """
-        if family not in protocol.FAMILIES:
-            raise ValueError(f"family must be one of {list(protocol.FAMILIES)}, got {family!r}")
-        results: list[StudyResult] = [self, *self.repeats]
-        for r in results:
-            r.family = family
-            r.__dict__.pop("analysis", None)
-        return self
+    _analyses: dict[str, StudyAnalysis] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     # ------------------------------------------------------------------ the plan's settings, for reading
     @property
-    def preset(self) -> protocol.Preset:
+    def preset(self) -> Preset:
         return self.plan.preset
 
     @property
@@ -553,10 +472,6 @@ class StudyResult:
         return self.plan.search
 
     @property
-    def trials(self) -> int | None:
-        return self.plan.trials
-
-    @property
     def search_seed(self) -> int:
         return self.plan.search_seed
 
@@ -565,13 +480,29 @@ class StudyResult:
         return self.plan.schedule
 
     # ------------------------------------------------------------------ the analysis
-    @functools.cached_property
-    def analysis(self) -> StudyAnalysis:
+    def analysis_for(self, family: str = "table") -> StudyAnalysis:
         """The study's analysis (:class:`~mxopt_jax.compare.analysis.StudyAnalysis`: every table's tests and
-        claims, the overall rankings, the tables across the plan's independent studies), computed from the
-        selections on first use and kept: every renderer reads it, none re-tests. A reloaded result
-        (:meth:`from_json`) makes it again from its records."""
-        return analyse_study(self)
+        claims, the overall rankings, the tables across the plan's independent studies) with the report's error
+        control ``family`` (:data:`~mxopt_jax.compare.analysis.comparison.FAMILIES`: ``"table"``, one Holm family
+        per table; ``"report"``, every pair of every table one family), made from the selections on first use and
+        kept, one per family: every renderer reads it, none re-tests, and the result itself never changes. A
+        reloaded result makes it again from its records.
+
+        Raises
+        ------
+        ValueError
+            ``family`` not one of :data:`~mxopt_jax.compare.analysis.comparison.FAMILIES`.
+        """
+        if family not in FAMILIES:
+            raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
+        if family not in self._analyses:
+            self._analyses[family] = analyse_study(self, family)
+        return self._analyses[family]
+
+    @property
+    def analysis(self) -> StudyAnalysis:
+        """The analysis with a Holm family per table, the default (:meth:`analysis_for`)."""
+        return self.analysis_for("table")
 
     # ------------------------------------------------------------------ queries
     def __repr__(self) -> str:
@@ -611,12 +542,12 @@ class StudyResult:
         return [sel for p in self.problems for sel in table.get(p.name, {}).values()]
 
     def shown_records(self, mode: str = "tuned") -> list[Records]:
-        """The records ``mode``'s tables show (:func:`shown`: the chosen configurations' report runs, or the
-        default configurations'), problem by problem, contender by contender."""
+        """The records ``mode``'s tables show (:func:`mxopt_jax.compare.tuning.shown`: the chosen configurations'
+        report runs, or the default configurations'), problem by problem, contender by contender."""
         table = self.tuned if mode == "tuned" else self.one_shot
         by_name = {c.name: c for c in self.contenders}
         return [
-            shown(roles, mode, by_name[n], self.tuned[p.name][n])
+            tuning.shown(roles, mode, by_name[n], self.tuned[p.name][n])
             for p in self.problems
             for n, roles in self.records.get(p.name, {}).items()
             if n in table.get(p.name, {})
@@ -655,12 +586,17 @@ class StudyResult:
         (:func:`mxopt_jax.compare.search.edges`), and contenders are identical in the tuned table when they agree
         at every drawn trial they share (three, or every drawn one when fewer) and in the confirmation runs."""
         problems = list(problems)
+
+        def made(k: int) -> list[Chosen]:  # the selections the programs' tuning made in study k, if they did
+            return [r.selections[k] if len(r.selections) > k else {} for r in results]
+
         repeats = [
             cls._one(
                 plan.for_study(k),
                 problems,
                 contenders,
                 [r.repeats[k - 1] for r in results if len(r.repeats) >= k],
+                [m for r, m in zip(results, made(k), strict=True) if len(r.repeats) >= k],
                 [],
                 [],
                 wall_s,
@@ -673,6 +609,7 @@ class StudyResult:
             problems,
             contenders,
             [r.records for r in results],
+            made(0),
             [(r.problem, r.batching) for r in results],
             [r.info() for r in results],
             wall_s,
@@ -692,18 +629,24 @@ class StudyResult:
         problems: list[Problem],
         contenders: Sequence[Contender],
         work: Sequence[ByContender],
+        made: Sequence[Chosen],
         batching_by_program: Sequence[tuple[str, Mapping[str, float]]],
         programs: list[dict[str, Any]],
         wall_s: float,
         study: int,
     ) -> R:
-        """One study's result from its records (``work``: each program's ``{contender: {role: Records}}``)."""
+        """One study's result from its records (``work``: each program's ``{contender: {role: Records}}``) and the
+        selections its programs' tuning made (``made``: each program's ``{contender: {mode: Selection}}``, empty
+        for a program read back from its records: the tuning makes them from the records, once)."""
         records: dict[str, dict[str, dict[str, Records]]] = {p.name: {} for p in problems}
+        chosen: dict[str, Chosen] = {p.name: {} for p in problems}
         batching: dict[str, dict[str, float]] = {p.name: {} for p in problems}
-        for per in work:
+        for per, sels in zip(work, made, strict=True):
             for name, roles in per.items():
                 problem = next(iter(roles.values())).problem
                 records[problem][name] = roles
+                if name in sels:
+                    chosen[problem][name] = dict(sels[name])
         for problem, b in batching_by_program:
             batching[problem].update(b)
         known = {p.name: p for p in problems}
@@ -716,14 +659,18 @@ class StudyResult:
             per = {n: per[n] for n in order if n in per}
             records[name] = per
             p = known[name]
-            tuned[name] = {n: _tuned(r, p, by_name[n], plan.search) for n, r in per.items()}
-            defaults = {n: shown(r, "one-shot", by_name[n], tuned[name][n]) for n, r in per.items()}
-            one_shot[name] = {n: protocol.select(d, p) for n, d in defaults.items()}
+            modes = {
+                n: chosen[name].get(n) or tuning.selections(r, p, by_name[n], plan.search)
+                for n, r in per.items()
+            }
+            tuned[name] = {n: m["tuned"] for n, m in modes.items()}
+            one_shot[name] = {n: m["one-shot"] for n, m in modes.items()}
+            defaults = {n: tuning.shown(r, "one-shot", by_name[n], tuned[name][n]) for n, r in per.items()}
             identical[name] = {
                 "tuned": identical_groups(
                     {n: r["selection"] for n, r in per.items()},
                     # a random search's contenders share its drawn trials (common random numbers), not its first
-                    min_shared=3 if plan.search == "grid" else max(1, min(3, (plan.trials or 1) - 1)),
+                    min_shared=3 if plan.search == "grid" else max(1, min(3, plan.configurations - 1)),
                     also={n: r["report"] if "report" in r else r["confirmation"] for n, r in per.items()},
                 ),
                 "one-shot": identical_groups(defaults, min_shared=1),
@@ -741,175 +688,3 @@ class StudyResult:
             wall_s,
             study,
         )
-
-    # ------------------------------------------------------------------ reloading
-    @classmethod
-    def from_document(cls: type[R], doc: Mapping[str, Any], where: str = "study.json") -> R:
-        """The result a study document holds (:func:`mxopt_jax.compare.serialize.read_document`'s dict),
-        recomputed from its records: the one way a saved study is read (``mxopt-jax report`` and ``agree`` alike).
-
-        A document may come from a stranger, so every field is checked as it is read (a bad one is a one-line
-        ``ValueError`` naming ``where``, the file, and the field): the plan, the problems and contenders, the
-        programs and timings, the records (each as a record, :func:`~mxopt_jax.compare.serialize.read_records`,
-        then all against the plan, :func:`check_records`), every record in exactly one program; and the stored
-        selections must be the ones the records give (they are the records' summary, never a second truth: a
-        document whose selections disagree with its records is refused)."""
-        w = Where(where)
-        doc = w.obj(doc)
-        meta = (w / "meta").obj(w.field(doc, "meta"))
-        plan = _stored_plan(doc, meta, w)
-        problems = _described(meta, "problems", restore_problem, w)
-        contenders = _described(meta, "contenders", restore_contender, w)
-        records = [
-            r if isinstance(r, Records) else read_records(r, w / "records" / i)
-            for i, r in enumerate((w / "records").seq(w.field(doc, "records")))
-        ]
-        selections = [
-            s if isinstance(s, Selection) else read_selection(s, w / "selections" / i)
-            for i, s in enumerate((w / "selections").seq(doc.get("selections", [])))
-        ]
-        by_problem = {p.name: p for p in problems}
-        by_contender = {c.name: c for c in contenders}
-        timings = (w / "timings").obj(w.field(doc, "timings"))
-        programs = [
-            read_program_info(x, w / "timings" / "programs" / i)
-            for i, x in enumerate(
-                (w / "timings" / "programs").seq((w / "timings").field(timings, "programs"))
-            )
-        ]
-        wall = (w / "timings" / "wall_s").number(timings.get("wall_s"), low=0.0, nan=True)
-        resumed = _resumed_info(timings.get("resumed"), w / "timings" / "resumed")
-        batching = _batching(meta.get("batching"), w / "meta" / "batching", by_problem, by_contender)
-        # each record to the program of its problem and contender (check_programs holds the rest)
-        program_of = {
-            (info["problem"], n): i
-            for i, info in reversed(list(enumerate(programs)))
-            for n in info["contenders"]
-        }
-        grouped: dict[int, list[Records]] = {}
-        for i, r in enumerate(records):
-            if (r.problem, r.contender) not in program_of:
-                raise (w / "records" / i).error(
-                    f"the records of {r.contender!r} on {r.problem!r} belong to no program of timings.programs"
-                )
-            grouped.setdefault(program_of[r.problem, r.contender], []).append(r)
-        results = []
-        for i, info in enumerate(programs):
-            own = {n: d for n, d in batching.get(info["problem"], {}).items() if n in info["contenders"]}
-            try:
-                results.append(ProgramResult.from_saved(info, grouped.get(i, []), own))
-            except ValueError as e:  # a record saved twice
-                raise (w / "records").wrap(e) from None
-        check_programs(
-            results,
-            plan,
-            by_problem,
-            by_contender,
-            [str(w / "timings" / "programs" / i) for i in range(len(programs))],
-        )
-        result = cls.assemble(plan, problems, contenders, results, wall_s=wall, resumed=resumed)
-        _check_selections(result, selections, w / "selections")
-        return result
-
-    @classmethod
-    def from_json(cls: type[R], path: str | Path) -> R:
-        """The study saved in ``path`` (a ``study.json``), from that file alone (:meth:`from_document`, every
-        field checked): it reports, writes and makes DataFrames as the original; its problems and contenders come
-        back from their saved descriptions (name, title, metric, target, budgets; family, settings,
-        hyperparameters): they cannot train."""
-        return cls.from_document(read_document(path), str(path))
-
-
-def _stored_plan(doc: Mapping[str, Any], meta: Mapping[str, Any], w: Where) -> Plan:
-    """The plan a study document was made under (format 3: saved whole; format 2: its settings in ``meta``)."""
-    if doc.get("format") == FORMAT:
-        return read_plan((w / "meta").field(meta, "plan"), w / "meta" / "plan")
-    if doc.get("format") == _FORMAT_2:  # the settings kept one by one in meta, before the plan
-        keys = ("preset", "seeds", "confirm_seeds", "search", "trials", "search_seed", "schedule")
-        return read_plan({k: meta[k] for k in keys if meta.get(k) is not None}, w / "meta")
-    raise ValueError(
-        f"{w}: written as {_shown(doc.get('format'))}, which this version does not reload as a study "
-        f"({FORMAT!r} and {_FORMAT_2!r} it does); its records and selections load with "
-        "mxopt_jax.compare.serialize.read_document"
-    )
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:56] + "..."
-
-
-def _described(meta: Mapping[str, Any], kind: str, restore: Any, w: Where) -> list[Any]:
-    """The problems or contenders a document describes (``meta[kind]``: ``{name: description}``), restored."""
-    table = (w / "meta" / kind).obj((w / "meta").field(meta, kind))
-    out = []
-    for key, info in table.items():
-        made = restore(info, w / "meta" / kind / key)
-        if made.name != key:
-            raise (w / "meta" / kind / key / "name").error(
-                f"must be the key it is saved under, {key!r}", made.name
-            )
-        out.append(made)
-    if kind == "problems" and not out:
-        raise (w / "meta" / kind).error("a study has at least one problem")
-    return out
-
-
-def _resumed_info(value: Any, w: Where) -> dict[str, float]:
-    """A resumed study's earlier sessions (``{"programs": n, "wall_s": seconds}``; empty when not resumed)."""
-    d = w.obj(value or {})
-    if not d:
-        return {}
-    return {
-        "programs": (w / "programs").integer(w.field(d, "programs"), 0),
-        "wall_s": (w / "wall_s").number(w.field(d, "wall_s"), low=0.0),
-    }
-
-
-def _batching(
-    value: Any, w: Where, problems: Mapping[str, Problem], contenders: Mapping[str, Contender]
-) -> dict[str, dict[str, float]]:
-    """The batching check's differences, ``{problem: {contender: difference >= 0}}``."""
-    out: dict[str, dict[str, float]] = {}
-    for p, per in w.obj(value or {}).items():
-        if p not in problems:
-            raise (w / p).error("not one of the study's problems", p)
-        out[p] = {}
-        for c, d in (w / p).obj(per).items():
-            if c not in contenders:
-                raise (w / p / c).error("not one of the study's contenders", c)
-            out[p][c] = (w / p / c).number(d, low=0.0)
-    return out
-
-
-def _check_selections(result: StudyResult, stored: Sequence[Selection], w: Where) -> None:
-    """The selections a document stores are the ones its records give (``result``'s, recomputed): otherwise a
-    one-line ``ValueError`` naming the first that differs and how. None stored: nothing to hold."""
-    if not stored:
-        return
-    made = {(s.problem, s.contender, s.mode): s for s in result.selections() + result.selections("one-shot")}
-    given: dict[tuple[str, str, str], tuple[int, Selection]] = {}
-    for i, s in enumerate(stored):
-        key = (s.problem, s.contender, s.mode)
-        if key in given:
-            raise (w / i).error(f"the {s.mode} selection of {s.contender!r} on {s.problem!r} is stored twice")
-        given[key] = (i, s)
-    for key in made:
-        if key not in given:
-            raise w.error(
-                f"the {key[2]} selection of {key[1]!r} on {key[0]!r} is missing (its records are there)"
-            )
-    for key, (i, s) in given.items():
-        if key not in made:
-            raise (w / i).error(f"the {key[2]} selection of {key[1]!r} on {key[0]!r} has no records")
-        try:
-            a, b = jsonable(s), jsonable(made[key])
-        except (TypeError, ValueError, AttributeError, OverflowError) as e:
-            raise (w / i).error(f"not a selection ({type(e).__name__}: {e})") from None
-        differ = next((f for f in b if not _close(a.get(f), b[f])), None)
-        if differ is not None:
-            raise (w / i).error(
-                f"the {key[2]} selection of {key[1]!r} on {key[0]!r} is not what the file's records give "
-                f"({differ}: stored {_shown(a.get(differ))}, from the records {_shown(b[differ])}); its records and "
-                "selections disagree (one was edited), so the file is refused"
-            )

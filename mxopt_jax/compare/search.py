@@ -2,7 +2,7 @@
 hyperparameter (the research mode, the Crowded Valley's protocol).
 
 * ``search="grid"`` (default): each contender's learning rate on the preset's log grid around its default
-  (:meth:`~mxopt_jax.compare.protocol.Preset.grid`); every other hyperparameter keeps its default. A chosen
+  (:meth:`~mxopt_jax.compare.presets.Preset.grid`); every other hyperparameter keeps its default. A chosen
   rate on the grid's edge extends the grid.
 * ``search="random"``: ``trials`` configurations per contender, the same number for every contender (equal
   budgets), each hyperparameter drawn independently from its declared range and scale
@@ -54,7 +54,7 @@ from .space import names as _names
 
 if TYPE_CHECKING:  # pragma: no cover
     from .contenders import Contender
-    from .protocol import Preset
+    from .presets import Preset
 
 __all__ = [
     "DEFAULT_TRIALS",
@@ -110,17 +110,15 @@ def unit_draws(seed: int, kinds: Iterable[str], n: int) -> dict[str, np.ndarray]
 
 def draw(
     hyperparameters: Sequence[Hyperparameter],
-    trials: int,
+    count: int,
     seed: int = 0,
     include_default: bool = True,
 ) -> dict[str, np.ndarray]:
-    """``trials`` configurations as columns ``{name: (trials,)}``: the defaults first (``include_default``),
-    then the drawn ones, each hyperparameter's column the common random numbers of its kind
-    (:func:`unit_draws`) mapped through its range on its scale (stored values,
-    :func:`~mxopt_jax.compare.records.canonical`)."""
+    """``count`` configurations as columns ``{name: (count,)}``: the defaults first (``include_default``), then the
+    drawn ones, each hyperparameter's column the common random numbers of its kind (:func:`unit_draws`) mapped
+    through its range on its scale (stored values, :func:`~mxopt_jax.compare.records.canonical`)."""
     hps = list(hyperparameters)
-    n_drawn = trials - 1 if include_default else trials
-    u = unit_draws(seed, (kind(h.name) for h in hps), n_drawn)
+    u = unit_draws(seed, (kind(h.name) for h in hps), count - 1 if include_default else count)
     cols: dict[str, np.ndarray] = {}
     for h in hps:
         values = h.from_unit(u[kind(h.name)])
@@ -134,20 +132,32 @@ def configurations(
     contender: Contender,
     preset: Preset,
     search: str = "grid",
-    trials: int | None = None,
+    count: int | None = None,
     seed: int = 0,
     sparse: bool = False,
 ) -> dict[str, np.ndarray]:
-    """The selection configurations of ``contender``: the preset's rate grid (``search="grid"``) or
-    ``trials`` random configurations of every hyperparameter it declares (``search="random"``, the first
-    one its defaults; :func:`draw`: they depend on the seed and on the contender's space, not on its name). On
-    a problem with embedding tables (``sparse``) the contender's ``sparse_fixed`` hyperparameters are left out
-    (they keep their defaults); the others' draws are the same."""
-    trials = check_search(search, trials)
+    """The selection configurations of ``contender``, ``count`` of them (:attr:`Plan.configurations
+    <mxopt_jax.compare.plan.Plan.configurations>`): the preset's rate grid (``search="grid"``; ``count`` its
+    points, or None) or ``count`` random configurations of every hyperparameter it declares (``search="random"``,
+    the first one its defaults; :func:`draw`: they depend on the seed and on the contender's space, not on its
+    name; None: :data:`DEFAULT_TRIALS`). On a problem with embedding tables (``sparse``) the contender's
+    ``sparse_fixed`` hyperparameters are left out (they keep their defaults); the others' draws are the same.
+
+    Raises
+    ------
+    ValueError
+        ``count`` not the preset's points for the grid, or not an int >= 1 for a random search.
+    """
     if search == "grid":
+        check_search(search, None)
+        if count is not None and count != preset.grid_points:
+            raise ValueError(
+                f"count: the grid of preset {preset.name!r} has {preset.grid_points} points, got {count!r}"
+            )
         return {"learning_rate": preset.grid(contender.default_lr)}
-    assert trials is not None
-    cols = draw(contender.hyperparameters, trials, seed)
+    count = check_search(search, count)
+    assert count is not None
+    cols = draw(contender.hyperparameters, count, seed)
     keep = tuned([contender], search, sparse)[contender.name]
     return {k: v for k, v in cols.items() if k in keep}
 

@@ -29,14 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .checks import atomic_file, printable, read_regular
 from .contenders import Contender
+from .files import atomic_file, read_regular
 from .floats import encode
 from .plan import MAX_STUDIES, Plan
+from .presets import Preset
 from .problems.base import Problem
-from .protocol import Preset, Selection
 from .records import ROLES, Records
+from .selection import Selection
 from .space import Hyperparameter
+from .validation import printable
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -106,7 +108,7 @@ def dumps(doc: Any, indent: int | None = 1) -> str:
 
 def write_atomic(path: str | Path, text: str, root: str | Path | None = None) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename
-    (:func:`~mxopt_jax.compare.checks.atomic_file`): the file is whole or absent, even when the process is
+    (:func:`~mxopt_jax.compare.files.atomic_file`): the file is whole or absent, even when the process is
     interrupted or the disk is full, and nothing is written through a link (``root``: the folder the user
     named, when ``path`` lies in a folder of the app's below it, such as ``programs/``)."""
     path = Path(path)
@@ -121,7 +123,7 @@ def write_json(path: str | Path, doc: Any, indent: int | None = 1) -> Path:
 
 
 def read_json(path: str | Path, follow: bool = True) -> Any:
-    """The JSON in ``path``, a regular file (:func:`~mxopt_jax.compare.checks.read_regular`; ``follow=False``: not
+    """The JSON in ``path``, a regular file (:func:`~mxopt_jax.compare.files.read_regular`; ``follow=False``: not
     a link either); a file that is not JSON (or not UTF-8, or nested too deep to read) is a ``ValueError`` naming
     it."""
     data = read_regular(path, follow=follow)
@@ -226,7 +228,7 @@ class Where:
         return value
 
     def text(self, value: Any, lines: bool = False) -> str:
-        """Printable text (:func:`~mxopt_jax.compare.checks.printable`: no terminal escapes); ``lines``: line breaks
+        """Printable text (:func:`~mxopt_jax.compare.validation.printable`: no terminal escapes); ``lines``: line breaks
         allowed."""
         try:
             return printable(value, "text", lines=lines)
@@ -407,9 +409,9 @@ def read_records(value: Any, where: Where) -> Records:
 
 
 def read_selection(value: Any, where: Where) -> Selection:
-    """One saved :class:`~mxopt_jax.compare.protocol.Selection` (its ``to_dict``), its names checked; its other
+    """One saved :class:`~mxopt_jax.compare.selection.Selection` (its ``to_dict``), its names checked; its other
     fields as :meth:`Selection.from_dict` reads them (what a study's reader holds them to is the records:
-    :meth:`mxopt_jax.compare.result.StudyResult.from_document`)."""
+    :func:`mxopt_jax.compare.studyfile.from_document`)."""
     d = where.obj(value)
     for key in ("contender", "problem", "mode"):
         (where / key).name(where.field(d, key))
@@ -446,7 +448,7 @@ MAX_SEEDS = 100_000
 
 
 def read_preset(value: Any, where: Where) -> Preset:
-    """A saved :class:`~mxopt_jax.compare.protocol.Preset` (its ``to_dict``), every field checked."""
+    """A saved :class:`~mxopt_jax.compare.presets.Preset` (its ``to_dict``), every field checked."""
     d = where.obj(value)
     known = {f.name for f in dataclasses.fields(Preset)}
     unknown = sorted(set(d) - known)
@@ -492,7 +494,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
     version is read the same way (its ``format`` says which). Each of these is checked as it is read
     (:func:`read_records`, :func:`read_selection`, :func:`read_preset`): a bad one is a one-line ``ValueError``
     naming the file and the field. (Whether the records are those of the study's plan, and the selections
-    those of its records: :meth:`mxopt_jax.compare.result.StudyResult.from_json`.)"""
+    those of its records: :func:`mxopt_jax.compare.studyfile.read`.)"""
     doc = read_json(path)
     where = Where(str(path))
     if not isinstance(doc, dict):

@@ -38,9 +38,9 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from .checks import output_dir, resume_command
 from .contenders import Contender
 from .distributed import is_writer
+from .files import output_dir, resume_command
 from .plan import Plan
 from .problems.base import Problem
 from .result import ProgramResult, check_programs

@@ -4,20 +4,20 @@
 a family by default), then, for every contender of the program and every independent study of the plan, tunes it
 (:mod:`mxopt_jax.compare.tuning`, which owns the protocol's steps 1 to 3):
 
-1. **every configuration on both seed sets**: the learning-rate grid of :meth:`protocol.Preset.grid` (centred on
+1. **every configuration on both seed sets**: the learning-rate grid of :meth:`presets.Preset.grid` (centred on
    the default rate) or the trials of a random search over every hyperparameter (:mod:`.search`, the first of
    them the defaults), under the plan's learning-rate schedule (:mod:`.schedules`), run on the selection seeds
    and on the report seeds (fresh, disjoint from them) in the same calls; every study's runs of a contender are
    packed into the program's slots (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`), and these first
    passes are timed (ms/step) while nothing else runs: the next program starts compiling, in a background thread,
    only once every contender of this one has made them;
-2. chooses on the selection runs' validation metric (:func:`protocol.select`); where the chosen rate is on the
+2. chooses on the selection runs' validation metric (:func:`tuning.tuned_selection`); where the chosen rate is on the
    grid's edge (grid mode), runs the grid shifted past that edge the same way (rates are inputs of the compiled
    program) and chooses again on the union, up to ``extend`` times; a rate still on the edge stays flagged;
 3. reports: the tuned mode the chosen configuration's report runs, the one-shot mode the default
    configuration's (a row of the same runs: the grid's centre, the random search's first trial); every
    configuration's final test value on the report seeds is what the claims about the optimizers compare
-   against (:func:`mxopt_jax.compare.protocol.search_table`);
+   against (:func:`mxopt_jax.compare.analysis.comparison.search_table`);
 4. (study 0) checks that the chosen configuration's result does not depend on the other runs batched with it:
    the same program runs it in every slot, and the largest relative difference of the final validation metric
    from the selection run is recorded (``Study.batching``).
@@ -37,9 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
-import numpy as np
 
-from . import checks, preflight, protocol, tuning
+from . import files, preflight, studyfile, tuning, validation
 from . import report as _report
 from . import schedules as _schedules
 from . import search as _search
@@ -47,11 +46,12 @@ from .contenders import Contender, group_by_family, resolve
 from .distributed import is_writer
 from .engine import CompiledGroup, compile_group
 from .plan import Plan, check_settings
+from .presets import Preset
 from .problems.base import Problem
 from .progress import StudyProgress, interactive
-from .protocol import Preset
 from .records import Records
 from .result import ProgramResult, StudyResult
+from .selection import Selection
 from .serialize import restore_contender, restore_problem
 from .store import ResumeError, Saved, Store, differences, open_folder, problem_fingerprint, program_key, spec
 
@@ -79,39 +79,50 @@ class Study(StudyResult):
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + "; .report(), .to_pandas(), .write(folder)>"
 
+    @classmethod
+    def from_json(cls, path: str | Path) -> Study:
+        """The study saved in ``path`` (a ``study.json``), from that file alone (:func:`mxopt_jax.compare.
+        studyfile.read`, every field checked): it reports, writes and makes DataFrames as the original; its
+        problems and contenders come back from their saved descriptions (name, title, metric, target, budgets;
+        family, settings, hyperparameters): they cannot train."""
+        return studyfile.read(path, cls)
+
     @property
     def protocol(self) -> str:
         """The protocol in words, as it ran (:func:`mxopt_jax.compare.report.render.describe_study`)."""
         return _report.render.describe_study(self)
 
-    def report(self) -> str:
-        """The text report (:func:`mxopt_jax.compare.report.format_study`): results first, then the protocol."""
-        return _report.format_study(self)
+    def report(self, family: str = "table") -> str:
+        """The text report (:func:`mxopt_jax.compare.report.format_study`): results first, then the protocol;
+        ``family``: the report's error control (``"table"``, a Holm family per table; ``"report"``, every table
+        one family: :meth:`~mxopt_jax.compare.result.StudyResult.analysis_for`)."""
+        return _report.format_study(self, family)
 
-    def write(self, out_dir: str | Path, plots: bool = True) -> list[Path]:
+    def write(self, out_dir: str | Path, plots: bool = True, family: str = "table") -> list[Path]:
         """Write the report (text and HTML), records and plots into ``out_dir``
-        (:func:`mxopt_jax.compare.report.write_study`)."""
+        (:func:`mxopt_jax.compare.report.write_study`), the claims corrected as ``family`` says."""
         if not is_writer():  # a study of several processes: process 0 writes (write_study says so too)
             return []
-        return _report.write_study(self, checks.output_dir(out_dir, "out_dir", create=True), plots=plots)
+        out = files.output_dir(out_dir, "out_dir", create=True)
+        return _report.write_study(self, out, plots=plots, family=family)
 
-    def to_pandas(self) -> Frames:
+    def to_pandas(self, family: str = "table") -> Frames:
         """The runs and the summary as tidy pandas DataFrames (``runs, summary = study.to_pandas()``): one row
         per evaluation point of every run (``runs.csv``), one row per contender, problem and mode
         (``summary.csv``); see :func:`~mxopt_jax.compare.report.export.runs_frame` and
         :func:`~mxopt_jax.compare.report.export.summary_frame`. Needs pandas (the app's ``study`` extra)."""
         return Frames(
             _report.export.runs_frame([r for s in self.studies() for r in s.all_records()]),
-            _report.export.summary_frame(_report.render.study_tables(self)),
+            _report.export.summary_frame(_report.render.study_tables(self, family)),
         )
 
-    def claims(self) -> pd.DataFrame:
+    def claims(self, family: str = "table") -> pd.DataFrame:
         """Every tested pair of every table as a DataFrame, what ``claims.csv`` holds
         (:func:`~mxopt_jax.compare.report.export.claims_rows`: per study and table, then across the independent
         studies; the test, its statistic, p, Holm-adjusted p, the effect with its interval, the seeds or studies
         used, what the claim is about, the claim in a sentence). Needs pandas (the app's ``study`` extra)."""
         metrics = {p.name: p.metric_name for p in self.problems}
-        return _report.export.claims_frame(_report.render.all_claims(self), metrics)
+        return _report.export.claims_frame(_report.render.all_claims(self, family), metrics)
 
     def _repr_html_(self) -> str:
         """A notebook displays a study as its HTML report: tables and figures (figures need matplotlib)."""
@@ -140,7 +151,7 @@ def study(
       contenders: names (``"adam"``, ``"optax.adam"``, ``"all"``, ``"mxopt"``, ``"optax"``) or contenders
         (:func:`mxopt_jax.compare.contenders.contender` wraps any optax optimizer factory).
       plan: the protocol: a :class:`~mxopt_jax.compare.plan.Plan`, or a preset (``"quick"`` (default),
-        ``"full"`` or a :class:`protocol.Preset`) that the ``settings`` complete.
+        ``"full"`` or a :class:`presets.Preset`) that the ``settings`` complete.
       settings: any setting of a plan (:data:`mxopt_jax.compare.plan.SETTINGS`, checked by
         :class:`~mxopt_jax.compare.plan.Plan`): ``seeds`` and ``confirm_seeds`` (counts or lists), ``search``
         (``"grid"`` or ``"random"``), ``trials``, ``search_seed``, ``schedule`` (a name or a hook ``(peak,
@@ -173,7 +184,7 @@ def study(
     problem_list: list[Problem] = _problem_list(problems)
     check_settings(settings)
     plan, store, stored_spec, stored = _open(plan, settings, out, resume)
-    checks.check_host_devices()  # a configure_jax that came too late is said now
+    validation.check_host_devices()  # a configure_jax that came too late is said now
     problem_list = [_preset_target(p, plan.preset) for p in problem_list]
     problem_list, cs, restored = _union(problem_list, resolve(contenders), stored_spec, plan)
     order, jobs = _jobs(problem_list, cs, plan, stored, restored, store)
@@ -411,7 +422,7 @@ def _run_all(
         if store is not None:
             e.add_note(
                 f"The finished programs are saved in {str(store.root)!r}; continue the study with "
-                f"study(..., resume={str(store.root)!r}) (or {checks.resume_command(store.root)})."
+                f"study(..., resume={str(store.root)!r}) (or {files.resume_command(store.root)})."
             )
         raise
 
@@ -423,19 +434,19 @@ def _problem_list(problems: Any) -> list[Problem]:
 
     problems = [problems] if isinstance(problems, Problem | str) else problems
     if callable(problems) or not isinstance(problems, Sequence):
-        problems = [checks.problem_object(problems, Problem, PROBLEMS)]
+        problems = [validation.problem_object(problems, Problem, PROBLEMS)]
     named: list[Any] = []
     for p in problems:
         if isinstance(p, str):
             if p != "all" and p not in PROBLEMS:
-                raise ValueError(checks.unknown_name("problem", p, list(PROBLEMS), groups=("all",)))
+                raise ValueError(validation.unknown_name("problem", p, list(PROBLEMS), groups=("all",)))
             if p == "all":
                 named.extend(factory() for factory in PROBLEMS.values())
             else:
                 named.append(PROBLEMS[p]())
         else:
             named.append(p)
-    out = [checks.problem_object(p, Problem, PROBLEMS) for p in named]
+    out = [validation.problem_object(p, Problem, PROBLEMS) for p in named]
     if not out:
         raise ValueError("study: no problems given")
     names = [p.name for p in out]
@@ -482,15 +493,6 @@ def _groups(contenders: Sequence[Contender], group_by: str) -> list[list[Contend
     ]
 
 
-def _rel_diff(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    both_bad = ~np.isfinite(a) & ~np.isfinite(b)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        d = np.abs(a - b) / np.maximum(np.abs(a), np.abs(b))
-    d = np.where(both_bad | (a == b), 0.0, d)
-    return float(np.nanmax(np.where(np.isfinite(d), d, 1.0))) if d.size else 0.0
-
-
 def _has_matplotlib() -> bool:
     try:
         import matplotlib  # noqa: F401
@@ -503,11 +505,6 @@ def _preset_target(p: Problem, preset: Preset) -> Problem:
     """``p`` with its target for ``preset`` (:meth:`Problem.target_for`)."""
     target = p.target_for(preset.name)
     return p if target == p.target else dataclasses.replace(p, target=target)
-
-
-def _columns(names: Sequence[str], *configs: Mapping[str, float]) -> dict[str, np.ndarray]:
-    """Configurations as the columns a program takes (``names``: the hyperparameters it traces)."""
-    return {n: np.array([float(cfg[n]) for cfg in configs], np.float64) for n in names}
 
 
 def _run_jobs(
@@ -539,8 +536,7 @@ def _run_jobs(
             firsts = {c.name: tuning.first_pass(prog, i, studies) for i, c in enumerate(group)}
             if k + 1 < len(jobs):  # the first passes are timed alone; the next compile overlaps the rest
                 future = pool.submit(build, jobs[k + 1][0], jobs[k + 1][1])
-            work = _finish(prog, group, firsts, studies, tick)
-            result = dataclasses.replace(work[0], repeats=[w.records for w in work[1:]])
+            result = _finish(prog, group, firsts, studies, tick)
             now = time.perf_counter()
             if store is not None:
                 store.write_program(key, result, now - t_last)
@@ -562,48 +558,35 @@ def _finish(
     firsts: dict[str, list[Records]],
     studies: Sequence[Plan],
     tick: Callable[[str, float], None],
-) -> list[ProgramResult]:
+) -> ProgramResult:
     """Steps 2 to 4 of the module's docstring for every contender of ``prog`` and every study (``studies``: the
     plan of each; ``firsts[name]``: the contender's first pass, :func:`mxopt_jax.compare.tuning.first_pass`):
-    :func:`mxopt_jax.compare.tuning.tune` selects, extends and reports; the batching check runs in study 0.
-    One :class:`ProgramResult` per study."""
+    :func:`mxopt_jax.compare.tuning.tune` selects, extends and reports; the batching check
+    (:func:`mxopt_jax.compare.tuning.check_batching`) runs in study 0.
+    The program's work: study 0's records, the other studies' (``repeats``), every study's selections as the
+    tuning made them."""
     p = prog.problem
     plan = studies[0]
     n = len(studies)
     records: list[dict[str, dict[str, Records]]] = [{} for _ in range(n)]
-    chosen: list[dict[str, protocol.Selection]] = [{} for _ in range(n)]
+    made: list[dict[str, dict[str, Selection]]] = [{} for _ in range(n)]
     for i, c in enumerate(group):
         for k, tuned in enumerate(tuning.tune(prog, i, studies, first=firsts[c.name], tick=tick)):
             records[k][c.name] = tuned.records
-            chosen[k][c.name] = tuned.selection
-    batching: dict[str, float] = {}
-    if plan.check_batching != "none":
-        targets = (
-            group
-            if plan.check_batching == "all"
-            else [min(group, key=lambda c: float(np.min(p.direction.orient(chosen[0][c.name].scores))))]
-        )
-        for c in targets:
-            i, sel = group.index(c), chosen[0][c.name]
-            width = max(1, prog.capacity // len(plan.seeds))  # the chosen configuration in every slot
-            alone = prog.run(i, _columns(prog.tuned[c.name], *[sel.config] * width), plan.seeds, test=False)
-            batching[c.name] = _rel_diff(
-                alone.val[0, :, -1], records[0][c.name]["selection"].val[sel.index, :, -1]
-            )
-            tick(f"{p.name}: {c.name} (batching check)", 1)
-    return [
-        ProgramResult(
-            problem=p.name,
-            name=prog.name,
-            contenders=[c.name for c in group],
-            records=records[k],
-            batching=batching if k == 0 else {},
-            compile_s=prog.compile_s,
-            devices=prog.n_devices,
-            runs=prog.capacity,
-            steps=prog.steps,
-            platform=prog.platform,
-            processes=prog.processes,
-        )
-        for k in range(n)
-    ]
+            made[k][c.name] = tuned.selections
+    batching = tuning.check_batching(prog, group, made[0], records[0], plan, tick)
+    return ProgramResult(
+        problem=p.name,
+        name=prog.name,
+        contenders=[c.name for c in group],
+        records=records[0],
+        batching=batching,
+        compile_s=prog.compile_s,
+        devices=prog.n_devices,
+        runs=prog.capacity,
+        steps=prog.steps,
+        platform=prog.platform,
+        processes=prog.processes,
+        repeats=records[1:],
+        selections=made,
+    )

@@ -22,13 +22,13 @@ PROBLEM_NAMES = "tiny,tiny_sparse"
 
 
 def main(out: str, flags: list[str]) -> int:
-    from mxopt_jax.compare import cli, protocol
+    from mxopt_jax.compare import cli, presets
     from mxopt_jax.compare.problems import PROBLEMS
 
     PROBLEMS["tiny"] = mlp_problem
     PROBLEMS["tiny_sparse"] = sparse_problem
-    protocol.PRESETS["quick"] = dataclasses.replace(
-        protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=2
+    presets.PRESETS["quick"] = dataclasses.replace(
+        presets.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=2
     )
     argv = ["compare", "--problems", PROBLEM_NAMES, "--contenders", CONTENDERS, "--out", out, "--no-plots"]
     return cli.main([*argv, "--no-cache", *flags])

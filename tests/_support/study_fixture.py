@@ -32,10 +32,10 @@ def run_study(progress: Any = False) -> Any:
 
     from tiny_problems import mlp_problem
 
-    from mxopt_jax.compare import protocol
+    from mxopt_jax.compare import presets
     from mxopt_jax.compare.study import study
 
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
+    preset = dataclasses.replace(presets.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
     return study(
         mlp_problem(), ["sgd", "ccsgd"], preset, studies=2, extend=1, check_batching="all", progress=progress
     )
@@ -45,9 +45,9 @@ def numbers(s: Any) -> dict[str, Any]:
     """A study's numbers: ``{"records": {key: {field: value}}, "batching": {...}, "jax": version}``
     (JSON-ready; timings left out). The records are those of the fixture's roles: every selection run, and the
     runs the tables show (``"confirmation"``: the chosen configuration's report runs; ``"default"``: the default
-    configuration's), :func:`mxopt_jax.compare.result.shown`; the report runs at the other configurations,
+    configuration's), :func:`mxopt_jax.compare.tuning.shown`; the report runs at the other configurations,
     which the engine did not make when the fixture was written, are not in it."""
-    from mxopt_jax.compare.result import shown
+    from mxopt_jax.compare.tuning import shown
 
     records: dict[str, Any] = {}
     for sub in s.studies():

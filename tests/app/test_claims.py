@@ -79,7 +79,7 @@ def test_claims_in_sentences_under_each_table(one):
     assert " ".join(sentence.split()) in html
     # a table with no claim says so
     none = dataclasses.replace(table, claims=tuple(dataclasses.replace(x, better=None) for x in table.claims))
-    from mxopt_jax.compare.report.tables import claims_sentences
+    from mxopt_jax.compare.report.sentences import claims_sentences
 
     assert claims_sentences(none, "error %").endswith("no difference shown among the 4 entries.")
 
@@ -103,8 +103,8 @@ def test_claims_csv_and_frame_hold_every_tested_pair(two, tmp_path):
         for r in rows
         if (r["study"], r["problem"], r["mode"], r["a"], r["b"]) == ("0", "digits", "tuned", a, b)
     )
-    assert float(row["p"]) == pytest.approx(cmp.p[i, j]) and float(row["p_adjusted"]) == pytest.approx(
-        cmp.p_adjusted[i, j]
+    assert float(row["p"]) == pytest.approx(cmp.pvalue[i, j]) and float(row["p_adjusted"]) == pytest.approx(
+        cmp.pvalue_adjusted[i, j]
     )
     assert float(row["statistic"]) == pytest.approx(cmp.statistic[i, j]) and row["test"] == "wilcoxon"
     sel = {s.contender: s for s in table.selections}
@@ -171,15 +171,22 @@ def test_report_wide_family_and_the_overall_ranking(two, tmp_path, capsys):
         "The interval and P(best) are omitted: 3 problem(s) cannot support a bootstrap over problems"
         in " ".join(text.split())
     )
-    wide = Study.from_json(GOLDEN / "study.json").with_family("report")
-    tables = wide.analysis.all_tables()
+    study = Study.from_json(GOLDEN / "study.json")
+    table_wise = study.analysis
+    wide = study.analysis_for("report")
+    tables = wide.all_tables()
     # the report's whole family: every table's pairs and every pair of the tables across the studies
-    total = sum(t.pairs for t in tables) + sum(a.pairs for a in wide.analysis.across)
+    total = sum(t.pairs for t in tables) + sum(a.pairs for a in wide.across)
     assert total == 6 * 6 + 6 * 6 and all(t.comparison.comparison.family == total for t in tables)
-    assert all(a.family == total for a in wide.analysis.across)
-    assert all(c.family == total for c in wide.analysis.across_claims())
+    assert all(a.family == total for a in wide.across)
+    assert all(c.family == total for c in wide.across_claims())
+    # an analysis made for a family, beside the one per table: the finished result itself never changes
+    assert study.analysis is table_wise and study.analysis_for("report") is wide
+    assert all(t.comparison.comparison.family in (0, t.pairs) for t in study.analysis.all_tables())
     # the table's note says the family its claims were corrected in (not the table's 6 pairs)
-    assert f"Holm at 5 % over the report's {total} tests" in " ".join(render.format_study(wide).split())
+    assert f"Holm at 5 % over the report's {total} tests" in " ".join(
+        render.format_study(study, "report").split()
+    )
     per = {(t.problem, t.mode): t for t in two.analysis.all_tables()}
     for t in tables:  # never a claim the table alone did not make
         assert not (
@@ -192,4 +199,4 @@ def test_report_wide_family_and_the_overall_ranking(two, tmp_path, capsys):
         r["family"] for r in csv.DictReader((tmp_path / "claims.csv").open()) if r["study"] in ("0", "all")
     } == {str(total)}
     with pytest.raises(ValueError, match="family must be one of"):
-        Study.from_json(GOLDEN / "study.json").with_family("everything")
+        Study.from_json(GOLDEN / "study.json").analysis_for("everything")

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from mxopt_jax import compare
-from mxopt_jax.compare import checks, cli
+from mxopt_jax.compare import cli, validation
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_outputs import synthetic_study  # noqa: E402
@@ -106,7 +106,7 @@ def test_old_spellings_keep_working_with_a_notice(capsys):
 def test_a_refused_command_leaves_nothing_behind(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    monkeypatch.setattr(checks, "_HOST_DEVICES", None)
+    monkeypatch.setattr(validation, "_HOST_DEVICES", None)
     monkeypatch.setattr(cli, "configure_jax", lambda *a, **k: None)  # JAX is already up in this process
     assert cli.main(["compare", "--devices", "99", "--problems", "logreg"]) == 2
     assert "--devices" in capsys.readouterr().err
@@ -134,12 +134,21 @@ def test_report_re_renders_a_saved_study_without_touching_its_records(tmp_path, 
     assert cli.main(["report", str(tmp_path), "--no-plots"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(study.report().rstrip("\n")[:200])
+    # its own folder: the rendered files are replaced, and the command says so
+    assert "Replaced the rendered files of" in out and "--out DIR" in " ".join(out.split())
     assert (tmp_path / "report.txt").read_text() == study.report() + "\n"
     assert (tmp_path / "summary.csv").is_file() and (tmp_path / "report.html").is_file()
     assert {n: (tmp_path / n).read_bytes() for n in before} == before  # the records, unchanged
     other = tmp_path / "elsewhere"
     assert cli.main(["report", str(tmp_path / "study.json"), "--out", str(other), "--no-plots"]) == 0
     assert (other / "report.txt").read_text() == study.report() + "\n"
+    assert "Replaced" not in capsys.readouterr().out
+    # another family into a folder the user names: the saved folder's report is left as it was
+    kept = (tmp_path / "report.txt").read_bytes()
+    wide = tmp_path / "wide"
+    assert cli.main(["report", str(tmp_path), "--out", str(wide), "--no-plots", "--family", "report"]) == 0
+    assert (wide / "report.txt").read_text() == study.report("report") + "\n"
+    assert (tmp_path / "report.txt").read_bytes() == kept
     assert cli.main(["report", str(tmp_path / "nothing")]) == 2
     assert "no study.json at" in capsys.readouterr().err
 

@@ -19,7 +19,7 @@ import optax
 import pytest
 
 from mxopt_jax import compare
-from mxopt_jax.compare import checks, cli
+from mxopt_jax.compare import cli, files, validation
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.preflight import PreflightError
 from mxopt_jax.compare.problems import DEFAULT, PROBLEMS
@@ -35,7 +35,7 @@ TINY = dataclasses.replace(compare.PRESETS["quick"], grid_points=3, seeds=2, con
 def isolated(monkeypatch):
     """The command line's global settings (XLA_FLAGS, the cache, the host-device check) restored after."""
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    monkeypatch.setattr(checks, "_HOST_DEVICES", None)
+    monkeypatch.setattr(validation, "_HOST_DEVICES", None)
     return monkeypatch
 
 
@@ -84,7 +84,7 @@ def test_negative_extend(capsys):
 
 
 def test_devices_beyond_the_platform(isolated, tmp_path, capsys):
-    cores = checks.cpu_devices()
+    cores = validation.cpu_devices()
     assert cli.main(["compare", "--devices", "64", "--no-cache", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     if jax.default_backend() == "cpu":
@@ -101,16 +101,16 @@ def test_configure_jax_after_jax_started_warns(isolated):
     effect, and the study says so when it starts (JAX has no public way to tell earlier)."""
     have = len(jax.devices("cpu"))
     want = 1 if have != 1 else 2
-    if want > checks.cpu_devices():
+    if want > validation.cpu_devices():
         pytest.skip("needs two cores to ask for a count JAX does not have")
     cli.configure_jax(devices=want, cache=False)
     with pytest.warns(
         RuntimeWarning, match=rf"configure_jax\(devices={want}\) had no effect.*{have} CPU device"
     ):
-        checks.check_host_devices()
+        validation.check_host_devices()
     with warnings.catch_warnings():  # warned once, not at every study
         warnings.simplefilter("error")
-        checks.check_host_devices()
+        validation.check_host_devices()
 
 
 def test_help_lists_the_workloads_and_has_no_doubled_percent(capsys):
@@ -244,7 +244,9 @@ def test_an_optimizers_constructor_spelling_is_taken_as_its_name():
         C.mxopt_contender("adma")
     tour = cli.build_parser().parse_args(["tour", "--contenders", "group_adagrad"])
     assert tour.contenders == ["groupadagrad"]
-    assert checks.canonical_name("group_adagrad", ["adam"]) == "group_adagrad"  # only where the name is known
+    assert (
+        validation.canonical_name("group_adagrad", ["adam"]) == "group_adagrad"
+    )  # only where the name is known
 
 
 @pytest.mark.parametrize(
@@ -405,7 +407,7 @@ def test_a_full_disk_on_the_command_line_says_so_in_one_line(tmp_path, monkeypat
         f"1 finished program(s) are kept in {out / 'programs'}" in err
         and "no file was left half-written" in err
     )
-    assert err.endswith(checks.resume_command(out))
+    assert err.endswith(files.resume_command(out))
     assert not (out / "runs.csv").exists()
 
 

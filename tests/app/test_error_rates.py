@@ -12,8 +12,8 @@ being bounded; a rate bounded above by ``q`` is asserted ``<= q + 3 se`` (a true
 probability 0.13 %), a power bounded below by ``q`` is asserted ``>= q - 3 se``; a measured rate quoted in the
 docs is asserted within ``3 se`` of its quoted value.
 
-The simulations call the batched internals (:func:`mxopt_jax.compare.stats._decide`, the one
-:func:`~mxopt_jax.compare.stats.compare` runs on a batch of one), and each test checks on a few tables that the
+The simulations call the batched internals (:func:`mxopt_jax.compare.stats.pairwise._decide`, the one
+:func:`~mxopt_jax.compare.stats.pairwise.compare_configurations` runs on a batch of one), and each test checks on a few tables that the
 public functions give the same answer.
 """
 
@@ -26,8 +26,10 @@ import pytest
 import scipy.stats
 
 from mxopt_jax.compare import analysis as A
-from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare import selection
 from mxopt_jax.compare import stats as S
+from mxopt_jax.compare.analysis import comparison, overall
+from mxopt_jax.compare.stats import multiple, paired, pairwise
 
 LEVEL = 0.05
 
@@ -42,9 +44,9 @@ def _null(rng, n, C, seeds, noise="normal", seed_effect=5.0):
 
 
 def _claims(values, test="wilcoxon", level=LEVEL):
-    """``better`` ``(n, C, C)`` of every table of a batch, as :func:`~mxopt_jax.compare.stats.compare`."""
+    """``better`` ``(n, C, C)`` of every table of a batch, as :func:`~mxopt_jax.compare.stats.pairwise.compare_configurations`."""
     n, C, _ = values.shape
-    better = S._decide(values, np.ones((n, C), bool), level, test, 0.0, S.ROUNDING_RTOL)[0]
+    better = pairwise._decide(values, np.ones((n, C), bool), level, test, 0.0, S.ROUNDING_RTOL)[0]
     return better
 
 
@@ -83,7 +85,7 @@ def test_null_tables_claim_at_most_the_level(C, seeds, test, noise):
     # what the tables print reads only these claims: the letters differ, or a rank set is narrower than
     # [1, C], exactly in the tables with a claim (checked through the public function on 100 tables)
     for k in range(100):
-        cmp = S.compare(values[k], test=test)
+        cmp = S.compare_configurations(values[k], test=test)
         np.testing.assert_array_equal(cmp.better, better[k])
         narrow = (cmp.rank_low > 1) | (cmp.rank_high < C)
         assert narrow.any() == any_claim[k] == (len(set(cmp.letters)) > 1)
@@ -148,7 +150,7 @@ def test_overall_ranking_is_calibrated_under_the_null(seeds):
     for k in range(n):
         values = _null(rng, problems, C, seeds)
         better = _claims(values)
-        low, high = S._rank_sets(better, np.ones((problems, C), bool))
+        low, high = pairwise._rank_sets(better, np.ones((problems, C), bool))
         res = S.bootstrap_problems(0.5 * (low + high), names, n_boot=200, seed=k)
         disjoint = res.high[:, None] < res.low[None, :]
         called += bool(disjoint.any() or (res.p_first >= 0.95).any())
@@ -181,8 +183,8 @@ def _studies(rng, n, N, C, luck, effect=0.0, seeds=10):
 
 def _across(values, test="wilcoxon", level=LEVEL):
     """Per repetition: the per-study claims ``(N, C, C)``, the replicated ones and the across-studies test's
-    (:func:`mxopt_jax.compare.protocol._study_level` on each study's median paired difference, the rounding
-    margin applied seed by seed, as :func:`~mxopt_jax.compare.protocol.across_studies`), all repetitions at
+    (:func:`mxopt_jax.compare.analysis.across._study_level` on each study's median paired difference, the rounding
+    margin applied seed by seed, as :func:`~mxopt_jax.compare.analysis.across.across_studies`), all repetitions at
     once."""
     n, N, C, seeds = values.shape
     per_study = _claims(values.reshape(n * N, C, seeds)).reshape(n, N, C, C)
@@ -193,11 +195,13 @@ def _shown(values, test="wilcoxon", level=LEVEL):
     """The across-studies claims ``(n, C, C)`` of ``n`` repetitions of ``N`` studies ``(n, N, C, seeds)``."""
     n, N, C, seeds = values.shape
     i, j = np.triu_indices(C, 1)
-    d, _ = S._rounded(values[:, :, i], values[:, :, j], S.ROUNDING_RTOL)  # (n, N, pairs, seeds)
+    d, _ = paired.rounded_differences(
+        values[:, :, i], values[:, :, j], S.ROUNDING_RTOL
+    )  # (n, N, pairs, seeds)
     effects = np.moveaxis(np.median(d, axis=-1), 1, -1).reshape(-1, N)  # (n * pairs, N)
-    pl, pg = S._pair_tails(effects, test, 0.0)
+    pl, pg = paired.one_sided(effects, test, 0.0)
     p = np.minimum(1.0, 2 * np.minimum(pl, pg)).reshape(n, -1)
-    sig = S._holm(p) <= level
+    sig = multiple.holm_adjusted(p) <= level
     lower, higher = (pl < pg).reshape(n, -1), (pg < pl).reshape(n, -1)
     shown = np.zeros((n, C, C), bool)
     shown[:, i, j], shown[:, j, i] = sig & lower, sig & higher
@@ -222,7 +226,7 @@ def _old_shown(values, level=LEVEL):
     i, j = np.triu_indices(C, 1)
     medians = np.moveaxis(np.median(values[:, :, i] - values[:, :, j], axis=-1), 1, -1)  # (n, pairs, N)
     mean, p = _student(medians)
-    return (S._holm(p) <= level) & (mean != 0)
+    return (multiple.holm_adjusted(p) <= level) & (mean != 0)
 
 
 def _selections(values, rep):
@@ -233,7 +237,7 @@ def _selections(values, rep):
         sels = []
         for c in range(C):
             v = values[rep, s, c]
-            base = P.Selection(
+            base = selection.Selection(
                 contender=f"c{c}", problem="p", mode="tuned", lrs=np.array([0.01]), index=0, lr=0.01,
                 scores=np.zeros(1), val_final=v, val_mean=float(v.mean()), val_ci=0.0, test=v,
                 test_mean=float(v.mean()), test_ci=S.ci_halfwidth(v), best_val=v, best_val_mean=float(v.mean()),
@@ -373,14 +377,14 @@ def test_across_studies_power_on_the_tuned_discrete_metric():
 def _report_claims(values, family):
     """Per report ``(n, T, C, S)``: the claims ``(n, T, C, C)`` with Holm per table or over the report."""
     n, T, C, S_ = values.shape
-    pt = S._pair_tests(
+    pt = pairwise._pair_tests(
         values.reshape(n * T, C, S_), np.ones((n * T, C), bool), "wilcoxon", 0.0, S.ROUNDING_RTOL
     )
     if family == "table":
-        adj = S._holm(pt.p)
+        adj = multiple.holm_adjusted(pt.p)
     else:
-        adj = S._holm(pt.p.reshape(n, -1)).reshape(n * T, -1)
-    better, _, _ = S._square(pt, adj, LEVEL, C)
+        adj = multiple.holm_adjusted(pt.p.reshape(n, -1)).reshape(n * T, -1)
+    better, _, _ = pairwise._square(pt, adj, LEVEL, C)
     return better.reshape(n, T, C, C)
 
 
@@ -388,7 +392,7 @@ def test_report_wide_family_holds_the_level_for_the_report():
     """Issue 40, item 3: with a family per table, a report of 9 null tables (5 contenders, 16 seeds) carries some
     false claim in 27 % of the reports (measured, n = 400; about 1 - 0.965^9), and the overall ranking built on
     them gives someone P(best) >= 0.5 in 23 %; one Holm family over the report (``--family report``,
-    :func:`~mxopt_jax.compare.protocol.report_family`) holds both at the level (3.3 %, 3.3 %)."""
+    :func:`~mxopt_jax.compare.analysis.comparison.report_family`) holds both at the level (3.3 %, 3.3 %)."""
     rng = np.random.default_rng(700)
     n, T, C = 400, 9, 5
     values = _null(rng, n * T, C, 16).reshape(n, T, C, 16)
@@ -399,7 +403,7 @@ def test_report_wide_family_holds_the_level_for_the_report():
         any_claim = better.any(axis=(1, 2, 3))
         high = 0
         for k in np.flatnonzero(any_claim):
-            low, hi = S._rank_sets(better[k], np.ones((T, C), bool))
+            low, hi = pairwise._rank_sets(better[k], np.ones((T, C), bool))
             res = S.bootstrap_problems(0.5 * (low + hi), names, n_boot=200, seed=int(k))
             high += bool((res.p_first >= 0.5).any())
         rates[family] = (any_claim.mean(), high / n)
@@ -407,14 +411,14 @@ def test_report_wide_family_holds_the_level_for_the_report():
     assert rates["report"][0] <= _upper(LEVEL, n) and rates["report"][1] <= _upper(LEVEL, n)
     # the public path: report_family gives the same claims
     sels = [[_sel(values[0, t, c], f"c{c}", f"p{t}") for c in range(C)] for t in range(T)]
-    tables = P.report_family([P.compare_table(s) for s in sels], "report")
+    tables = comparison.report_family([comparison.compare_table(s) for s in sels], "report")
     for t, table in enumerate(tables):
         np.testing.assert_array_equal(table.comparison.better, _report_claims(values[:1], "report")[0, t])
         assert table.comparison.family == T * 10
 
 
 def _sel(v, name, problem="p"):
-    return P.Selection(
+    return selection.Selection(
         contender=name, problem=problem, mode="tuned", lrs=np.array([0.01]), index=0, lr=0.01, scores=np.zeros(1),
         val_final=v, val_mean=0.0, val_ci=0.0, test=v, test_mean=float(np.mean(v)), test_ci=0.0, best_val=v,
         best_val_mean=0.0, steps_to_target=np.full(len(v), np.inf), time_to_target=math.inf, reached=0,
@@ -431,7 +435,7 @@ def test_the_ranking_interval_needs_nine_problems(probs):
     problem is drawn from ``probs`` over 1..5 (spread, skewed, uniform, bimodal), covers its mean rank over
     problems (95 % nominal; n = 4000) in 83 %, 49 %, 69 %, 50 % of the draws with 2 problems, 87 %, 87 %, 87 %,
     92 % with 5, 90 %, 89 %, 92 %, 92 % with 8 and 90-93 % from 9 on: the report shows the interval and P(best)
-    from :data:`~mxopt_jax.compare.protocol.MIN_PROBLEMS` = 9 problems on, and says why not below."""
+    from :data:`~mxopt_jax.compare.analysis.overall.MIN_PROBLEMS` = 9 problems on, and says why not below."""
     rng = np.random.default_rng(800)
     support = np.arange(1.0, 6.0)
     p = np.array(probs)
@@ -450,9 +454,9 @@ def test_the_ranking_interval_needs_nine_problems(probs):
     res = S.bootstrap_problems(r[:1].T, ["x"], n_boot=B, seed=1)
     assert res.low[0] <= res.mean_rank[0] <= res.high[0]
     assert (
-        P.ranking_omitted(8, "report")
-        and P.ranking_omitted(9, "table")
-        and not P.ranking_omitted(9, "report")
+        overall.ranking_omitted(8, "report")
+        and overall.ranking_omitted(9, "table")
+        and not overall.ranking_omitted(9, "report")
     )
 
 
@@ -471,13 +475,13 @@ def test_one_diverged_seed_is_in_the_power_note_and_divergences_are_compared():
         values[:, 0, 0] = np.inf  # diverged on one seed
         shown = _claims(values)[:, 0, 1:].mean()
         assert shown <= most, (C, shown)
-    table = P.compare_table([_sel(values[0, c], f"c{c}") for c in range(5)])
+    table = comparison.compare_table([_sel(values[0, c], f"c{c}") for c in range(5)])
     assert "c0 diverged on 1 of 16 seeds" in table.power_note() and "17 seeds" in table.power_note()
     assert table.divergence is not None and list(table.divergence.diverged) == [1, 0, 0, 0, 0]
     assert table.divergence_claims() == []  # 1 seed against 0: nothing shown
     v = values[0, :5].copy()
     v[1, :10] = np.inf  # c1 diverged on 10 of 16 seeds: shown to diverge more often than the others
-    table = P.compare_table([_sel(v[c], f"c{c}") for c in range(5)])
+    table = comparison.compare_table([_sel(v[c], f"c{c}") for c in range(5)])
     claims = {(a, b) for a, b, _ in table.divergence_claims()}
     assert {("c2", "c1"), ("c3", "c1"), ("c4", "c1")} <= claims and ("c0", "c1") in claims
 
@@ -499,7 +503,7 @@ def test_paired_t_option_on_a_discrete_metric_holds_the_level():
             assert rate == 0.0
         i, j = np.triu_indices(C, 1)
         mean, p = _student(values[:, i] - values[:, j])  # the former rule: Student's t, sd = 0 -> p = 0
-        old = ((S._holm(p) <= LEVEL) & (mean != 0)).any(axis=-1).mean()
+        old = ((multiple.holm_adjusted(p) <= LEVEL) & (mean != 0)).any(axis=-1).mean()
         if seeds == 2:
             assert old > 0.3, old
 
@@ -564,11 +568,11 @@ def _searched(
 def _search_claims(chosen, grids, level=LEVEL):
     """``better`` ``(n, C, C)`` of every table of a batch, as :func:`~mxopt_jax.compare.stats.compare_searches`
     decides (its batched internals)."""
-    one, _, _ = S._search_tests(chosen, grids, "wilcoxon", 0.0, S.ROUNDING_RTOL)
+    one, _, _ = pairwise._search_tests(chosen, grids, "wilcoxon", 0.0, S.ROUNDING_RTOL)
     n, C, _ = chosen.shape
     i, j = np.triu_indices(C, 1)
     p = np.minimum(1.0, 2 * np.minimum(one[:, i, j], one[:, j, i]))
-    significant = S._holm(p) <= level
+    significant = multiple.holm_adjusted(p) <= level
     better = np.zeros((n, C, C), bool)
     better[:, i, j] = significant & (one[:, i, j] < one[:, j, i])
     better[:, j, i] = significant & (one[:, j, i] < one[:, i, j])
@@ -660,7 +664,7 @@ def test_a_search_claim_is_a_claim_at_the_chosen_configurations_too():
     search = _search_claims(chosen, grids)
     one_sided = np.zeros_like(search)
     for t in range(len(chosen)):
-        one_sided[t] = S.compare(chosen[t]).better
+        one_sided[t] = S.compare_configurations(chosen[t]).better
     # the Holm thresholds are the same and every pair's p-value at least the chosen configurations' one
     assert search.any() and not (search & ~one_sided).any()
     assert search.sum() < one_sided.sum()

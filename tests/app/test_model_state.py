@@ -162,7 +162,7 @@ def test_steps_to_target_honours_the_direction():
 
 
 def test_records_count_steps_to_a_higher_is_better_target(bn_group):
-    """The engine's records read ``problem.sign``: with ``better="higher"`` a target is reached from below (the
+    """The engine's records read ``problem.direction``: with ``better="higher"`` a target is reached from below (the
     same compiled program; only the records' reading of its metric changes)."""
     lower = bn_group.run(0, {"learning_rate": [0.03]}, [0, 1])
     target = float(np.median(lower.val))

@@ -17,7 +17,7 @@ import pytest
 
 from mxopt_jax.compare import analysis as A
 from mxopt_jax.compare import contenders as C
-from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare import presets, selection, stats
 from mxopt_jax.compare.analysis import analyse
 from mxopt_jax.compare.plan import Plan
 from mxopt_jax.compare.problems.base import Problem
@@ -83,7 +83,7 @@ def synthetic_study(
         _problem("logreg", "logistic regression", "log-loss", 0.15),
     ]
     cs = C.resolve(list(names))
-    preset = dataclasses.replace(P.PRESETS["quick"], grid_points=7, seeds=5, confirm_seeds=6)
+    preset = dataclasses.replace(presets.PRESETS["quick"], grid_points=7, seeds=5, confirm_seeds=6)
     plan = Plan(preset, tuple(range(5)), tuple(range(1000, 1006)), studies=studies)
     results = []
     for p in problems:
@@ -104,7 +104,7 @@ def synthetic_study(
                         rng,
                         diverge,
                     )
-                    chosen = P.select(sel, p)
+                    chosen = selection.select(sel, p)
                     both = _records(
                         p, c.name, family, [chosen.lr, c.default_lr], confirm, "confirmation", c.default_lr, rng,
                         diverge,
@@ -313,7 +313,7 @@ def test_sensitivity_band_is_the_tables_interval_and_edges_are_marked(synthetic)
     adam = next(r for r in recs if r.contender == "adam")
     final = adam.val[:, :, -1]
     final = final[np.isfinite(final).all(axis=1)]
-    half = np.array([P.ci_halfwidth(v) for v in final])
+    half = np.array([stats.ci_halfwidth(v) for v in final])
     band = ax.collections[0].get_paths()[0].vertices[:, 1]  # adam is drawn first: the first band is its
     for end in (
         *(final.mean(1) - half),
@@ -428,6 +428,6 @@ def test_contenders_identical_in_every_study_are_one_entry_across_them():
     assert "optax.adam" not in both.names and both.identical == {"adam": ["optax.adam"]}
     one = A.across_studies(tables, [{"adam": ["optax.adam"]}, {}])  # identical in one study only: two entries
     assert "optax.adam" in one.names and one.identical == {}
-    from mxopt_jax.compare.report import tables as T
+    from mxopt_jax.compare.report.tables import format_across_table
 
-    assert "adam (= optax.adam)" in T.format_across(both, "error %")
+    assert "adam (= optax.adam)" in format_across_table(both, "error %")

@@ -25,11 +25,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mxopt_jax.compare import protocol as P
-from mxopt_jax.compare import stats
-from mxopt_jax.compare.analysis import analyse, analyse_table
+from mxopt_jax.compare import selection, stats
+from mxopt_jax.compare.analysis import analyse, analyse_table, comparison, overall
+from mxopt_jax.compare.direction import LOWER
 from mxopt_jax.compare.records import Records
-from mxopt_jax.compare.report import export, tables
+from mxopt_jax.compare.report import cells as cell
+from mxopt_jax.compare.report import export, guides, tables
 
 PROBLEM = SimpleNamespace(
     name="toy",
@@ -40,6 +41,7 @@ PROBLEM = SimpleNamespace(
     steps=100,
     quick_steps=40,
     batch_size=8,
+    direction=LOWER,
 )
 EVAL_STEPS = np.array([10, 20, 30, 40])
 
@@ -63,7 +65,7 @@ def _records(name, val_final, test_final, seeds, lrs, role, stt=None) -> Records
     )
 
 
-def contender(name: str, test, *, mode: str = "tuned", stt=None, corrupt=None) -> P.Selection:
+def contender(name: str, test, *, mode: str = "tuned", stt=None, corrupt=None) -> selection.Selection:
     """One contender's selection, made the way a study makes it: 3 rates on 2 selection seeds (the middle
     one chosen), then the chosen rate on fresh seeds 1000, 1001, ... whose final test metric is ``test``
     (``mode="one-shot"``: the default rate alone on those seeds). ``corrupt=(field, seed, point)`` puts a
@@ -80,11 +82,11 @@ def contender(name: str, test, *, mode: str = "tuned", stt=None, corrupt=None) -
         conf = dataclasses.replace(conf, **{field: arr})
         conf.diverged_at = np.full((1, len(test)), np.inf)  # as if nothing had flagged it
     if mode == "one-shot":
-        return P.select(dataclasses.replace(conf, role="default"), PROBLEM)
+        return selection.select(dataclasses.replace(conf, role="default"), PROBLEM)
     grid = _records(
         name, [[2.0, 2.0], [1.0, 1.0], [3.0, 3.0]], np.ones((3, 2)), [0, 1], [1e-3, 1e-2, 1e-1], "selection"
     )
-    return P.select(grid, PROBLEM, confirmation=conf)
+    return selection.select(grid, PROBLEM, confirmation=conf)
 
 
 def _rows(text: str) -> list[list[str]]:
@@ -171,7 +173,7 @@ def every_rank(sels, identical=None) -> list[dict[str, str]]:
 def claims(sels) -> set[tuple[str, str]]:
     """Every (better, worse) the problem's table implies, read from its letters and rank sets: two contenders
     with no letter in common differ, the one whose rank set lies lower (or is shown better) being better."""
-    table = P.compare_table(sels)
+    table = comparison.compare_table(sels)
     out = set()
     for a in table.entries:
         for b in table.entries:
@@ -220,7 +222,7 @@ def test_wide_one_shot_result_does_not_tie_for_first_with_a_consistent_one():
     wide = [10.9, 12.8, 20.5, 61.1, 74.7]
     x = contender("wide", wide, mode="one-shot")
     y = contender("consistent", consistent, mode="one-shot")
-    assert tables.fmt_mean_ci(x.test_mean, x.test_ci) == "36 ± 37"
+    assert cell.fmt_mean_ci(x.test_mean, x.test_ci) == "36 ± 37"
     # 5 seeds cannot show anything with an exact test (smallest p-value 2/32): a shared group, and the table
     # says why
     assert table_groups([x, y]) == {"wide": "a", "consistent": "a"}
@@ -251,7 +253,7 @@ def test_equal_means_are_not_one_and_two_without_a_significant_difference():
     nadam = 2.3604 + 0.5731 * w  # ± 0.41
     best = 1.95 + 0.07 * z  # ± 0.05, better than adam on every seed
     sels = [contender("adam", adam), contender("nadam", nadam), contender("best", best)]
-    shown = {s.contender: tables.fmt_mean_ci(s.test_mean, s.test_ci) for s in sels}
+    shown = {s.contender: cell.fmt_mean_ci(s.test_mean, s.test_ci) for s in sels}
     assert shown["adam"] == "2.36 ± 0.30" and shown["nadam"] == "2.36 ± 0.41"
     old = _overlap_rank(sels)
     assert (old["nadam"], old["adam"]) == (1, 2)  # the old rule: the noisier one ranked first
@@ -335,12 +337,12 @@ def test_a_diverged_report_seed_is_reported_and_ranked_as_a_lost_seed(field, see
     assert bad.test[seed] == math.inf and bad.diverged_chosen == 1 and bad.test_mean == math.inf
     cells = table_cells(sels, names[victim])
     finite = np.delete(values[victim], seed)
-    assert cells[3] == tables.fmt_mean_ci(finite.mean(), stats.ci_halfwidth(finite)) + " (9/10 finite)"
+    assert cells[3] == cell.fmt_mean_ci(finite.mean(), stats.ci_halfwidth(finite)) + " (9/10 finite)"
     assert "diverged" not in cells[4].split("[")[0]  # the median of ten seeds, one diverged: a number
     assert cells[11] == "1/10"  # diverged report seeds
     # alpha < gamma < beta by 0.5 on every seed: shown between the two others; the victim lost one seed, so
     # a contender it beats on the nine others is never shown better than it
-    table = P.compare_table(sels)
+    table = comparison.compare_table(sels)
     order = ["alpha", "gamma", "beta"]
     v = names[victim]
     for i, a in enumerate(order):
@@ -359,7 +361,7 @@ def test_table_notes_state_the_interval_and_the_test():
     pairs, its margin) in its reference line."""
     sels = [contender("a", STABLE), contender("b", UNSTABLE)]
     analysis = analyse(sels)
-    guide = " ".join(tables.how_to_read(analysis).split())
+    guide = " ".join(guides.how_to_read(analysis).split())
     for phrase in (
         "half-width of the 95% Student-t interval of the mean",
         "can reach past the metric's range",
@@ -443,7 +445,7 @@ def test_overall_table_shows_the_bootstrap_interval_and_p_best():
     assert rows["a"][1:4] == ["1.00", "[1.00, 1.00]", "1.00"] and sets["a"][1:] == ["1"] * 9
     assert rows["b"][1:4] == ["2.50", "[2.50, 2.50]", "0.00"] and sets["c"][1] == "2-3"
     assert sum(float(r[3]) for r in rows.values()) == pytest.approx(1.0)
-    flat = " ".join(tables.how_to_read(analyse(every)).split())  # the columns, explained once
+    flat = " ".join(guides.how_to_read(analyse(every)).split())  # the columns, explained once
     assert "1000 resamples of the problems" in flat and "nothing re-tested" in flat
     assert "numpy seed 0" in flat and "Neither claims a difference that no table's test showed" in flat
     assert "a majority of the selection seeds" in flat and "read from the selection runs" in flat
@@ -468,7 +470,7 @@ def test_profile_and_time_to_target_in_the_tables():
     shot_a = contender("a", five, mode="one-shot", stt=stt_fast)
     shot_b = contender("b", np.add(five, 0.1), mode="one-shot", stt=stt_slow)
     assert shot_a.fastest_time == 20 and shot_b.fastest_time == 60
-    scores = P.profile_scores({"toy": [shot_a, shot_b]})
+    scores = overall.analyse_profile({"toy": [shot_a, shot_b]}).scores
     assert scores == {"a": 1.0, "b": pytest.approx((4 - 3) / 3)}
     cells = table_cells([shot_a, shot_b], "b")
     assert (
@@ -477,7 +479,7 @@ def test_profile_and_time_to_target_in_the_tables():
     ms = shot_b.ms_per_step
     value, unit = cells[8].split()
     assert unit == "ms" and float(value) == pytest.approx(60 * ms, rel=0.05)  # time = steps x ms/step
-    assert tables._fmt_seconds(2000, 1.0) == "2.0 s" and tables._fmt_seconds(math.inf, 1.0) == "—"
+    assert cell.fmt_seconds(2000, 1.0) == "2.0 s" and cell.fmt_seconds(math.inf, 1.0) == "—"
     del a, b
 
 
@@ -519,7 +521,7 @@ def test_a_consistent_but_negligible_difference_does_not_separate_ranks():
     rng = np.random.default_rng(0)
     base = 0.0819 + 0.0013 * rng.normal(size=10)
     twins = [contender("adam", base), contender("optax.adam", base * (1 + 3e-6))]
-    assert stats.wilcoxon(twins[0].test, twins[1].test).p == 2 / 2**10  # the test alone would split them
+    assert stats.wilcoxon(twins[0].test, twins[1].test).pvalue == 2 / 2**10  # the test alone would split them
     for ranks in every_rank(twins):
         assert ranks == {"adam": "1-2", "optax.adam": "1-2"}, ranks
     apart = [contender("adam", base), contender("slower", base + 0.5 * base.std(ddof=1))]

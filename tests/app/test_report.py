@@ -12,12 +12,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from mxopt_jax.compare import figures, serialize
-from mxopt_jax.compare import protocol as P
-from mxopt_jax.compare.analysis import analyse, analyse_table, mean_band
+from mxopt_jax.compare import presets, selection, serialize, style
+from mxopt_jax.compare.analysis import analyse, analyse_table, mean_band, overall
 from mxopt_jax.compare.contenders import FAMILY_ORDER
+from mxopt_jax.compare.direction import LOWER
 from mxopt_jax.compare.records import Records
-from mxopt_jax.compare.report import export, plots, tables
+from mxopt_jax.compare.report import cells as cell
+from mxopt_jax.compare.report import export, guides, layout, plots, tables
 from mxopt_jax.compare.report.text import describe
 
 MXOPT = (
@@ -51,6 +52,7 @@ def problem(name: str = "digits_mlp") -> SimpleNamespace:
         steps=400,
         quick_steps=200,
         batch_size=64,
+        direction=LOWER,
     )
 
 
@@ -125,8 +127,8 @@ def study():
     recs = synthetic_records()
     one = synthetic_records(one_shot=True)
     known = {p.name: p for p in problems_list()}
-    tuned = [P.select(r, known[r.problem]) for r in recs]
-    shot = [P.select(r, known[r.problem]) for r in one]
+    tuned = [selection.select(r, known[r.problem]) for r in recs]
+    shot = [selection.select(r, known[r.problem]) for r in one]
     return SimpleNamespace(
         records=recs, one_shot_records=one, tuned=tuned, one_shot=shot, problems=problems_list()
     )
@@ -137,7 +139,7 @@ GROUPS = {"sgd": ["lbsgd", "ccsgd", "test"]}  # identity travels as data (a stud
 
 
 def test_identical_label():
-    assert tables.label("sgd", GROUPS) == "sgd (= lbsgd, ccsgd, test)"
+    assert cell.label("sgd", GROUPS) == "sgd (= lbsgd, ccsgd, test)"
 
 
 def _rows(text: str) -> list[str]:
@@ -180,19 +182,19 @@ def test_problem_table_marks_edges_and_ranks_in_order(study):
     text = tables.format_problem(analyse_table([low, high, inner]), p)
     assert f"{low.lr:.3g}<" in text and f"{high.lr:.3g}>" in text
     # the marks are explained once, in "How to read these tables", when a table has them
-    assert "smallest / largest of its grid" in tables.how_to_read(analyse([low, high, inner]))
+    assert "smallest / largest of its grid" in guides.how_to_read(analyse([low, high, inner]))
     sets = [r.split()[0].split("-") for r in _rows(text)]
     ranks = [(int(x[0]), int(x[-1])) for x in sets]  # rank sets "2" or "1-3": rows in their order
     assert ranks == sorted(ranks) and all(lo <= hi for lo, hi in ranks)
-    assert "smallest / largest" not in tables.how_to_read(analyse([inner]))
+    assert "smallest / largest" not in guides.how_to_read(analyse([inner]))
 
 
 def test_mean_ci_format():
-    assert tables.fmt_mean_ci(3.4213, 0.3127) == "3.42 ± 0.31"
-    assert tables.fmt_mean_ci(12.0, 3.2) == "12.0 ± 3.2"
-    assert tables.fmt_mean_ci(0.9312, 0.0041) == "0.9312 ± 0.0041"
-    assert tables.fmt_mean_ci(math.inf, math.nan) == "diverged"
-    assert tables.fmt_mean_ci(1.5, math.nan) == "1.5"
+    assert cell.fmt_mean_ci(3.4213, 0.3127) == "3.42 ± 0.31"
+    assert cell.fmt_mean_ci(12.0, 3.2) == "12.0 ± 3.2"
+    assert cell.fmt_mean_ci(0.9312, 0.0041) == "0.9312 ± 0.0041"
+    assert cell.fmt_mean_ci(math.inf, math.nan) == "diverged"
+    assert cell.fmt_mean_ci(1.5, math.nan) == "1.5"
 
 
 def test_overall_and_modes_tables(study):
@@ -243,13 +245,13 @@ def test_summary_csv(study, tmp_path):
 
 
 def test_json_round_trip(study, tmp_path):
-    protocol_text = describe(P.PRESETS["quick"], study.problems, list(MXOPT + OPTAX))
+    protocol_text = describe(presets.PRESETS["quick"], study.problems, list(MXOPT + OPTAX))
     doc = {
         "records": study.records[:30] + study.one_shot_records[:30],
         "selections": study.tuned[:30] + study.one_shot[:30],
         "protocol": protocol_text,
         "preset": "quick",
-        "presets": P.PRESETS,
+        "presets": presets.PRESETS,
         "timings": {"total_s": 12.5, "compile_s": {"adam": 2.5}},
     }
     path = serialize.write_document(tmp_path / "study.json", doc)
@@ -258,9 +260,9 @@ def test_json_round_trip(study, tmp_path):
     back = serialize.read_document(path)
     assert export.records_equal(back["records"], doc["records"])
     assert back["protocol"] == protocol_text and back["preset"] == "quick"
-    assert back["presets"]["full"] == P.PRESETS["full"]
+    assert back["presets"]["full"] == presets.PRESETS["full"]
     for a, b in zip(back["selections"], doc["selections"], strict=True):
-        for f in dataclasses.fields(P.Selection):
+        for f in dataclasses.fields(selection.Selection):
             u, v = getattr(a, f.name), getattr(b, f.name)
             if isinstance(v, np.ndarray):
                 np.testing.assert_array_equal(u, v)
@@ -270,7 +272,7 @@ def test_json_round_trip(study, tmp_path):
                 assert u == v, f.name
     # re-selecting the reloaded records gives the same choices
     known = {p.name: p for p in study.problems}
-    again = [P.select(r, known[r.problem]) for r in back["records"][:30]]
+    again = [selection.select(r, known[r.problem]) for r in back["records"][:30]]
     assert [s.index for s in again] == [s.index for s in study.tuned[:30]]
 
 
@@ -280,7 +282,7 @@ def test_plots_save_pngs(study, tmp_path):
     identical = GROUPS
     few = [r for r in study.records if r.contender in ("adam", "sgd", "optax.adam") and r.problem == "logreg"]
     known = {p.name: p for p in study.problems}
-    chosen = [P.select(r, known[r.problem]) for r in few]
+    chosen = [selection.select(r, known[r.problem]) for r in few]
     paths = plots.save_all(tmp_path / "few", plots.draw_all(study.problems[-1], few, chosen))
     # more than eight contenders shown: one panel per family (here four), duplicates folded into sgd's line
     many = (
@@ -339,7 +341,7 @@ def _assembled(records: list[Records], problems, search: str = "grid", trials: i
     for p in problems:
         per = {}
         for r in (r for r in records if r.problem == p.name):
-            chosen = P.select(r, known[p.name])
+            chosen = selection.select(r, known[p.name])
             per[r.contender] = {
                 "selection": r,
                 "confirmation": dataclasses.replace(r.take(chosen.index), role="confirmation"),
@@ -347,7 +349,9 @@ def _assembled(records: list[Records], problems, search: str = "grid", trials: i
             }
         results.append(ProgramResult(p.name, p.name, list(per), per, {}, 1.0, 1, 35, 200))
     names = list(dict.fromkeys(r.contender for r in records))
-    plan = Plan(P.PRESETS["quick"], tuple(range(5)), tuple(range(1000, 1005)), search=search, trials=trials)
+    plan = Plan(
+        presets.PRESETS["quick"], tuple(range(5)), tuple(range(1000, 1005)), search=search, trials=trials
+    )
     return Study.assemble(plan, problems, C.resolve(names), results)
 
 
@@ -370,7 +374,7 @@ def test_protocol_prints_each_workloads_grid_as_it_ran():
     )
     assert "ran 7 or 11 rates" in " ".join(text.split())
     # the same from describe, given one grid for every problem (a custom study)
-    flat = describe(P.PRESETS["quick"], probs, ["sgd"], {"sgd": np.array([0.01, 0.1])})
+    flat = describe(presets.PRESETS["quick"], probs, ["sgd"], {"sgd": np.array([0.01, 0.1])})
     assert "  sgd  2 rates 0.01 .. 0.1" in flat
 
 
@@ -381,7 +385,7 @@ def test_curves_legend_of_each_panel_names_its_contenders_and_rates():
     pytest.importorskip("matplotlib")
     probs = [problem("digits_mlp"), problem("logreg")]
     recs = [r for r in synthetic_records(("adam", "sgd"), [PROBLEMS[0], PROBLEMS[-1]])]
-    sels = [P.select(r, next(p for p in probs if p.name == r.problem)) for r in recs]
+    sels = [selection.select(r, next(p for p in probs if p.name == r.problem)) for r in recs]
     fig = plots.plot_curves(probs, recs, sels)
     panels = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in panels] == ["digits_mlp", "logreg"]
@@ -413,7 +417,7 @@ def test_sensitivity_plot_marks_and_counts_trials_above_its_axis():
                 hparams={"wd": rng.uniform(0, 1e-3, len(r.lrs))},
             )
         )
-    sels = [P.select(r, p) for r in trials]
+    sels = [selection.select(r, p) for r in trials]
     fig = plots.plot_sensitivity(p, trials, sels)
     ax = fig.axes[0]
     top = ax.get_ylim()[1]
@@ -428,7 +432,7 @@ def test_sensitivity_plot_marks_and_counts_trials_above_its_axis():
 
 def test_protocol_says_what_each_figure_reads_and_how_random_trials_are_drawn():
     text = " ".join(
-        describe(P.PRESETS["quick"], [problem("logreg")], ["adam"], search="random", trials=8).split()
+        describe(presets.PRESETS["quick"], [problem("logreg")], ["adam"], search="random", trials=8).split()
     )
     assert (
         "Figures: the training curves show the chosen configuration's report runs (validation); the " in text
@@ -451,15 +455,15 @@ def _main_job() -> tuple[list, list, object]:
     shape = tuple((p.name, p.title, p.metric_name, p.target, 3 * p.target, 0.8 * p.target) for p in real)
     known = {p.name: p for p in real}
     recs = synthetic_records(problems=shape) + synthetic_records(problems=shape, one_shot=True)
-    sels = [P.select(r, known[r.problem]) for r in recs]
+    sels = [selection.select(r, known[r.problem]) for r in recs]
     return real, recs, analyse(sels, GROUPS)
 
 
-#: Lines the text report may print wider than tables.WIDTH: none in the main job. Only two kinds cannot be
+#: Lines the text report may print wider than layout.WIDTH: none in the main job. Only two kinds cannot be
 #: broken (docs/study.md says so too): a single word longer than the width (never split), and a table part
 #: whose repeated contender column plus one column group is wider by itself (a very long contender name).
 def _too_wide(text: str) -> list[str]:
-    return [line for line in text.splitlines() if len(line) > tables.WIDTH]
+    return [line for line in text.splitlines() if len(line) > layout.WIDTH]
 
 
 def test_the_main_jobs_report_fits_120_columns():
@@ -470,7 +474,7 @@ def test_the_main_jobs_report_fits_120_columns():
 
     real, _, analysis = _main_job()
     cs = C.resolve(["all"])
-    quick = P.PRESETS["quick"]
+    quick = presets.PRESETS["quick"]
     protocol = describe(
         quick,
         real,
@@ -479,13 +483,13 @@ def test_the_main_jobs_report_fits_120_columns():
         settings={c.name: (c.description, dict(c.settings)) for c in cs},
     )
     text = tables.format_report(analysis, real, protocol)
-    assert tables.WIDTH == 120 and _too_wide(text) == []
+    assert layout.WIDTH == 120 and _too_wide(text) == []
     assert "sgd (= lbsgd, ccsgd, test)" in text  # the widest label, whole
     assert text.count("== How to read these tables") == 1
     problem_tables = len(analysis.tables)
     assert text.count('See "How to read these tables" (problem tables).') == problem_tables == 10
     assert text.count("half-width of the 95% Student-t interval") == 1  # once, not under every table
-    assert max(len(line) for line in text.split("== How to read")[0].splitlines()) <= tables.WIDTH
+    assert max(len(line) for line in text.split("== How to read")[0].splitlines()) <= layout.WIDTH
     # the split parts of a problem's table repeat the contender column and keep every row
     first = tables.format_problem(analysis.table("digits_mlp"), real[0]).splitlines()
     rules = [i for i, line in enumerate(first) if line.startswith("-")]
@@ -524,7 +528,7 @@ def test_one_problem_prints_no_interval_and_says_so():
 def synthetic_selections() -> list:
     names = ("adam", "sgd", "nag", "ftml")
     known = {p.name: p for p in problems_list()}
-    return [P.select(r, known[r.problem]) for r in synthetic_records(names, PROBLEMS[:3])]
+    return [selection.select(r, known[r.problem]) for r in synthetic_records(names, PROBLEMS[:3])]
 
 
 def _alias_study():
@@ -541,7 +545,7 @@ def _alias_study():
         for r in recs
     ]
     known = {p.name: p for p in probs}
-    sels = [P.select(r, known[r.problem]) for r in recs]
+    sels = [selection.select(r, known[r.problem]) for r in recs]
     by_problem = {
         p.name: {"tuned": {"sgd": ["lbsgd", "ccsgd"] if p.name == third else ["lbsgd", "ccsgd", "test"]}}
         for p in probs
@@ -554,7 +558,7 @@ def _alias_study():
 def test_figure_legends_name_the_tables_aliases():
     """The sensitivity legend said ``sgd (= ccsgd)`` where the table said ``(= lbsgd, ccsgd, test)``: every
     panel of the sensitivity plot and of the curves names its contenders exactly as its problem's table does
-    (one source: the table's identity, :func:`tables.label`)."""
+    (one source: the table's identity, :func:`cell.label`)."""
     pytest.importorskip("matplotlib")
     probs, recs, analysis = _alias_study()
     figs = plots.draw_study(probs, recs, analysis)
@@ -563,14 +567,14 @@ def test_figure_legends_name_the_tables_aliases():
         assert [ax.get_title() for ax in panels] == [p.name for p in probs], name
         for ax, p in zip(panels, probs, strict=True):
             table = analysis.table(p.name)
-            rows = [tables.label(n, table.identical) for n in table.order]
+            rows = [cell.label(n, table.identical) for n in table.order]
             named = [t.get_text().split("  ")[0] for t in ax.get_legend().get_texts()]
             assert sorted(named) == sorted(rows), (name, p.name)
             text = tables.format_problem(table, p)
             assert all(r in text for r in named)
     first, third = (analysis.table(p.name) for p in (probs[0], probs[2]))
-    assert tables.label("sgd", first.identical) == "sgd (= lbsgd, ccsgd, test)"
-    assert tables.label("sgd", third.identical) == "sgd (= lbsgd, ccsgd)"
+    assert cell.label("sgd", first.identical) == "sgd (= lbsgd, ccsgd, test)"
+    assert cell.label("sgd", third.identical) == "sgd (= lbsgd, ccsgd)"
 
 
 def test_figure_grid_is_problems_by_families_and_not_tall():
@@ -708,7 +712,7 @@ def test_the_report_explains_sgld_s_enormous_tuned_rate():
     sgld, sgd = C.resolve(["sgld", "sgd"])
     assert C.SGLD_NOTE in sgld.description and C.SGLD_NOTE not in sgd.description
     text = describe(
-        P.PRESETS["full"],
+        presets.PRESETS["full"],
         [PROBLEMS["digits_mlp"]()],
         ["sgld", "sgd"],
         settings={c.name: (c.description, {}) for c in (sgld, sgd)},
@@ -756,11 +760,11 @@ def test_each_problem_has_the_picture_of_its_table(drawn):
         fig = figs[plots.results_png(p.name)]
         (ax,) = [a for a in fig.axes if a.get_visible()]  # one mode (tuned) in this study
         names = [t.get_text() for t in ax.get_yticklabels()]
-        assert names == [tables.label(n, table.identical) for n in table.order]
+        assert names == [cell.label(n, table.identical) for n in table.order]
         best = plots.best_set(table)
         assert best == tuple(n for n in table.order if table.rank(n) == 1) and best
         bold = [t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
-        assert bold == [tables.label(n, table.identical) for n in best]
+        assert bold == [cell.label(n, table.identical) for n in best]
         assert len([patch for patch in ax.patches if patch.get_facecolor()[:3] != (1.0, 1.0, 1.0)]) >= len(
             best
         )
@@ -771,7 +775,7 @@ def test_each_problem_has_the_picture_of_its_table(drawn):
         for line, n in zip(points, inside, strict=True):
             s = table.selection(n)
             assert line.get_xdata()[0] == pytest.approx(plots._reported(s)[0])
-            assert line.get_color() == figures.contender_style(n)["color"]
+            assert line.get_color() == style.contender_style(n)["color"]
         assert "test" in ax.get_xlabel() and p.metric_name in ax.get_xlabel()
     # a contender far behind: drawn on the axis' edge with its value written, and the note says so
     table = analysis.table(probs[0].name)
@@ -799,7 +803,7 @@ def test_the_rank_heatmap_is_the_overall_table(drawn):
     ranking = analysis.rankings["tuned"]
     ax = figs["ranks.png"].axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == [
-        tables.label(n, ranking.identical) for n in ranking.order
+        cell.label(n, ranking.identical) for n in ranking.order
     ]
     assert [t.get_text() for t in ax.get_xticklabels()] == [p.name for p in probs]
     cells = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
@@ -815,7 +819,7 @@ def test_the_rank_heatmap_is_the_overall_table(drawn):
         f"{ranking.mean_rank(n):.2f}" for n in ranking.order
     ]
     markers = [ln for ln in ax.get_lines()]
-    assert [ln.get_color() for ln in markers] == [figures.contender_style(n)["color"] for n in ranking.order]
+    assert [ln.get_color() for ln in markers] == [style.contender_style(n)["color"] for n in ranking.order]
 
 
 def test_a_contender_has_one_look_in_every_figure_of_every_study(drawn):
@@ -842,7 +846,7 @@ def test_a_contender_has_one_look_in_every_figure_of_every_study(drawn):
             seen.setdefault(n, set()).add((line.get_color(), line.get_marker()))
     assert {"sgd", "adam", "nag"} <= set(seen)
     for n, looks in seen.items():
-        want = figures.contender_style(n)
+        want = style.contender_style(n)
         assert looks == {(want["color"], want["marker"])}, n
     # another study, other contenders in another order: the same look
     few = [r for r in recs if r.contender in ("nag", "adam") and r.problem == probs[0].name][::-1]
@@ -852,7 +856,7 @@ def test_a_contender_has_one_look_in_every_figure_of_every_study(drawn):
         fig.axes[0].get_legend().get_lines(), fig.axes[0].get_legend().get_texts(), strict=True
     ):
         n = text.get_text().split("  ")[0]
-        assert line.get_color() == figures.contender_style(n)["color"]
+        assert line.get_color() == style.contender_style(n)["color"]
 
 
 def test_every_builtin_contender_has_a_look_of_its_own():
@@ -861,19 +865,17 @@ def test_every_builtin_contender_has_a_look_of_its_own():
     from mxopt_jax.compare import contenders as C
 
     names = [c.name for c in C.resolve(["all"])]
-    assert len(names) == 26 and set(names) == set(figures.CONTENDER_STYLES)
-    colours = [figures.contender_style(n)["color"] for n in names]
+    assert len(names) == 26 and set(names) == set(style.CONTENDER_STYLES)
+    colours = [style.contender_style(n)["color"] for n in names]
     assert len(set(colours)) == len(colours)
     for _, members in C.group_by_family(names):
-        looks = [
-            (figures.contender_style(n)["linestyle"], figures.contender_style(n)["marker"]) for n in members
-        ]
+        looks = [(style.contender_style(n)["linestyle"], style.contender_style(n)["marker"]) for n in members]
         assert len(set(looks)) == len(looks)
     assert not {"^", "v", "<", ">", "x"} & set(
-        figures.MARKERS
+        style.MARKERS
     )  # shapes the figures give a meaning of their own
-    lion = figures.contender_style("optax.lion")
-    assert lion == figures.contender_style("optax.lion") and lion["color"] in figures.OTHER_COLORS
+    lion = style.contender_style("optax.lion")
+    assert lion == style.contender_style("optax.lion") and lion["color"] in style.OTHER_COLORS
 
 
 def test_curves_off_the_axis_are_clipped_and_said_so():
@@ -886,19 +888,19 @@ def test_curves_off_the_axis_are_clipped_and_said_so():
         dataclasses.replace(r, val=r.val * 3.0, train_loss=r.train_loss * 3.0) if r.contender == "nag" else r
         for r in recs
     ]
-    sels = [P.select(r, p) for r in far]
+    sels = [selection.select(r, p) for r in far]
     for what in ("val", "loss"):
         fig = plots.plot_curves(p, far, sels, what=what)
         ax = fig.axes[0]
         top = ax.get_ylim()[1]
         marks = [ln for ln in ax.get_lines() if ln.get_marker() == "^"]
         colours = {ln.get_color() for ln in marks}
-        assert figures.contender_style("nag")["color"] in colours
+        assert style.contender_style("nag")["color"] in colours
         assert ax.get_legend().get_title().get_text() == f"△ {len(marks)} clipped above the axis"
         nag = next(b for b in far if b.contender == "nag")
         sel = next(s for s in sels if s.contender == "nag")
         curve = mean_band(np.asarray(nag.val if what == "val" else nag.train_loss)[sel.index], axis=0).mean
-        mark = next(ln for ln in marks if ln.get_color() == figures.contender_style("nag")["color"])
+        mark = next(ln for ln in marks if ln.get_color() == style.contender_style("nag")["color"])
         assert len(mark.get_xdata()) == int((curve > top).sum()) > 0
         assert "the curve is clipped there" in " ".join(fig.get_supxlabel().split())
 
@@ -1002,7 +1004,7 @@ def test_the_omitted_interval_sentence_points_nowhere_it_cannot():
     """Issue 53, item 8: "below, its 95 % interval covers ..." stood under the overall table with nothing below
     it (it meant: below 9 problems): the sentence now says with how many problems."""
     for n in (1, 2, 5, 8):
-        text = P.ranking_omitted(n)
+        text = overall.ranking_omitted(n)
         assert "below" not in text and "with 2 problems" in text and "with 5 to 8" in text
         assert text.startswith(f"The interval and P(best) are omitted: {n} problem(s) cannot support")
 
@@ -1011,11 +1013,9 @@ def test_a_problem_with_embedding_tables_says_under_its_tables_who_ran_lazy_upda
     """Issue 53, item 8: on the recommender adam runs lazy_update=True and optax.adam does not, which the report
     said only in the protocol, 800 lines later: under each table of a problem with embedding tables, right under
     its rows, it says which contenders ran lazy updates there and which pairs are different updates there."""
-    from mxopt_jax.compare.direction import Direction
     from mxopt_jax.compare.report import render
 
     probs = [problem("movielens_mf"), problem("logreg")]
-    probs = [SimpleNamespace(**vars(p), direction=Direction("lower")) for p in probs]
     probs[0].tables = ("users", "items")
     recs = synthetic_records(("adam", "optax.adam", "nag"), [PROBLEMS[3], PROBLEMS[-1]])
     study = _assembled(recs, probs)

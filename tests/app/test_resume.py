@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mxopt_jax.compare import cli
-from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare import cli, presets
 from mxopt_jax.compare.plan import Plan
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.result import ProgramResult
@@ -211,7 +210,7 @@ def test_store_round_trips_a_program_and_writes_atomically(tmp_path):
 
 
 def test_differences_name_what_changed():
-    plan = Plan.make(dataclasses.replace(P.PRESETS["quick"], grid_points=3), seeds=2, confirm_seeds=2)
+    plan = Plan.make(dataclasses.replace(presets.PRESETS["quick"], grid_points=3), seeds=2, confirm_seeds=2)
     a = spec(plan, [{"name": "p", "target": 1.0}], [])
     b = spec(plan, [{"name": "p", "target": 2.0}, {"name": "q", "target": 3.0}], [])
     assert differences(a, a) == []
@@ -287,7 +286,7 @@ def test_the_printed_program_is_the_one_that_runs(tmp_path, monkeypatch):
     """``program_command``: ``mxopt-jax`` only when that name on the PATH is this program; the script's path
     when it was started from a folder not on the PATH (``.venv/bin/mxopt-jax``); ``python -m mxopt_jax``
     with this interpreter otherwise."""
-    from mxopt_jax.compare.checks import program_command, resume_command
+    from mxopt_jax.compare.files import program_command, resume_command
 
     script = tmp_path / "venv bin" / "mxopt-jax"
     script.parent.mkdir()

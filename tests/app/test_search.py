@@ -22,12 +22,12 @@ from tiny_problems import mlp_problem as _mlp_problem
 from traces import counting
 
 import mxopt_jax
-from mxopt_jax.compare import PRESETS, PROBLEMS, engine, result, search, study
+from mxopt_jax.compare import PRESETS, PROBLEMS, engine, search, study, tuning
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.analysis import analyse
-from mxopt_jax.compare.analysis.agreement import kendall_tau
 from mxopt_jax.compare.cli import build_parser, main
 from mxopt_jax.compare.space import Hyperparameter, kind
+from mxopt_jax.compare.stats.agreement import kendall_tau
 from mxopt_jax.compare.study import _preset_target
 
 #: Keywords that are plumbing or switches, not numbers to search (bools, dtypes, masks, ...).
@@ -365,7 +365,7 @@ def random_study(random_out):
 
 def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path):
     r = random_study
-    assert (r.search, r.trials, r.schedule) == ("random", 3, "constant")
+    assert (r.search, r.plan.configurations, r.schedule) == ("random", 3, "constant")
     sel = r.tuned["tiny"]["adam"]
     assert set(sel.config) == {"learning_rate", "beta1", "beta2", "epsilon", "wd"} and len(sel.lrs) == 3
     roles = r.records["tiny"]["adam"]
@@ -374,9 +374,9 @@ def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path
         "report",
     }  # the default configuration is the first trial: not run twice
     adam = C.mxopt_contender("adam")
-    conf = result.shown(roles, "tuned", adam, sel)
+    conf = tuning.shown(roles, "tuned", adam, sel)
     assert conf.config(0) == sel.config  # the report runs of the chosen configuration, every value of it
-    default = result.shown(roles, "one-shot", adam, sel)
+    default = tuning.shown(roles, "one-shot", adam, sel)
     assert default.config(0) == adam.defaults and roles["report"].config(0) == adam.defaults
     assert set(r.tuned["tiny"]["adam b1"].config) == {"learning_rate", "b1"}
     assert len(r.programs) == 1
@@ -539,7 +539,8 @@ def test_agreement_kendall_and_top3_with_contenders_in_one_only():
     """The analysis of ``mxopt-jax agree`` (:mod:`mxopt_jax.compare.analysis.agreement`) on tuned means: tau-b,
     its p-value, the top-3 overlap, contenders and problems in one study only (the command itself, on saved
     folders: tests/app/test_shared_folders.py)."""
-    from mxopt_jax.compare.analysis.agreement import agree, mean_tau, smallest_p
+    from mxopt_jax.compare.analysis.agreement import agree, mean_tau
+    from mxopt_jax.compare.stats.agreement import smallest_tau_p as smallest_p
 
     a = {
         "w1": {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "x": 0.5},
@@ -562,7 +563,7 @@ def test_agreement_kendall_and_top3_with_contenders_in_one_only():
 def test_the_tables_mark_each_flagged_hyperparameter(random_study):
     """The study flags every chosen value that is an extreme of the trials (``Selection.edges``; the rate's
     flag is ``on_edge``, the rate column's mark), and the chosen configurations show which."""
-    from mxopt_jax.compare.report import tables
+    from mxopt_jax.compare.report import guides, tables
 
     r = random_study
     for name, sel in r.tuned["tiny"].items():
@@ -575,5 +576,5 @@ def test_the_tables_mark_each_flagged_hyperparameter(random_study):
     assert f"beta1={sel.config['beta1']:.4g}<" in line and f"wd={sel.config['wd']:.4g}>" in line
     assert f"beta2={sel.config['beta2']:.4g} " in line  # not flagged: no mark
     # the marks are explained once, in "How to read these tables" (the edges' part is there when a table has one)
-    guide = " ".join(tables.how_to_read(analyse([sel])).split())
+    guide = " ".join(guides.how_to_read(analyse([sel])).split())
     assert "lowest / highest of that hyperparameter among the trials" in guide

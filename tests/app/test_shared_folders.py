@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from mxopt_jax import compare
-from mxopt_jax.compare import checks, cli
+from mxopt_jax.compare import cli, validation
 from mxopt_jax.compare.problems.base import Problem
 from mxopt_jax.compare.report import render
 from mxopt_jax.compare.result import ProgramResult
@@ -323,13 +323,13 @@ def test_names_made_in_python_are_checked_where_they_are_made():
 
 
 def test_what_the_command_line_prints_is_escaped(saved, tmp_path, capsys):
-    """The command line prints through one escape (``checks.terminal``): a folder's own name (the user's, on the
+    """The command line prints through one escape (``validation.terminal``): a folder's own name (the user's, on the
     command line) with an escape in it is printed escaped, not raw."""
     odd = _copy(saved, tmp_path / ("odd" + ESCAPES[2]))
     code, out, err = _run(["agree", str(odd), str(saved)], capsys)
     assert code == 0, err
     assert "\x1b" not in out and "\\x1b[2J" in out
-    assert checks.terminal("a\x1b]0;t\x07b\nc\u202e") == "a\\x1b]0;t\\x07b\nc\\u202e"
+    assert validation.terminal("a\x1b]0;t\x07b\nc\u202e") == "a\\x1b]0;t\\x07b\nc\\u202e"
 
 
 # --------------------------------------------------------------------------- 5: one truth, checked
@@ -686,7 +686,7 @@ def test_report_rewrites_runs_csv_from_the_records(saved, tmp_path, capsys):
     code, out, err = _run(["report", str(folder), "--no-plots"], capsys)
     assert code == 0, err
     assert (folder / "runs.csv").read_bytes() == (saved / "runs.csv").read_bytes()
-    said = " ".join(out.split("Wrote into", 1)[1].split())
+    said = " ".join(out.split("Replaced the rendered files of", 1)[1].split())
     assert "runs.csv" in said and "which is unchanged" in said
 
 

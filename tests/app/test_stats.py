@@ -1,4 +1,4 @@
-"""The study's statistics (mxopt_jax/compare/stats.py): Student t, paired tests, Holm, claims, bootstrap, profiles.
+"""The study's statistics (mxopt_jax/compare/stats/): Student t, paired tests, Holm, claims, bootstrap, profiles.
 
 Student's t is SciPy's (``scipy.stats.t``): held here to closed forms and to the regularized incomplete beta
 function, far into the tail; the exact signed-rank test is the module's own, held to SciPy's permutation test.
@@ -25,7 +25,7 @@ INF, NAN = math.inf, math.nan
 
 #: The package's modules that import SciPy, and only those: the app's statistics. The library (rules, drivers,
 #: the public API, the facade, the checkpoint reader) never does, so ``import mxopt_jax`` never loads SciPy.
-SCIPY_USERS = {"mxopt_jax.compare.stats", "mxopt_jax.compare.analysis.agreement"}
+SCIPY_USERS = {"mxopt_jax.compare.stats.distributions", "mxopt_jax.compare.stats.agreement"}
 
 
 def _third_party_imports(path: pathlib.Path) -> set[str]:
@@ -44,15 +44,16 @@ def test_scipy_is_confined_to_the_statistics_and_stats_needs_no_jax():
             rel = path.relative_to(root.parent).with_suffix("")
             users.add(".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts))
     assert users == SCIPY_USERS
-    assert _third_party_imports(pathlib.Path(S.__file__)) <= {
-        "__future__",
-        "functools",
-        "math",
-        "collections",
-        "typing",
-        "numpy",
-        "scipy",
-    }
+    for path in pathlib.Path(S.__file__).parent.glob("*.py"):  # every module of the statistics
+        assert _third_party_imports(path) <= {
+            "__future__",
+            "functools",
+            "math",
+            "collections",
+            "typing",
+            "numpy",
+            "scipy",
+        }, path.name
 
 
 def _t_quantile_closed_form(p: float, df: int) -> float:
@@ -161,28 +162,65 @@ def test_paired_t_matches_scipy():
         res = S.paired_t(a, b)
         ref = scipy.stats.ttest_rel(a, b)
         assert res.df == n - 1 and isinstance(res, S.PairedTest)
-        assert res.mean_difference == pytest.approx(np.mean(a - b), rel=1e-12)
-        assert res.t == pytest.approx(ref.statistic, rel=1e-10)
+        assert res.estimate == pytest.approx(np.mean(a - b), rel=1e-12)
+        assert res.statistic == pytest.approx(ref.statistic, rel=1e-10)
         flips = scipy.stats.permutation_test(
             (a - b,), mean, permutation_type="samples", n_resamples=np.inf if n <= 16 else 200_000,
             vectorized=True, random_state=1,
         )  # fmt: skip
         tol = 1e-12 if n <= 16 else 4 * math.sqrt(flips.pvalue / 65536) + 1e-4
-        assert res.p == pytest.approx(flips.pvalue, abs=tol), n
-    assert S.paired_t([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]).p == pytest.approx(1.0)  # mean difference 0
+        assert res.pvalue == pytest.approx(flips.pvalue, abs=tol), n
+    assert S.paired_t([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]).pvalue == pytest.approx(1.0)  # mean difference 0
+
+
+def test_paired_tests_have_scipys_shape_with_the_effect_and_its_interval():
+    """Issue 52: the paired tests' results are shaped as SciPy's (``statistic``, ``pvalue``) and carry the effect
+    with its interval: Student's t its mean difference with the interval of ``scipy.stats.ttest_rel``, the
+    signed-rank test ``W+`` with the Hodges-Lehmann estimate and exact interval of :func:`effect`."""
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=12)
+    b = a + rng.normal(0.4, 1.0, size=12)
+    t = S.paired_t(a, b, level=0.9)
+    ref = scipy.stats.ttest_rel(a, b)
+    ci = ref.confidence_interval(confidence_level=0.9)
+    assert (t.statistic, t.df) == (pytest.approx(ref.statistic, rel=1e-10), ref.df)
+    assert (t.low, t.high, t.confidence) == (pytest.approx(ci.low), pytest.approx(ci.high), 0.9)
+    w = S.wilcoxon(a, b)
+    size = S.effect(a - b)
+    assert w.statistic == float(((a - b) > 0) @ scipy.stats.rankdata(np.abs(a - b)))
+    assert (w.estimate, w.low, w.high, w.confidence) == (size.estimate, size.low, size.high, size.confidence)
+    assert 0 < w.pvalue < 1 and 0 < t.pvalue < 1
+    with pytest.raises(ValueError, match="level"):
+        S.wilcoxon(a, b, level=1.5)
+
+
+def test_families_corrected_together_are_holm_over_their_union():
+    """Issue 52: several families corrected as one (the report-wide family) is Holm over their concatenation;
+    a table decided again at its own adjusted p-values is the table it was."""
+    from mxopt_jax.compare.stats import multiple
+
+    rng = np.random.default_rng(4)
+    a, b = rng.uniform(size=3), np.array([0.001, np.nan, 0.2, 0.03])
+    (ja, jb), m = multiple.holm_together([a, b])
+    both = S.holm(np.concatenate([a, b]))
+    np.testing.assert_array_equal(np.concatenate([ja, jb]), both)
+    assert m == 6
+    c = S.compare_configurations(rng.normal(size=(4, 9)) + np.arange(4)[:, None])
+    again = c.redecided(c.pvalue_adjusted[np.triu_indices(4, 1)], c.pairs)
+    assert again.letters == c.letters and (again.better == c.better).all() and again.family == c.pairs
 
 
 def test_paired_t_zero_variance():
     """Issue 40, item 1: zero variance (every pair differing by the same amount) gave p = 0 (67 % of null tables
     of a discrete metric claimed a difference at 2 seeds); now the sign-flip p-value, ``2 / 2^n``."""
     same = S.paired_t([1.0, 5.0, 2.0], [1.0, 5.0, 2.0])
-    assert (same.mean_difference, same.t, same.p) == (0.0, 0.0, 1.0)
+    assert (same.estimate, same.statistic, same.pvalue) == (0.0, 0.0, 1.0)
     shifted = S.paired_t([1.0, 5.0, 2.0], [2.0, 6.0, 3.0])  # a - b = -1 on every seed
-    assert shifted.mean_difference == -1.0 and shifted.p == 2 / 2**3 and shifted.t < 0
-    assert S.paired_t([2.0, 6.0, 3.0], [1.0, 5.0, 2.0]).t > 0
-    assert S.paired_t([1.0, 2.0], [0.0, 1.0]).p == 0.5  # 2 seeds: never below 0.5
+    assert shifted.estimate == -1.0 and shifted.pvalue == 2 / 2**3 and shifted.statistic < 0
+    assert S.paired_t([2.0, 6.0, 3.0], [1.0, 5.0, 2.0]).statistic > 0
+    assert S.paired_t([1.0, 2.0], [0.0, 1.0]).pvalue == 0.5  # 2 seeds: never below 0.5
     # a near-zero spread: the per-seed differences equal up to float rounding
-    assert S.paired_t([0.5556, 0.5556 + 1e-16], [0.4, 0.4]).p == 0.5
+    assert S.paired_t([0.5556, 0.5556 + 1e-16], [0.4, 0.4]).pvalue == 0.5
 
 
 @pytest.mark.parametrize(
@@ -274,8 +312,8 @@ def test_wilcoxon_matches_scipy_without_ties():
         res = S.wilcoxon(a, b)
         ref = scipy.stats.wilcoxon(a, b, method="exact")
         assert isinstance(res, S.SignedRankTest) and res.n == n and res.zeros == 0
-        assert res.p == pytest.approx(ref.pvalue, rel=1e-12, abs=1e-15)
-        assert res.w_plus == pytest.approx(np.sum(scipy.stats.rankdata(np.abs(a - b))[a - b > 0]))
+        assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-12, abs=1e-15)
+        assert res.statistic == pytest.approx(np.sum(scipy.stats.rankdata(np.abs(a - b))[a - b > 0]))
         assert res.expected == pytest.approx(n * (n + 1) / 4)
 
 
@@ -290,7 +328,7 @@ def test_wilcoxon_is_exact_with_ties_zeros_and_diverged_seeds(d):
     b = np.where(d == -INF, INF, 0.0)
     res = S.wilcoxon(a, b)
     p, obs = _signed_rank_brute(np.where(np.isinf(d), np.sign(d) * 1e9, d))
-    assert res.p == pytest.approx(p, abs=1e-12) and res.w_plus == pytest.approx(obs)
+    assert res.pvalue == pytest.approx(p, abs=1e-12) and res.statistic == pytest.approx(obs)
     assert res.zeros == int((d == 0).sum())
 
 
@@ -312,7 +350,9 @@ def test_wilcoxon_is_scipys_permutation_test_on_tied_and_zero_cases(d):
         (a, b), _w_plus, permutation_type="samples", vectorized=True, n_resamples=np.inf
     )
     res = S.wilcoxon(a, b)
-    assert res.p == pytest.approx(ref.pvalue, rel=1e-12) and res.w_plus == pytest.approx(ref.statistic)
+    assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-12) and res.statistic == pytest.approx(
+        ref.statistic
+    )
 
 
 def test_wilcoxon_on_the_case_scipys_exact_method_gets_wrong():
@@ -320,7 +360,7 @@ def test_wilcoxon_on_the_case_scipys_exact_method_gets_wrong():
     ref = scipy.stats.permutation_test(
         (d, np.zeros(10)), _w_plus, permutation_type="samples", vectorized=True, n_resamples=np.inf
     )
-    assert S.wilcoxon(d, np.zeros(10)).p == ref.pvalue == 0.03125
+    assert S.wilcoxon(d, np.zeros(10)).pvalue == ref.pvalue == 0.03125
 
 
 def test_wilcoxon_regression_one_far_seed_does_not_hide_a_difference():
@@ -335,28 +375,31 @@ def test_wilcoxon_regression_one_far_seed_does_not_hide_a_difference():
         a = b + 20.0 + rng.normal(0.0, 1.0, n)
         a[::5] += 2000.0  # one seed in five far off
         assert scipy.stats.ttest_rel(a, b).pvalue > hidden
-        assert S.wilcoxon(a, b).p == pytest.approx(2 / 2**n)  # every seed the same way: the smallest p
-        assert S.paired_t(a, b).p == pytest.approx(2 / 2**n)
-    assert S.compare(np.stack([b, a])).letters == ("a", "b")  # 10 seeds, one pair: shown to differ
-    assert S.compare(np.stack([b, a]), test="t").letters == ("a", "b")
+        assert S.wilcoxon(a, b).pvalue == pytest.approx(2 / 2**n)  # every seed the same way: the smallest p
+        assert S.paired_t(a, b).pvalue == pytest.approx(2 / 2**n)
+    assert S.compare_configurations(np.stack([b, a])).letters == (
+        "a",
+        "b",
+    )  # 10 seeds, one pair: shown to differ
+    assert S.compare_configurations(np.stack([b, a]), test="t").letters == ("a", "b")
     a[0] = b[0] - 2000.0  # the far seed the other way
-    assert S.paired_t(a, b).p > 0.5 and S.wilcoxon(a, b).p < 0.07
-    assert S.compare(np.stack([b, a]), test="t").letters == ("a", "a")  # the mean misses it
+    assert S.paired_t(a, b).pvalue > 0.5 and S.wilcoxon(a, b).pvalue < 0.07
+    assert S.compare_configurations(np.stack([b, a]), test="t").letters == ("a", "a")  # the mean misses it
 
 
 def test_wilcoxon_diverged_both_sides_and_margin():
     # both diverged on a seed: a zero difference; one side: the largest difference
     res = S.wilcoxon([1.0, 2.0, INF, 4.0], [0.0, 0.0, INF, 0.0])
-    assert res.zeros == 1 and res.w_plus == 9.0  # ranks 2, 3, 4 (the zero takes rank 1)
-    assert S.wilcoxon([1.0, INF], [0.0, 0.0]).w_plus == 3.0
-    assert S.wilcoxon([1.0, -INF], [0.0, 0.0]).w_plus == 3.0  # any non-finite value is the worst
+    assert res.zeros == 1 and res.statistic == 9.0  # ranks 2, 3, 4 (the zero takes rank 1)
+    assert S.wilcoxon([1.0, INF], [0.0, 0.0]).statistic == 3.0
+    assert S.wilcoxon([1.0, -INF], [0.0, 0.0]).statistic == 3.0  # any non-finite value is the worst
     # a margin: 1 better on every seed, by 0.5 + noise: shown at margin 0.1, not at margin 1
     rng = np.random.default_rng(2)
     b = rng.normal(size=10)
     a = b - 0.5 + 0.01 * rng.normal(size=10)
-    assert S.wilcoxon(a, b).p == S.wilcoxon(a, b, margin=0.1).p == pytest.approx(2 / 2**10)
-    assert S.wilcoxon(a, b, margin=1.0).p == 1.0
-    assert S.compare([a, b], margin=1.0).letters == ("a", "a")
+    assert S.wilcoxon(a, b).pvalue == S.wilcoxon(a, b, margin=0.1).pvalue == pytest.approx(2 / 2**10)
+    assert S.wilcoxon(a, b, margin=1.0).pvalue == 1.0
+    assert S.compare_configurations([a, b], margin=1.0).letters == ("a", "a")
 
 
 @pytest.mark.parametrize(
@@ -424,11 +467,11 @@ def test_compare_divergence():
     res = S.compare_divergence(v)
     assert list(res.diverged) == [8, 1, 0]
     assert res.discordant[1, 0] == 7 and res.discordant[0, 1] == 0 and res.discordant[2, 1] == 1
-    assert res.p[0, 1] == 2 / 2**7 and res.p[0, 2] == 2 / 2**8 and res.p[1, 2] == 1.0
-    assert res.family == 3 and res.p_adjusted[0, 2] == pytest.approx(3 * 2 / 2**8)
+    assert res.pvalue[0, 1] == 2 / 2**7 and res.pvalue[0, 2] == 2 / 2**8 and res.pvalue[1, 2] == 1.0
+    assert res.family == 3 and res.pvalue_adjusted[0, 2] == pytest.approx(3 * 2 / 2**8)
     assert res.fewer[2, 0] and res.fewer[1, 0] and not res.fewer[2, 1] and not res.fewer[0].any()
-    assert np.isnan(S.compare_divergence(np.zeros((2, 3))).p[0, 1])  # nothing diverged: nothing compared
-    assert scipy.stats.binomtest(0, 7).pvalue == pytest.approx(res.p[0, 1])
+    assert np.isnan(S.compare_divergence(np.zeros((2, 3))).pvalue[0, 1])  # nothing diverged: nothing compared
+    assert scipy.stats.binomtest(0, 7).pvalue == pytest.approx(res.pvalue[0, 1])
 
 
 def test_holm_family_is_one_family_over_tables():
@@ -436,18 +479,18 @@ def test_holm_family_is_one_family_over_tables():
     each table keeps its raw tests and directions; a report-wide claim is a per-table claim."""
     rng = np.random.default_rng(7)
     tables = [rng.normal(size=(4, 12)) + np.array([[0.0], [0.0], [1.0], [1.3]]) for _ in range(3)]
-    per = [S.compare(t) for t in tables]
+    per = [S.compare_configurations(t) for t in tables]
     joint = S.holm_family(per)
-    raws = np.concatenate([c.p[np.triu_indices(4, 1)] for c in per])
+    raws = np.concatenate([c.pvalue[np.triu_indices(4, 1)] for c in per])
     adj = S.holm(raws)
     for k, (c, j) in enumerate(zip(per, joint, strict=True)):
         assert j.family == 18 and c.family == 6
-        np.testing.assert_allclose(j.p_adjusted[np.triu_indices(4, 1)], adj[6 * k : 6 * k + 6])
+        np.testing.assert_allclose(j.pvalue_adjusted[np.triu_indices(4, 1)], adj[6 * k : 6 * k + 6])
         assert not (j.better & ~c.better).any()  # never a claim the table alone did not make
-        np.testing.assert_array_equal(j.p, c.p)
+        np.testing.assert_array_equal(j.pvalue, c.pvalue)
         alone = S.holm_family([c])[0]  # one table alone: its own family, the same decisions
         np.testing.assert_array_equal(alone.better, c.better)
-        np.testing.assert_array_equal(alone.p_adjusted, c.p_adjusted)
+        np.testing.assert_array_equal(alone.pvalue_adjusted, c.pvalue_adjusted)
         assert alone.letters == c.letters and alone.order == c.order
     assert sum(int(c.better.sum()) for c in per) > sum(int(j.better.sum()) for j in joint) > 0
     assert S.holm_family([]) == []
@@ -517,8 +560,12 @@ def test_holm_family_is_every_pair():
     a = [0.0] * 6
     b = [0.2, 1.0, 0.6, 0.9, 0.3, 0.5]
     c = [0.9, 0.3, 0.6, 0.2, 1.0, 0.5]
-    p = S.wilcoxon(a, b).p
-    assert p == pytest.approx(2 / 64) and S.wilcoxon(a, c).p == pytest.approx(p) and S.wilcoxon(b, c).p == 1.0
+    p = S.wilcoxon(a, b).pvalue
+    assert (
+        p == pytest.approx(2 / 64)
+        and S.wilcoxon(a, c).pvalue == pytest.approx(p)
+        and S.wilcoxon(b, c).pvalue == 1.0
+    )
     assert S.significantly_better([a, b])[0, 1] and S.ranks([a, b]) == [1, 2]
     assert not S.significantly_better([a, b, c]).any() and S.ranks([a, b, c]) == [1, 1, 1]
     np.testing.assert_allclose(S.holm([p, p, 1.0]), [3 * p, 3 * p, 1.0])
@@ -541,7 +588,7 @@ def test_holm_family_is_every_pair():
     ],
 )
 def test_significance_and_ranks_bad_input(values, kwargs, match):
-    for fn in (S.significantly_better, S.ranks, S.compare):
+    for fn in (S.significantly_better, S.ranks, S.compare_configurations):
         with pytest.raises(ValueError, match=match):
             fn(values, **kwargs)
 
@@ -556,10 +603,16 @@ def test_rounding_twins_are_never_separated_real_differences_are():
     base = 0.0819 + 0.0013 * rng.normal(size=10)
     twins = np.stack([base, base * (1 + 3e-6)])
     assert scipy.stats.ttest_rel(twins[0], twins[1]).pvalue < 1e-10
-    assert S.paired_t(twins[0], twins[1]).p == S.wilcoxon(twins[0], twins[1]).p == 2 / 2**10
-    assert S.compare(twins).letters == ("a", "a") and S.ranks(twins) == [1, 1]
-    assert S.compare(twins, rtol=0.0).letters == ("a", "b")  # without the tolerance the tests split them
-    assert S.compare(twins).equal[0, 1] and S.compare(twins).p_adjusted[0, 1] == 1.0
+    assert S.paired_t(twins[0], twins[1]).pvalue == S.wilcoxon(twins[0], twins[1]).pvalue == 2 / 2**10
+    assert S.compare_configurations(twins).letters == ("a", "a") and S.ranks(twins) == [1, 1]
+    assert S.compare_configurations(twins, rtol=0.0).letters == (
+        "a",
+        "b",
+    )  # without the tolerance the tests split them
+    assert (
+        S.compare_configurations(twins).equal[0, 1]
+        and S.compare_configurations(twins).pvalue_adjusted[0, 1] == 1.0
+    )
     # one float32 ulp apart where the seeds do not spread the values
     x = np.full(10, np.float32(0.5), np.float64)
     ulp = np.full(10, np.nextafter(np.float32(0.5), np.float32(1)), np.float64)
@@ -571,7 +624,10 @@ def test_rounding_twins_are_never_separated_real_differences_are():
     d = 0.25 + 0.01 * (d - d.mean()) / d.std(ddof=1)
     worse, better = 5.0 + seed_effect, 5.0 + seed_effect - d
     assert np.mean(d) / np.std(d, ddof=1) == pytest.approx(25)
-    assert S.ranks([worse, better]) == [2, 1] and S.compare([worse, better]).letters == ("b", "a")
+    assert S.ranks([worse, better]) == [2, 1] and S.compare_configurations([worse, better]).letters == (
+        "b",
+        "a",
+    )
 
 
 def test_rounding_twins_are_a_margin_not_a_gate_on_every_seed():
@@ -583,16 +639,16 @@ def test_rounding_twins_are_a_margin_not_a_gate_on_every_seed():
     base = 0.5 + 0.01 * rng.normal(size=16)
     rel = np.concatenate([rng.uniform(0.5e-4, 0.9e-4, 15), [1.2e-4]])
     pair = np.stack([base, base * (1 + rel)])
-    assert S.wilcoxon(pair[0], pair[1]).p == 2 / 2**16  # every seed the same way
-    cmp = S.compare(pair)
+    assert S.wilcoxon(pair[0], pair[1]).pvalue == 2 / 2**16  # every seed the same way
+    cmp = S.compare_configurations(pair)
     assert not cmp.equal[0, 1]  # not within the tolerance on every seed
-    assert not cmp.better.any() and cmp.p_adjusted[0, 1] == 1.0 and cmp.letters == ("a", "a")
-    assert S.compare(pair, test="t").letters == ("a", "a")
-    assert S.compare(pair, rtol=0.0).better[0, 1]  # without the tolerance: separated
+    assert not cmp.better.any() and cmp.pvalue_adjusted[0, 1] == 1.0 and cmp.letters == ("a", "a")
+    assert S.compare_configurations(pair, test="t").letters == ("a", "a")
+    assert S.compare_configurations(pair, rtol=0.0).better[0, 1]  # without the tolerance: separated
     # a real difference with one seed inside the tolerance: that seed is a zero, the others still count
     real = np.stack([base, base + 0.01])
     real[1, 0] = base[0] * (1 + 5e-5)
-    assert S.compare(real).better[0, 1]
+    assert S.compare_configurations(real).better[0, 1]
 
 
 def test_a_rank_gap_needs_a_test_the_noisy_third():
@@ -603,8 +659,8 @@ def test_a_rank_gap_needs_a_test_the_noisy_third():
     a = 1.0 + 0.05 * rng.normal(size=10)
     b = 2.0 + 0.05 * rng.normal(size=10)
     c = 2.6 + 3.0 * (z - z.mean()) / z.std(ddof=1)
-    assert S.paired_t(a, c).p > 0.05 and S.wilcoxon(a, c).p > 0.05  # a and c: not shown to differ
-    cmp = S.compare([a, b, c])
+    assert S.paired_t(a, c).pvalue > 0.05 and S.wilcoxon(a, c).pvalue > 0.05  # a and c: not shown to differ
+    cmp = S.compare_configurations([a, b, c])
     assert cmp.better[0, 1] and not cmp.better[0, 2] and not cmp.better[2, 0]
     assert cmp.letters == ("a", "b", "ab")
     assert list(cmp.rank_low) == [1, 2, 1] and list(cmp.rank_high) == [2, 3, 3]
@@ -619,7 +675,7 @@ def test_a_rank_gap_needs_a_test_a_b_c():
     A = 0.01 * rng.normal(size=10)
     B = A + 0.5 + rng.normal(0, 1.0, 10)
     C = A + 1.0 + 0.02 * rng.normal(size=10)
-    cmp = S.compare([A, B, C])
+    cmp = S.compare_configurations([A, B, C])
     assert cmp.better[0, 2] and not (
         cmp.better[0, 1] | cmp.better[1, 0] | cmp.better[1, 2] | cmp.better[2, 1]
     )
@@ -634,10 +690,10 @@ def test_one_diverged_seed_is_a_lost_seed_not_the_bottom():
     rival = 1.0 + 0.1 * rng.normal(size=10)
     good = rival - 0.5 + 0.01 * rng.normal(size=10)
     good[3] = INF
-    cmp = S.compare([good, rival])
+    cmp = S.compare_configurations([good, rival])
     assert cmp.letters == ("a", "a") and S.ranks([good, rival]) == [1, 1]
     # W+ = 10 (the diverged seed's rank, the largest): P(W+ <= 10) = 43 / 1024 on 10 seeds
-    assert S.wilcoxon(good, rival).p == pytest.approx(2 * 43 / 1024)
+    assert S.wilcoxon(good, rival).pvalue == pytest.approx(2 * 43 / 1024)
     twenty = np.concatenate([rival, rival + 0.01]), np.concatenate([good, good - 0.01])
     assert S.ranks([twenty[1], twenty[0]]) == [1, 2]  # on 20 seeds two lost seeds do not hide the rest
     both = np.full(10, INF)
@@ -708,13 +764,13 @@ def studies(draw, max_c=6, bad=True):
 @settings(derandomize=True, max_examples=150, deadline=None)
 @given(studies(), st.sampled_from(["wilcoxon", "t"]))
 def test_every_claim_is_a_rejected_test(values, test):
-    cmp = S.compare(values, test=test)
+    cmp = S.compare_configurations(values, test=test)
     C = len(values)
     b = cmp.better
     # claims: antisymmetric, only where Holm's adjusted p-value is at most the level, never between twins
     assert not (b & b.T).any() and not b.diagonal().any()
     i, j = np.nonzero(b)
-    assert np.all(cmp.p_adjusted[i, j] <= 0.05) and not cmp.equal[i, j].any()
+    assert np.all(cmp.pvalue_adjusted[i, j] <= 0.05) and not cmp.equal[i, j].any()
     # the rank set counts rejected tests only
     np.testing.assert_array_equal(cmp.rank_low, 1 + b.sum(axis=0))
     np.testing.assert_array_equal(cmp.rank_high, C - b.sum(axis=1))
@@ -729,7 +785,7 @@ def test_every_claim_is_a_rejected_test(values, test):
             assert not b[x, y] and not b[y, x] and cmp.equal[x, y]
     # permuting the contenders permutes everything
     perm = np.random.default_rng(C).permutation(C)
-    other = S.compare(values[perm], test=test)
+    other = S.compare_configurations(values[perm], test=test)
     np.testing.assert_array_equal(other.better, b[np.ix_(perm, perm)])
     np.testing.assert_array_equal(other.rank_low, cmp.rank_low[perm])
     # a stricter level claims no more
@@ -756,7 +812,7 @@ def test_bootstrap_resamples_problems_and_keeps_the_tests():
     mids = np.full((3, 4), NAN)
     for k, v in enumerate(per.values()):
         keep = [i for i in range(4) if not np.isnan(v[i]).all()]
-        cmp = S.compare(v[keep])
+        cmp = S.compare_configurations(v[keep])
         mids[k, keep] = 0.5 * (cmp.rank_low + cmp.rank_high)
     np.testing.assert_allclose(res.mean_rank, np.nanmean(mids, axis=0))
     np.testing.assert_array_equal(res.problems, [3, 3, 2, 3])
@@ -926,13 +982,14 @@ def test_public_names():
             "bootstrap_mean_ranks",
             "bootstrap_problems",
             "ci_halfwidth",
-            "compare",
+            "compare_configurations",
             "compare_searches",
             "compare_divergence",
             "effect",
             "differences",
             "holm",
             "holm_family",
+            "kendall_tau",
             "letters",
             "min_seeds",
             "most_entries",
@@ -945,6 +1002,8 @@ def test_public_names():
             "signed_rank_normal_less",
             "significantly_better",
             "smallest_p",
+            "smallest_tau_p",
+            "tau_p_value",
             "t_quantile",
             "t_sf_two_sided",
             "wilcoxon",
@@ -983,12 +1042,18 @@ def test_comparison_keeps_the_raw_p_values_and_the_statistic():
     rng = np.random.default_rng(3)
     v = rng.normal(size=(3, 9))
     v[1] += 1.5
-    c = S.compare(v)
+    c = S.compare_configurations(v)
     for i, j in ((0, 1), (1, 2), (0, 2)):
         w = S.wilcoxon(v[i], v[j])
-        assert c.p[i, j] == c.p[j, i] == pytest.approx(w.p, rel=1e-12)
-        assert c.statistic[i, j] == w.w_plus and c.statistic[j, i] == S.wilcoxon(v[j], v[i]).w_plus
-    np.testing.assert_allclose(c.p_adjusted[np.triu_indices(3, 1)], S.holm(c.p[np.triu_indices(3, 1)]))
-    t = S.compare(v, test="t")
-    assert t.statistic[0, 1] == pytest.approx(S.paired_t(v[0], v[1]).t) == pytest.approx(-t.statistic[1, 0])
-    assert t.p[0, 1] == pytest.approx(S.paired_t(v[0], v[1]).p)
+        assert c.pvalue[i, j] == c.pvalue[j, i] == pytest.approx(w.pvalue, rel=1e-12)
+        assert c.statistic[i, j] == w.statistic and c.statistic[j, i] == S.wilcoxon(v[j], v[i]).statistic
+    np.testing.assert_allclose(
+        c.pvalue_adjusted[np.triu_indices(3, 1)], S.holm(c.pvalue[np.triu_indices(3, 1)])
+    )
+    t = S.compare_configurations(v, test="t")
+    assert (
+        t.statistic[0, 1]
+        == pytest.approx(S.paired_t(v[0], v[1]).statistic)
+        == pytest.approx(-t.statistic[1, 0])
+    )
+    assert t.pvalue[0, 1] == pytest.approx(S.paired_t(v[0], v[1]).pvalue)

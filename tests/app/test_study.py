@@ -25,7 +25,7 @@ from tiny_problems import sparse_problem as _sparse_problem
 
 import mxopt_jax
 from mxopt_jax.compare import contenders as C
-from mxopt_jax.compare import engine, protocol, result
+from mxopt_jax.compare import engine, presets, selection, tuning
 from mxopt_jax.compare.problems.base import Problem, Splits
 from mxopt_jax.compare.result import identical_groups
 from mxopt_jax.compare.study import study
@@ -235,7 +235,7 @@ def test_divergence_is_seen_whatever_the_metric_says():
     rec = group.run(0, _lr([1.0]), [0, 1])
     assert rec.diverged.all() and np.isfinite(rec.diverged_at).all()
     assert np.isnan(rec.val[..., -1]).all() and np.isnan(rec.test[..., -1]).all()
-    sel = protocol.select(rec, prob)
+    sel = selection.select(rec, prob)
     assert sel.diverged == 2 and not np.isfinite(sel.test_mean)
 
 
@@ -249,13 +249,47 @@ def test_duplicate_and_shared_seeds_are_refused(tiny):
 
 
 # --------------------------------------------------------------------------- the study end to end
+#: What the tuning returned while the small study ran, and the selections made again from records meanwhile.
+_TUNING: dict[str, list] = {"made": [], "reselected": []}
+
+
 @pytest.fixture(scope="module")
 def small_study(tiny):
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
+    preset = dataclasses.replace(presets.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
     slow = C.contender(
         "slowpoke", lambda lr: optax.sgd(lr), 1e-6, family="user"
     )  # optimum far above its grid
-    return study(tiny, ["sgd", "ccsgd", "test", "adam", slow], preset, extend=1, check_batching="all")
+    tune, selections = tuning.tune, tuning.selections
+
+    def recorded_tune(*args, **kwargs):
+        out = tune(*args, **kwargs)
+        _TUNING["made"].extend(out)
+        return out
+
+    def recorded_selections(*args, **kwargs):
+        _TUNING["reselected"].append(args[:3])
+        return selections(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tuning, "tune", recorded_tune)
+        mp.setattr(tuning, "selections", recorded_selections)
+        return study(tiny, ["sgd", "ccsgd", "test", "adam", slow], preset, extend=1, check_batching="all")
+
+
+def test_selection_runs_once_in_the_tuning(small_study, tiny):
+    """Issue 52: the tuning selects (select, extend, report) and the result stores what it returned: assembling
+    a study that ran selects nothing again; a study read back from its records asks the same function of the
+    tuning (``tuning.selections``), which gives the same selections."""
+    assert _TUNING["reselected"] == []
+    made = {id(m) for t in _TUNING["made"] for m in t.selections.values()}
+    for mode in ("tuned", "one-shot"):
+        for sel in small_study.selections(mode):
+            assert id(sel) in made, (mode, sel.contender)
+    by = {c.name: c for c in small_study.contenders}
+    for name, roles in small_study.records["tiny"].items():
+        again = tuning.selections(roles, tiny, by[name], "grid")
+        assert again["tuned"].to_dict() == small_study.tuned["tiny"][name].to_dict()
+        assert again["one-shot"].to_dict() == small_study.one_shot["tiny"][name].to_dict()
 
 
 def test_identical_updates_are_one_entry_per_table(small_study):
@@ -296,7 +330,7 @@ def test_reported_results_come_from_fresh_seeds(small_study):
             and report.lrs.tolist() == recs["selection"].lrs.tolist()
         )
         assert not np.isfinite(recs["selection"].test).any()  # selection never evaluates the test split
-        conf = result.shown(recs, "tuned", by[name], sel)
+        conf = tuning.shown(recs, "tuned", by[name], sel)
         assert conf.lrs.tolist() == [sel.lr] and conf.role == "confirmation"
         np.testing.assert_array_equal(sel.test, conf.test[0, :, -1])
         np.testing.assert_array_equal(sel.report_grid[sel.index], sel.test)
@@ -319,7 +353,7 @@ def test_batching_check_recorded(small_study):
 
 
 def test_protocol_states_what_ran(tiny):
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=5)
+    preset = dataclasses.replace(presets.PRESETS["quick"], grid_points=3, seeds=5)
     s = study(tiny, ["optax.sgd"], preset, seeds=[0, 4, 7], extend=0, check_batching="none")  # one program
     text = s.protocol.replace("\n  ", " ")
     assert "3 seeds (0, 4, 7) for selection" in text and "5 seeds" not in text
@@ -329,7 +363,7 @@ def test_protocol_states_what_ran(tiny):
 def test_selection_never_reads_test(tiny, small_study):
     """The same study of Adam with a test split that reads NaN chooses the same rate from the same scores as the
     small study (Adam has a program of its own there: the same runs)."""
-    preset = dataclasses.replace(protocol.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
+    preset = dataclasses.replace(presets.PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=3)
 
     def metric(p, b):  # NaN on the test split only (it has 50 rows, validation has 50 too: tell by content)
         is_test = jnp.allclose(b[0][0], tiny.data().test[0][0])

@@ -23,7 +23,7 @@ import pytest
 
 from mxopt_jax import FAMILIES, OPTIMIZERS
 from mxopt_jax.compare import cli as app_cli
-from mxopt_jax.compare import engine, figures, tour
+from mxopt_jax.compare import engine, style, tour
 from mxopt_jax.compare.contenders import mxopt_contender
 from mxopt_jax.compare.problems.base import Problem
 from mxopt_jax.compare.progress import StudyProgress
@@ -467,10 +467,10 @@ def test_ties_share_a_rank_and_the_overall_table_uses_them(tmp_path):
 
 
 def test_ms_per_step_has_one_format():
-    from mxopt_jax.compare.report import tables
+    from mxopt_jax.compare.report import cells
     from mxopt_jax.compare.tour.results import fmt_ms
 
-    assert fmt_ms is tables.fmt_ms  # the study's report's format, not a copy
+    assert fmt_ms is cells.fmt_ms  # the study's report's format, not a copy
     got = [fmt_ms(v) for v in (0.000749, 0.0012, 0.154, 9.996, 12.34, 1234.5)]
     assert got == ["0.000749", "0.00120", "0.154", "10.0", "12.3", "1230"]
     rs = [_fake("sgd", "beale", 0.1, ms=5.123e-5), _fake("nag", "beale", 0.2)]
@@ -636,7 +636,7 @@ def _check_one_comparison(fig, names, n_axes):
 
 
 def test_small_selection_is_one_comparison_per_task():
-    assert figures.ONE_PANEL_MAX == 8
+    assert style.ONE_PANEL_MAX == 8
     names = ("ftml", "adam", "lamb")
     rs = [_fake(n, "spiral", 0.1 * (i + 1), seed=i) for i, n in enumerate(names)]
     loss, acc = _check_one_comparison(plotting.plot_training(rs), names, 2)  # the task's two quantities
@@ -660,7 +660,7 @@ def test_small_selection_is_one_comparison_per_task():
 def test_cli_small_selection_draws_one_axes_per_task(tmp_path, monkeypatch):
     drawn = {}
     monkeypatch.setattr(
-        figures, "save", lambda fig, path, **kw: drawn.setdefault(Path(path).name, fig) and path
+        style, "save", lambda fig, path, **kw: drawn.setdefault(Path(path).name, fig) and path
     )
     results = {t: [_fake(n, t, 0.1, seed=i) for i, n in enumerate(NAMES)] for t in tour.TASKS}
     plotting.save_all(results, tmp_path)
@@ -715,10 +715,10 @@ def test_plot_time_per_step_and_save(tmp_path):
     (ax,) = _visible(fig)
     assert len(ax.patches) == 3 and [t.get_text() for t in ax.get_yticklabels()] == list(NAMES)
     assert [t.get_text() for t in ax.texts] == ["0.100", "0.200", "0.300"]  # the tables' ms/step format
-    path = figures.save(fig, tmp_path / "t.png")
+    path = style.save(fig, tmp_path / "t.png")
     with PIL_Image.open(path) as im:
         assert im.format == "PNG" and im.mode == "P" and im.size == (480, 156)  # 6 x 1.95 inches at 80 dpi
-    full = figures.png_bytes(fig, colors=None)
+    full = style.png_bytes(fig, colors=None)
     assert full.startswith(b"\x89PNG") and len(full) > path.stat().st_size
     with pytest.raises(ValueError, match="no results"):
         plotting.plot_training([])

@@ -11,14 +11,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from mxopt_jax.compare import protocol as P
+from mxopt_jax.compare import selection
 from mxopt_jax.compare import stats as S
-from mxopt_jax.compare.analysis import analyse, analyse_table, verdict
+from mxopt_jax.compare.analysis import analyse, analyse_table, comparison, verdict
 from mxopt_jax.compare.analysis.verdict import narrowing_seeds
+from mxopt_jax.compare.direction import Direction
 from mxopt_jax.compare.records import Records
-from mxopt_jax.compare.report import tables
+from mxopt_jax.compare.report import sentences
 
-PROBLEM = SimpleNamespace(name="toy", metric_name="loss", target=0.0, better="lower", margin=0.0)
+PROBLEM = SimpleNamespace(
+    name="toy", metric_name="loss", target=0.0, direction=Direction("lower"), margin=0.0
+)
 EVAL_STEPS = np.array([10, 20])
 LRS = [1e-3, 1e-2, 1e-1]
 R = 16
@@ -42,14 +45,14 @@ def _records(name, val, test, seeds, role):
     )
 
 
-def searched(name: str, report: np.ndarray, chosen: int = 1) -> P.Selection:
+def searched(name: str, report: np.ndarray, chosen: int = 1) -> selection.Selection:
     """A tuned selection of 3 rates whose report runs (every rate, ``R`` seeds) are ``report`` ``(3, R)``; the
     selection seeds choose rate ``chosen``."""
     val = np.full((3, 2), 2.0)
     val[chosen] = 1.0
     sel = _records(name, val, np.full((3, 2), np.nan), [0, 1], "selection")
     rep = _records(name, np.ones((3, R)), report, 1000 + np.arange(R), "report")
-    return P.select(sel, PROBLEM, report=rep)
+    return selection.select(sel, PROBLEM, report=rep)
 
 
 RNG = np.random.default_rng(0)
@@ -72,17 +75,17 @@ def test_a_contender_is_shown_better_only_against_every_rate_the_other_tried():
     lucky[0] -= 3.0
     b = searched("b", lucky, chosen=1)
     assert b.report_grid.shape == (3, R) and b.index == 1
-    configs = P.compare_table([a, b])
-    searches = P.search_table([a, b])
+    configs = comparison.compare_table([a, b])
+    searches = comparison.search_table([a, b])
     assert configs.shown_better("a", "b") and configs.about == "configurations"
     assert not searches.shown_better("a", "b") and searches.about == "optimizers"
     assert searches.searches.binding[0, 1] == 0  # b's rate 0 came closest
     # beaten at every rate: shown
     c = searched("c", grid(2.0))
-    t = P.search_table([a, c])
+    t = comparison.search_table([a, c])
     assert t.shown_better("a", "c")
     assert t.searches.one_sided[0, 1] == pytest.approx(2.0**-R)  # every seed, every rate: 1 / 2^16
-    assert t.comparison.p[0, 1] == pytest.approx(2 * 2.0**-R)
+    assert t.comparison.pvalue[0, 1] == pytest.approx(2 * 2.0**-R)
 
 
 def test_compare_searches_checks_its_input_and_never_separates_twins():
@@ -134,7 +137,7 @@ def test_sentences_name_the_estimand_lead_with_what_decides_and_sum_up_the_trivi
         searched("d", np.full((3, R), np.inf)),
     ]
     table = analyse_table(sels)
-    text = tables.claims_sentences(table, "loss")
+    text = sentences.claims_sentences(table, "loss")
     lines = [line.strip() for line in text.splitlines()]
     assert (
         lines[0]
@@ -163,7 +166,7 @@ def test_the_verdict_leads_the_report_and_names_the_search():
     other = [s.__class__(**{**s.__dict__, "problem": "toy2"}) for s in sels]
     analysis = analyse(sels + other)
     problems = [SimpleNamespace(name="toy"), SimpleNamespace(name="toy2")]
-    lines = tables.verdict_lines(analysis, problems)
+    lines = sentences.verdict_lines(analysis, problems)
     text = " ".join(" ".join(lines).split())
     assert lines[0] == "== Verdict: which optimizer could be the best on each problem"
     assert (
@@ -184,7 +187,8 @@ def test_the_report_family_covers_search_tables():
     assert tw.about == "optimizers" and tw.comparison.searches is not None
     assert not (tw.comparison.comparison.better & ~t1.comparison.comparison.better).any()
     assert math.isclose(
-        tw.comparison.searches.comparison.p_adjusted[0, 2], tw.comparison.comparison.p_adjusted[0, 2]
+        tw.comparison.searches.comparison.pvalue_adjusted[0, 2],
+        tw.comparison.comparison.pvalue_adjusted[0, 2],
     )
 
 
@@ -196,7 +200,7 @@ def test_the_effect_is_measured_against_the_closest_configuration():
     far = grid(1.0)
     far[0] += 50.0  # the smallest rate: the other learns nothing there
     b = searched("b", far)
-    t = P.search_table([a, b])
+    t = comparison.search_table([a, b])
     assert t.searches.one_sided[0, 1] == pytest.approx(2.0**-R)
     assert t.searches.binding[0, 1] == 1  # rate 1, the closest (1 worse), not rate 0 (51 worse)
     (claim,) = [c for c in analyse_table([a, b]).claims if c.shown]

@@ -5,8 +5,8 @@ it once and keeps the answer; :func:`analyse` does the same for any selections) 
 :class:`StudyAnalysis`:
 
 * per table (a problem in one mode) a :class:`TableAnalysis` (:mod:`.table`): the tests once (claims about
-  the optimizers under their searches, :func:`mxopt_jax.compare.protocol.search_table`, where every
-  configuration ran on the report seeds; else :func:`mxopt_jax.compare.protocol.compare_table`), one
+  the optimizers under their searches, :func:`mxopt_jax.compare.analysis.comparison.search_table`, where every
+  configuration ran on the report seeds; else :func:`mxopt_jax.compare.analysis.comparison.compare_table`), one
   :class:`Claim` per pair of entries, the rank sets, letters and quartiles;
 * per mode a :class:`Ranking` (:mod:`.overall`): the mean rank over problems from the tables' rank sets, its
   bootstrap over problems, P(best), and the performance :class:`Profile`;
@@ -27,12 +27,11 @@ from __future__ import annotations
 from .across import AcrossStudies, across_studies, common_identity
 from .bands import Band, mean_band
 from .overall import Profile, Ranking, analyse_profile, analyse_ranking
-from .study import MODES, StudyAnalysis, across_claims, analyse, analyse_study
+from .study import StudyAnalysis, analyse, analyse_study
 from .table import About, Claim, TableAnalysis, analyse_table
 from .verdict import Narrowing, Verdict, most_entries, verdict
 
 __all__ = [
-    "MODES",
     "About",
     "AcrossStudies",
     "Band",
@@ -43,7 +42,6 @@ __all__ = [
     "StudyAnalysis",
     "TableAnalysis",
     "Verdict",
-    "across_claims",
     "across_studies",
     "analyse",
     "analyse_profile",

@@ -1,7 +1,7 @@
 """One table read over a plan's independent studies: :class:`AcrossStudies`, made by :func:`across_studies`.
 
 Each study repeats the whole tuning (its own selection seeds, confirmation seeds and search draws); a study's
-own tests (:func:`mxopt_jax.compare.protocol.compare_table`) hold its chosen configurations fixed, so they speak
+own tests (:func:`mxopt_jax.compare.analysis.comparison.compare_table`) hold its chosen configurations fixed, so they speak
 of *configurations*; the across-studies test takes the study as the unit, so its claims speak of the
 *optimizers* whatever the tuning's luck. The result keeps one :class:`AcrossStudies` per table
 (:attr:`mxopt_jax.compare.analysis.StudyAnalysis.across`); the report prints it.
@@ -10,25 +10,20 @@ of *configurations*; the across-studies test takes the study as the unit, so its
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .. import stats
 from ..direction import LOWER, Direction
-from ..protocol import (
-    LEVEL,
-    TEST,
-    TEST_LEVEL,
-    Selection,
-    compare_table,
-    paired_values,
-    search_table,
-    searchable,
-)
-from ..stats import ci_halfwidth
+from ..selection import LEVEL, Selection
+from ..stats import distributions, multiple, paired, pairwise, power
+from ..stats.distributions import ci_halfwidth
+from .comparison import TEST, TEST_LEVEL, compare_table, paired_values, search_table, searchable
+from .table import Claim, claim_size
 
-__all__ = ["AcrossStudies", "across_studies", "common_identity", "median_inf", "random_effects"]
+__all__ = ["AcrossStudies", "across_studies", "common_identity", "random_effects"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +99,7 @@ class AcrossStudies:
         """The fewest studies on which the across-studies test can show a difference in this table: the
         smallest ``N`` with ``2 / 2^N <= level / pairs`` (:func:`mxopt_jax.compare.stats.min_seeds`, the study
         as the unit): 6 for one pair, 8 for 4 entries, 9 for 5, 14 for 22."""
-        return stats.min_seeds(max(self.pairs, 1), self.level)
+        return power.min_seeds(max(self.pairs, 1), self.level)
 
     @property
     def can_claim(self) -> bool:
@@ -140,11 +135,11 @@ class AcrossStudies:
 
     def shown_letters(self) -> list[str]:
         """The compact letter display of the across-studies claims (:func:`mxopt_jax.compare.stats.letters`)."""
-        return stats.letters(self.shown | self.shown.T, self._order())
+        return pairwise.letters(self.shown | self.shown.T, self._order())
 
     def replicated_letters(self) -> list[str]:
         """The compact letter display of the claims made in every study, letters named in the same order."""
-        return stats.letters(self.replicated | self.replicated.T, self._order())
+        return pairwise.letters(self.replicated | self.replicated.T, self._order())
 
     def agreement(self) -> dict[str, int]:
         """How far the studies agree on the claims (unordered pairs of contenders):
@@ -170,6 +165,57 @@ class AcrossStudies:
             "shown": int((self.shown | self.shown.T)[iu].sum()),
         }
 
+    @functools.cached_property
+    def claims(self) -> tuple[Claim, ...]:
+        """One :class:`~mxopt_jax.compare.analysis.table.Claim` per pair of the entries (``about="optimizers"``, ``study=None``): the
+        across-studies test's raw and Holm-adjusted p-values, its statistic (``W+`` of the studies' effects, oriented
+        lower-is-better; Student's t of them for the t option), the effect (the median over the studies of each
+        study's median paired difference, raw units) with the Hodges-Lehmann estimate and exact interval over the
+        studies (:func:`mxopt_jax.compare.stats.paired.effect`: with fewer than 6 studies the interval is the range and its
+        coverage below 95 %), and in how many studies the effect went the claim's way."""
+        a = self
+        out: list[Claim] = []
+        C, N = len(a.names), a.studies
+        units = tuple(range(N))
+        for i in range(C):
+            for j in range(i + 1, C):
+                eff = a.effects[:, i, j] if a.effects.size else np.zeros(N)
+                oriented = a.direction.orient(eff)
+                if a.test == "t" and np.isfinite(oriented).all() and N > 1:
+                    stat = float(paired.t_statistic(oriented[None])[0])
+                else:
+                    stat = float(paired.w_plus(oriented[None])[0])
+                better = a.names[i] if a.shown[i, j] else a.names[j] if a.shown[j, i] else None
+                size = claim_size(eff, a.direction, None if better is None else better == a.names[i])
+                p = float(a.p[i, j]) if a.p.size else math.nan
+                out.append(
+                    Claim(
+                        problem=a.problem,
+                        mode=a.mode,
+                        a=a.names[i],
+                        b=a.names[j],
+                        test=a.test,
+                        statistic=stat,
+                        p=p,
+                        p_adjusted=float(a.p_adjusted[i, j]),
+                        n=N,
+                        units=units,
+                        about="defaults" if a.mode == "one-shot" else "optimizers",
+                        better=better,
+                        equal=bool(np.all(eff == 0)),
+                        level=a.level,
+                        family=a.family or a.pairs,
+                        **size,
+                        study=None,
+                        model=(
+                            (float(a.model_effect[i, j]), float(a.model_low[i, j]), float(a.model_high[i, j]))
+                            if a.model_effect.size
+                            else (math.nan, math.nan, math.nan)
+                        ),
+                    )
+                )
+        return tuple(out)
+
 
 def _study_level(
     effects: np.ndarray, level: float, test: str = TEST, margin: float = 0.0
@@ -179,7 +225,7 @@ def _study_level(
     when a contender diverged on most seeds of a study). The study is the unit and each study's effect a paired
     difference whose sign is a fair coin under the null (the two contenders, tuning included, exchangeable):
     ``test`` ``"wilcoxon"``, the exact signed-rank test over the ``N`` effects (ties and zero effects as the
-    single-study test takes them); ``"t"``, the exact sign-flip test of their mean (:func:`stats.paired_t`'s
+    single-study test takes them); ``"t"``, the exact sign-flip test of their mean (:func:`paired.paired_t`'s
     p-value). Either way the smallest two-sided p-value is ``2 / 2^N``, whatever the spread: a near-zero spread
     of the studies' effects is no certainty. ``margin``: an effect is evidence only beyond it. Holm over the
     ``P`` pairs at ``level``. Returns the raw and the Holm-adjusted two-sided p-values, the direction (``-1``:
@@ -188,10 +234,10 @@ def _study_level(
     p = np.ones(P)
     direction = np.zeros(P)
     if N >= 2 and P:
-        pl, pg = stats._pair_tails(effects, test, margin)
+        pl, pg = paired.one_sided(effects, test, margin)
         p = np.minimum(1.0, 2 * np.minimum(pl, pg))
         direction = np.where(pl < pg, -1.0, np.where(pg < pl, 1.0, 0.0))
-    adj = stats._holm(p) if P else p
+    adj = multiple.holm_adjusted(p) if P else p
     return p, adj, direction, (adj <= level) & (direction != 0)
 
 
@@ -200,7 +246,7 @@ def across_studies(
     identical: Sequence[Mapping[str, Sequence[str]] | None] | None = None,
     level: float = TEST_LEVEL,
     test: str = TEST,
-    rtol: float = stats.ROUNDING_RTOL,
+    rtol: float = paired.ROUNDING_RTOL,
 ) -> AcrossStudies:
     """One table (problem and mode) read over ``N`` independent studies of it: the spread of the tuning's luck,
     and the claims that hold across the studies.
@@ -272,10 +318,12 @@ def across_studies(
     lr, mean, median = np.zeros((N, C)), np.zeros((N, C)), np.zeros((N, C))
     low, high = np.zeros((N, C), np.int64), np.zeros((N, C), np.int64)
     better = np.zeros((N, C, C), bool)
-    words = sorted({s.better for sels in per for s in sels})
-    if len(words) > 1:
-        raise ValueError(f"the contenders of one table must share the problem's better, got {words}")
-    orient = Direction(words[0]).orient
+    directions = {s.direction for sels in per for s in sels}
+    if len(directions) > 1:
+        words = sorted(d.word for d in directions)
+        raise ValueError(f"the contenders of one table must share the problem's direction, got {words}")
+    direction = directions.pop()
+    orient = direction.orient
     i, j = np.triu_indices(C, 1)
     medians = np.zeros((len(i), N))
     within = np.full(
@@ -288,8 +336,8 @@ def across_studies(
         table = (search_table if searchable(sels) else compare_table)(sels, ident, level, test, rtol)
         by = {s.contender: s for s in sels}
         values, _ = paired_values([by[n] for n in common])
-        d, _ = stats._rounded(orient(values[i]), orient(values[j]), rtol)
-        medians[:, k] = [median_inf(row) for row in d]
+        d, _ = paired.rounded_differences(orient(values[i]), orient(values[j]), rtol)
+        medians[:, k] = [paired.median_inf(row) for row in d]
         finite = np.isfinite(d).all(axis=-1)
         if d.shape[-1] >= 2:
             means[finite, k] = d[finite].mean(axis=-1)
@@ -308,26 +356,22 @@ def across_studies(
             f"the contenders of one table must share the problem's margin, got {sorted(margins)}"
         )
     margin = margins.pop()
-    raw, adj, sign, significant = _study_level(medians, level, test, margin)
+    raw, adj, way, significant = _study_level(medians, level, test, margin)
     shown = np.zeros((C, C), bool)
-    shown[i, j] = significant & (sign < 0)
-    shown[j, i] = significant & (sign > 0)
+    shown[i, j] = significant & (way < 0)
+    shown[j, i] = significant & (way > 0)
     p_adjusted, p_raw = np.full((C, C), np.nan), np.full((C, C), np.nan)
     p_adjusted[i, j] = p_adjusted[j, i] = adj
     p_raw[i, j] = p_raw[j, i] = raw
     effects = np.zeros((N, C, C))  # raw units: [s, a, b] = study s's median of (a - b) over its seeds
-    sgn = Direction(words[0]).sign
-    effects[:, i, j] = sgn * medians.T
-    effects[:, j, i] = -sgn * medians.T
+    effects[:, i, j] = orient(medians.T)
+    effects[:, j, i] = -orient(medians.T)
     est, lo, hi = random_effects(means, within, LEVEL)
-    model = np.full((3, C, C), np.nan)  # raw units, [i, j] of i - j
-    for layer, x in enumerate((est, lo, hi)):
-        model[layer, i, j] = sgn * x
-    model[0, j, i] = -model[0, i, j]
-    model[1, j, i], model[2, j, i] = -model[2, i, j], -model[1, i, j]
-    if sgn < 0:  # oriented bounds swap when the metric is better higher
-        model[1, i, j], model[2, i, j] = model[2, i, j].copy(), model[1, i, j].copy()
-        model[1, j, i], model[2, j, i] = -model[2, i, j], -model[1, i, j]
+    # raw units, [i, j] of i - j: the oriented interval's ends, in raw units, in the raw order
+    raw_lo, raw_hi = np.minimum(orient(lo), orient(hi)), np.maximum(orient(lo), orient(hi))
+    model = np.full((3, C, C), np.nan)
+    model[0, i, j], model[1, i, j], model[2, i, j] = orient(est), raw_lo, raw_hi
+    model[0, j, i], model[1, j, i], model[2, j, i] = -orient(est), -raw_hi, -raw_lo
     replicated = np.asarray(better.all(axis=0))
     contradicted = np.asarray(better.any(axis=0) & better.transpose(0, 2, 1).any(axis=0))
     study_ci = np.array([ci_halfwidth(mean[:, a], LEVEL) for a in range(C)])
@@ -354,7 +398,7 @@ def across_studies(
         study_ci=study_ci,
         level=level,
         test=test,
-        direction=Direction(words[0]),
+        direction=direction,
         model_effect=model[0],
         model_low=model[1],
         model_high=model[2],
@@ -396,7 +440,7 @@ def random_effects(
         mu = float((ws * y).sum() / ws.sum())
         spread = float((ws * (y - mu) ** 2).sum() / (k - 1))
         se = (spread / ws.sum()) ** 0.5
-        half = stats.t_quantile((1 + level) / 2, k - 1) * se
+        half = distributions.t_quantile((1 + level) / 2, k - 1) * se
         est[r], low[r], high[r] = mu, mu - half, mu + half
     return est, low, high
 
@@ -433,13 +477,3 @@ def common_identity(
         if n in allowed and all(n in g for g in groups_of):
             together.setdefault(tuple(g[n] for g in groups_of), []).append(n)
     return {g[0]: g[1:] for g in together.values() if len(g) > 1}
-
-
-def median_inf(row: np.ndarray) -> float:
-    """The median of ``row`` (``numpy.median``'s mean of the two middle values for an even count), an average
-    that touches an infinite value being that value (``inf + -inf``: 0, a tie)."""
-    v = np.sort(row)
-    a, b = v[(len(v) - 1) // 2], v[len(v) // 2]
-    if np.isinf(a) or np.isinf(b):
-        return 0.0 if np.isinf(a) and np.isinf(b) and a != b else float(a if np.isinf(a) else b)
-    return float(0.5 * (a + b))

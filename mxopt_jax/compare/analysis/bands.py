@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..protocol import LEVEL
-from ..stats import ci_halfwidth
+from ..selection import LEVEL
+from ..stats.distributions import ci_halfwidth
 
 __all__ = ["Band", "mean_band"]
 

@@ -15,20 +15,105 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .. import stats
-from ..protocol import (
-    BOOTSTRAP_REPLICATES,
-    BOOTSTRAP_SEED,
-    LEVEL,
-    TAU_MAX,
-    Selection,
-    midpoint_ranks,
-    profile_times,
-    ranking_omitted,
-)
+from ..selection import LEVEL, Selection
+from ..stats import profiles, ranking
+from .comparison import FAMILIES, TEST_LEVEL, TableComparison
 from .table import TableAnalysis
 
-__all__ = ["Profile", "Ranking", "analyse_profile", "analyse_ranking"]
+__all__ = [
+    "BOOTSTRAP_REPLICATES",
+    "BOOTSTRAP_SEED",
+    "MIN_PROBLEMS",
+    "TAU_MAX",
+    "Profile",
+    "Ranking",
+    "analyse_profile",
+    "analyse_ranking",
+    "midpoint_ranks",
+    "profile_times",
+    "ranking_omitted",
+]
+
+#: Bootstrap replicates of the mean rank (:func:`analyse_ranking`) and the seed they are drawn from.
+BOOTSTRAP_REPLICATES = 1000
+
+
+BOOTSTRAP_SEED = 0
+
+
+#: Largest ratio to the fastest contender a performance profile looks at (AlgoPerf's ``tau_max``).
+TAU_MAX = 4.0
+
+
+#: The fewest problems whose overall ranking gets its bootstrap interval and P(best) (:func:`ranking_omitted`):
+#: the percentile bootstrap over ``P`` problems covers a contender's mean rank over problems at 95 % nominal in
+#: only 49-83 % of draws with 2 problems, 86-87 % at 5, 89-92 % at 8 and at least 90 % from 9 on (four shapes of
+#: per-problem ranks, ``tests/app/test_error_rates.py``).
+MIN_PROBLEMS = 9
+
+
+def ranking_omitted(problems: int, family: str = "table", level: float = TEST_LEVEL) -> str:
+    """Why the overall ranking's interval and P(best) are left out, in a sentence, or ``''`` when they are
+    shown: they need at least :data:`MIN_PROBLEMS` problems (fewer cannot support a bootstrap over problems:
+    with 2, the interval is the two ranks and P(best) splits ties) *and* the report's claims corrected as one
+    family (``family == "report"``, :func:`report_family`): the ranking reads every table's claims at once,
+    and with a family per table some table of 9 holds a false claim in about 30 % of studies where no
+    contender differs, enough to give someone P(best) >= 0.5 in a quarter of them.
+
+    Raises
+    ------
+    ValueError
+        ``family`` not in :data:`FAMILIES`; ``problems`` negative.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {list(FAMILIES)}, got {family!r}")
+    if isinstance(problems, bool) or int(problems) != problems or problems < 0:
+        raise ValueError(f"problems must be an integer >= 0, got {problems!r}")
+    if problems < MIN_PROBLEMS:
+        return (
+            f"The interval and P(best) are omitted: {problems} problem(s) cannot support a bootstrap over problems "
+            f"(it needs at least {MIN_PROBLEMS}: with 2 problems its {100 * LEVEL:g} % interval covers the mean "
+            "rank in as few as half of the draws, with 5 to 8 in 86 to 92 % of them)."
+        )
+    if family != "report":
+        return (
+            "The interval and P(best) are omitted: the ranking reads every table's claims at once, and with "
+            f"Holm's correction per table ({100 * level:g} % for each table) some table of {problems} holds a false "
+            "claim far more often than that; run with `--family report` (all tables one family) to get them."
+        )
+    return ""
+
+
+def midpoint_ranks(tables: Sequence[TableComparison], names: Sequence[str]) -> np.ndarray:
+    """``(P, C)``: ``names[c]``'s rank on table ``p``, the middle of its rank set
+    (:meth:`TableComparison.midpoint`; a folded contender its representative's), NaN where it is not in the
+    table: what the mean rank over problems averages and the bootstrap over problems resamples."""
+    ranks = np.full((len(tables), len(names)), np.nan)
+    for k, table in enumerate(tables):
+        for c, n in enumerate(names):
+            if n in table.entry:
+                ranks[k, c] = table.midpoint(n)
+    return ranks
+
+
+def profile_times(by_problem: Mapping[str, Sequence[Selection]]) -> dict[str, dict[str, float]]:
+    """``{problem: {contender: time}}``: each contender's time to target on each problem, for the performance
+    profile: :attr:`Selection.fastest_time`, AlgoPerf's time under external tuning.
+
+    AlgoPerf tunes with 5 studies of 5 trials (hyperparameter settings) each; a study's time is that of its
+    fastest trial reaching the validation target, and the workload's time is the median over the studies
+    (infinite when a study has no such trial). Here a study is a selection seed: its trials are the
+    configurations tried (the grid and its extensions) on that seed, its time the fewest steps any of them
+    needed; the time is the steps by which a majority of the seeds got there (:func:`time_to_target`: the
+    median for an odd count, the upper median for an even one), ``inf`` unless more than half of the seeds had
+    a configuration reaching the target. It reads the *selection* runs (every configuration tried), not the
+    report seeds the tables' test values come from. Time is counted in steps (the tables show steps x ms/step
+    next to it): every contender of a problem does the same model work per step. Problems with no selection are
+    left out.
+    """
+    return {
+        p: {s.contender: float(s.fastest_time) for s in sels} for p, sels in by_problem.items() if len(sels)
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +122,7 @@ class Profile:
 
     Attributes:
       times: ``{problem: {contender: time}}``, the fastest trial's steps to target
-        (:func:`mxopt_jax.compare.protocol.profile_times`), identical contenders folded.
+        (:func:`profile_times`), identical contenders folded.
       tau_max: the largest ratio looked at; ``taus``: the ``tau`` grid from 1 to it; ``rho``: ``{contender:
         rho(taus)}`` (:func:`mxopt_jax.compare.stats.performance_profile`).
       scores: ``{contender: AlgoPerf's score}``, the normalized area under its profile
@@ -61,9 +146,9 @@ def analyse_profile(by_problem: Mapping[str, Sequence[Selection]], tau_max: floa
     times = profile_times(by_problem)
     if not times:
         return Profile({}, tau_max, np.zeros(0), {}, {})
-    taus, rho = stats.performance_profile(times, tau_max)
-    ratios = stats.performance_ratios(times)
-    scores = {n: stats.profile_score(r, tau_max) for n, r in ratios.items()}
+    taus, rho = profiles.performance_profile(times, tau_max)
+    ratios = profiles.performance_ratios(times)
+    scores = {n: profiles.profile_score(r, tau_max) for n, r in ratios.items()}
     return Profile(times, tau_max, taus, rho, scores)
 
 
@@ -81,7 +166,7 @@ class Ranking:
       profile: the performance profile (:class:`Profile`).
       reached: ``{name: problems whose target its fastest trial reached}``.
       seed: the bootstrap's seed.
-      family: how the report's claims were corrected (:data:`mxopt_jax.compare.protocol.FAMILIES`): the
+      family: how the report's claims were corrected (:data:`mxopt_jax.compare.analysis.comparison.FAMILIES`): the
         bootstrap interval and P(best) are shown only where :attr:`omitted` is empty.
     """
 
@@ -89,7 +174,7 @@ class Ranking:
     tables: dict[str, TableAnalysis]
     identical: dict[str, list[str]]
     names: tuple[str, ...]
-    bootstrap: stats.BootstrapRanks
+    bootstrap: ranking.BootstrapRanks
     profile: Profile
     reached: dict[str, int]
     seed: int = BOOTSTRAP_SEED
@@ -98,7 +183,7 @@ class Ranking:
     @property
     def omitted(self) -> str:
         """Why the bootstrap interval and P(best) are left out of the report, or ``''`` when they are shown
-        (:func:`mxopt_jax.compare.protocol.ranking_omitted`: at least 9 problems and one Holm family over the
+        (:func:`ranking_omitted`: at least 9 problems and one Holm family over the
         report)."""
         return ranking_omitted(len(self.tables), self.family)
 
@@ -159,7 +244,7 @@ def analyse_ranking(
     folded = {p: entries(t) for p, t in tables.items()}
     names = list(dict.fromkeys(s.contender for sels in folded.values() for s in sels))
     ranks = midpoint_ranks([t.comparison for t in tables.values()], names)
-    boot = stats.bootstrap_problems(ranks, names, n_boot, seed, level)
+    boot = ranking.bootstrap_problems(ranks, names, n_boot, seed, level)
     reached = {
         n: sum(
             1

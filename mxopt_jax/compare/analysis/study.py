@@ -6,31 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
 
-from .. import stats
-from ..protocol import (
-    LEVEL,
-    Selection,
-    TableComparison,
-    compare_table,
-    report_family,
-    search_table,
-    searchable,
-)
-from .across import AcrossStudies, across_studies, common_identity, median_inf
+from ..selection import MODES, Selection
+from ..stats import multiple
+from .across import AcrossStudies, across_studies, common_identity
+from .comparison import TableComparison, compare_table, report_family, search_table, searchable
 from .overall import Ranking, analyse_ranking
 from .table import Claim, TableAnalysis, analyse_table
 from .verdict import Verdict, verdict
 
-__all__ = ["MODES", "StudyAnalysis", "across_claims", "analyse", "analyse_study"]
-
-#: The two modes a study reports, in the order the report shows them.
-MODES = ("tuned", "one-shot")
+__all__ = ["StudyAnalysis", "analyse", "analyse_study"]
 
 
 class _Problem(Protocol):
@@ -123,78 +112,9 @@ class StudyAnalysis:
         return [c for t in self.all_tables() for c in t.configuration_claims]
 
     def across_claims(self) -> list[Claim]:
-        """Every tested pair of every table read across the independent studies (:func:`across_claims`), the
+        """Every tested pair of every table read across the independent studies (:attr:`~mxopt_jax.compare.analysis.across.AcrossStudies.claims`), the
         claims about the optimizers; empty for a study of one."""
-        return [c for a in self.across for c in across_claims(a)]
-
-
-def across_claims(a: AcrossStudies) -> list[Claim]:
-    """One :class:`Claim` per pair of ``a``'s entries (``about="optimizers"``, ``study=None``): the
-    across-studies test's raw and Holm-adjusted p-values, its statistic (``W+`` of the studies' effects, oriented
-    lower-is-better; Student's t of them for the t option), the effect (the median over the studies of each
-    study's median paired difference, raw units) with the Hodges-Lehmann estimate and exact interval over the
-    studies (:func:`mxopt_jax.compare.stats.effect`: with fewer than 6 studies the interval is the range and its
-    coverage below 95 %), and in how many studies the effect went the claim's way."""
-    out: list[Claim] = []
-    C, N = len(a.names), a.studies
-    units = tuple(range(N))
-    for i in range(C):
-        for j in range(i + 1, C):
-            eff = a.effects[:, i, j] if a.effects.size else np.zeros(N)
-            oriented = a.direction.orient(eff)
-            if a.test == "t" and np.isfinite(oriented).all() and N > 1:
-                sd = oriented.std(ddof=1)
-                stat = (
-                    float(oriented.mean() / (sd / np.sqrt(N)))
-                    if sd > 0
-                    else math.copysign(math.inf, oriented.mean())
-                    if oriented.mean()
-                    else 0.0
-                )
-            else:
-                stat = float(stats._w_plus(oriented[None])[0])
-            better = a.names[i] if a.shown[i, j] else a.names[j] if a.shown[j, i] else None
-            way = (
-                -1.0
-                if better == a.names[i]
-                else 1.0
-                if better == a.names[j]
-                else float(np.sign(median_inf(oriented))) or -1.0
-            )
-            size = stats.effect(eff, LEVEL)
-            p = float(a.p[i, j]) if a.p.size else math.nan
-            out.append(
-                Claim(
-                    problem=a.problem,
-                    mode=a.mode,
-                    a=a.names[i],
-                    b=a.names[j],
-                    test=a.test,
-                    statistic=stat,
-                    p=p,
-                    p_adjusted=float(a.p_adjusted[i, j]),
-                    effect=size.median,
-                    n=N,
-                    units=units,
-                    about="defaults" if a.mode == "one-shot" else "optimizers",
-                    better=better,
-                    equal=bool(np.all(eff == 0)),
-                    level=a.level,
-                    estimate=size.estimate,
-                    low=size.low,
-                    high=size.high,
-                    confidence=size.confidence,
-                    family=a.family or a.pairs,
-                    agree=int((np.sign(oriented) == way).sum()),
-                    study=None,
-                    model=(
-                        (float(a.model_effect[i, j]), float(a.model_low[i, j]), float(a.model_high[i, j]))
-                        if a.model_effect.size
-                        else (math.nan, math.nan, math.nan)
-                    ),
-                )
-            )
-    return out
+        return [c for a in self.across for c in a.claims]
 
 
 def analyse(
@@ -206,13 +126,13 @@ def analyse(
     family: str = "table",
 ) -> StudyAnalysis:
     """The analysis of a set of selections (a study's, or any a user made with
-    :func:`mxopt_jax.compare.protocol.select`; both modes mixed or not): each problem's table of each mode
-    (:attr:`Selection.mode <mxopt_jax.compare.protocol.Selection.mode>`) tested once, the overall ranking of each
+    :func:`mxopt_jax.compare.selection.select`; both modes mixed or not): each problem's table of each mode
+    (:attr:`Selection.mode <mxopt_jax.compare.selection.Selection.mode>`) tested once, the overall ranking of each
     mode from those tables. Problems and contenders keep the order met.
 
-    ``family`` (:data:`mxopt_jax.compare.protocol.FAMILIES`): ``"table"`` (the default) corrects each table's
+    ``family`` (:data:`mxopt_jax.compare.analysis.comparison.FAMILIES`): ``"table"`` (the default) corrects each table's
     pairs by Holm on their own; ``"report"`` corrects every pair of every table together (:func:`~mxopt_jax.
-    compare.protocol.report_family`), so that the chance of any false claim in the whole report is at most the
+    compare.analysis.comparison.report_family`), so that the chance of any false claim in the whole report is at most the
     level.
 
     Identity (``{representative: [others]}``): ``identical_by_problem[problem][mode]`` folds a table (default
@@ -261,10 +181,11 @@ def _by_problem(selections: Iterable[Selection]) -> dict[str, list[Selection]]:
     return out
 
 
-def analyse_study(result: _Result) -> StudyAnalysis:
-    """The analysis of ``result``: each table's tests once (folded by that table's identity), the overall
-    ranking of each mode from them (:func:`analyse`), and, for a plan of several independent studies, each
-    table read across the studies (:func:`~mxopt_jax.compare.analysis.across.across_studies`).
+def analyse_study(result: _Result, family: str = "table") -> StudyAnalysis:
+    """The analysis of ``result`` under the report's error control ``family`` (:func:`analyse`; with
+    ``"report"`` the tables across studies join the one family too): each table's tests once (folded by that
+    table's identity), the overall ranking of each mode from them, and, for a plan of several independent
+    studies, each table read across the studies (:func:`~mxopt_jax.compare.analysis.across.across_studies`).
 
     Raises
     ------
@@ -276,7 +197,7 @@ def analyse_study(result: _Result) -> StudyAnalysis:
         [s for p in names for t in (result.tuned, result.one_shot) for s in t.get(p, {}).values()],
         identical_by_problem={p: {m: result.identical_map(p, m) for m in MODES} for p in names},
         identical_by_mode={m: result.identical_everywhere(m) for m in MODES},
-        family=str(getattr(result, "family", "table")),
+        family=family,
     )
     studies = list(result.studies())
     if len(studies) < 2:
@@ -291,7 +212,7 @@ def analyse_study(result: _Result) -> StudyAnalysis:
                         [list(t[p].values()) for t in per], [s.identical_map(p, mode) for s in studies]
                     )
                 )
-    if str(getattr(result, "family", "table")) == "report":
+    if family == "report":
         out, across = _one_family(out, across)
     return dataclasses.replace(out, across=tuple(across))
 
@@ -304,51 +225,27 @@ def _one_family(
     at the tables' level, so that the chance of any false claim in the whole report is at most that level. A
     report-wide claim is also a per-table one (its adjusted p-value is never smaller)."""
     tables = list(analysis.tables.values())
-    raws = [t.comparison.comparison.p[np.triu_indices(len(t.entries), 1)] for t in tables]
+    raws = [t.comparison.comparison.pair_pvalues for t in tables]
     raws += [a.p[np.triu_indices(len(a.names), 1)] for a in across]
-    flat = np.concatenate(raws) if raws else np.zeros(0)
-    if not flat.size:
+    if not sum(len(r) for r in raws):
         return analysis, across
     level = tables[0].level if tables else across[0].level
-    adj = stats._holm(flat)
-    m = int(np.sum(~np.isnan(flat)))
-    start = 0
-    new_tables: dict[tuple[str, str], TableAnalysis] = {}
-    for key, t in zip(analysis.tables, tables, strict=True):
-        k = len(raws[len(new_tables)])
-        c = t.comparison.comparison
-        decided = stats._decided(
-            c.p,
-            c.statistic,
-            c.direction,
-            c.equal,
-            c.median,
-            adj[start : start + k],
-            m,
-            c.test,
-            level,
-            c.margin,
-            c.rtol,
+    adjusted, m = multiple.holm_together(raws)
+    new_tables = {
+        key: analyse_table(
+            list(t.selections),
+            t.identical,
+            comparison=t.comparison.redecided(adj, m, level),
+            configurations=t.configurations,
         )
-        start += k
-        comp = dataclasses.replace(
-            t.comparison,
-            comparison=decided,
-            searches=None
-            if t.comparison.searches is None
-            else t.comparison.searches._replace(comparison=decided),
-        )
-        new_tables[key] = analyse_table(
-            list(t.selections), t.identical, comparison=comp, configurations=t.configurations
-        )
+        for (key, t), adj in zip(analysis.tables.items(), adjusted, strict=False)
+    }
     new_across = []
-    for a in across:
+    for a, adj in zip(across, adjusted[len(tables) :], strict=True):
         C = len(a.names)
         iu = np.triu_indices(C, 1)
-        k = len(iu[0])
         p_adj = np.full((C, C), np.nan)
-        p_adj[iu] = p_adj[iu[1], iu[0]] = adj[start : start + k]
-        start += k
+        p_adj[iu] = p_adj[iu[1], iu[0]] = adj
         new_across.append(
             dataclasses.replace(a, p_adjusted=p_adj, shown=a.shown & (p_adj <= a.level), family=m)
         )

@@ -1,7 +1,7 @@
 """One table's analysis: :class:`TableAnalysis` (the tests, claims, rank sets, letters and quartiles of one
 problem in one mode) and :class:`Claim` (one tested pair), made once by :func:`analyse_table`.
 
-The tests are the protocol's (:func:`mxopt_jax.compare.protocol.compare_table`: the exact signed-rank test of
+The tests are the protocol's (:func:`mxopt_jax.compare.analysis.comparison.compare_table`: the exact signed-rank test of
 every pair of the table's entries, paired by seed, Holm over the table, rounding twins never separated, the
 problem's practical margin); this module runs them once and keeps what every renderer reads.
 """
@@ -11,26 +11,24 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 
-from .. import stats
 from ..direction import Direction
-from ..protocol import (
-    LEVEL,
+from ..selection import LEVEL, Selection
+from ..stats import paired, power
+from .comparison import (
     TEST,
     TEST_LEVEL,
-    Selection,
     TableComparison,
     compare_table,
     paired_values,
     search_table,
     searchable,
 )
-from .across import median_inf
 
-__all__ = ["About", "Claim", "TableAnalysis", "analyse_table"]
+__all__ = ["About", "Claim", "TableAnalysis", "analyse_table", "claim_size"]
 
 #: What a claim speaks of: ``"optimizers"`` (in one study: each contender under its search and budget, the one
 #: shown better at its chosen configuration beating the other at every configuration the other's search tried;
@@ -164,10 +162,10 @@ class Claim:
             first, second = self.better, self.worse or ""
         else:
             first, second = self.a, self.b
-        sign = 1.0 if first == self.a else -1.0
-        eff, lo, hi = sign * self.effect, sign * self.low, sign * self.high
-        if sign < 0:
-            lo, hi = hi, lo
+        if first == self.a:
+            eff, lo, hi = self.effect, self.low, self.high
+        else:  # b - a: the interval's ends swap
+            eff, lo, hi = -self.effect, -self.high, -self.low
         across = self.study is None
         unit = "studies" if across else "seeds"
         interval = (
@@ -217,20 +215,20 @@ class TableAnalysis:
 
     Attributes:
       problem, mode: the table.
-      selections: every contender's :class:`~mxopt_jax.compare.protocol.Selection` of the table (folded ones
+      selections: every contender's :class:`~mxopt_jax.compare.selection.Selection` of the table (folded ones
         included), in the study's order.
       identical: ``{representative: [others]}``: contenders folded into one entry before testing.
-      comparison: the tests (:class:`~mxopt_jax.compare.protocol.TableComparison`; its
+      comparison: the tests (:class:`~mxopt_jax.compare.analysis.comparison.TableComparison`; its
         :class:`~mxopt_jax.compare.stats.Comparison` holds the matrices).
       claims: one :class:`Claim` per pair of entries (every tested pair, shown or not), in ``(i, j)``, ``i < j``
         order of :attr:`entries`.
       quartiles: ``{contender: (q1, median, q3)}`` of the test values over every report seed, a diverged seed
-        the worst value (:func:`mxopt_jax.compare.protocol.quartiles`).
+        the worst value (:func:`mxopt_jax.compare.selection.quartiles`).
       needed_seeds: the fewest report seeds on which the exact signed-rank test can show a difference in a
         family of this table's pairs (:func:`mxopt_jax.compare.stats.min_seeds`; 0 for fewer than 2 entries).
       configurations: for a table whose claims are about the optimizers under their searches
         (``comparison.searches``), the tests of the chosen configurations alone
-        (:func:`~mxopt_jax.compare.protocol.compare_table`) and their claims, ``configuration_claims``
+        (:func:`~mxopt_jax.compare.analysis.comparison.compare_table`) and their claims, ``configuration_claims``
         (``about="configurations"``: claims.csv keeps them; the tuning's luck is inside them); else ``None`` and
         empty.
       hopeless: the entries that diverged on every report seed at every configuration they tried (the claims
@@ -254,7 +252,7 @@ class TableAnalysis:
 
     @property
     def about(self) -> str:
-        """What the table's claims speak of (:attr:`~mxopt_jax.compare.protocol.TableComparison.about`)."""
+        """What the table's claims speak of (:attr:`~mxopt_jax.compare.analysis.comparison.TableComparison.about`)."""
         return self.comparison.about
 
     # ------------------------------------------------------------------ what the tests decided
@@ -301,7 +299,9 @@ class TableAnalysis:
 
     @property
     def direction(self) -> Direction:
-        return Direction(self.comparison.better)
+        """The metric's direction (:attr:`TableComparison.direction <mxopt_jax.compare.analysis.comparison.
+        TableComparison.direction>`)."""
+        return self.comparison.direction
 
     def rank(self, name: str) -> int:
         """The low end of ``name``'s rank set (``1 +`` the entries shown better)."""
@@ -358,6 +358,42 @@ def _words(s: Selection, row: int | None = None) -> str:
     return f"lr {lr:.3g}"
 
 
+class ClaimSize(TypedDict):
+    """What :func:`claim_size` gives: the size fields of a :class:`Claim`."""
+
+    effect: float
+    estimate: float
+    low: float
+    high: float
+    confidence: float
+    agree: int
+
+
+def claim_size(d: np.ndarray, direction: Direction, first_better: bool | None) -> ClaimSize:
+    """The size fields of a :class:`Claim` about ``a - b`` from its paired differences ``d`` (raw units, one per
+    seed or study; ``+-inf`` diverged): ``effect`` (their median), the Hodges-Lehmann ``estimate`` with its exact
+    interval (``low``, ``high``, ``confidence``: :func:`mxopt_jax.compare.stats.paired.effect`), and ``agree``:
+    how many units went the claim's way (``first_better``: ``a`` shown better, ``False``: ``b``, ``None``: not
+    shown to differ, the way of the median), a better one lower once oriented."""
+    size = paired.effect(d, LEVEL)
+    oriented = direction.orient(d)
+    way = (
+        -1.0
+        if first_better is True
+        else 1.0
+        if first_better is False
+        else float(np.sign(paired.median_inf(oriented))) or -1.0
+    )
+    return ClaimSize(
+        effect=size.median,
+        estimate=size.estimate,
+        low=size.low,
+        high=size.high,
+        confidence=size.confidence,
+        agree=int((np.sign(oriented) == way).sum()),
+    )
+
+
 def _claims(
     comparison: TableComparison,
     sels: Sequence[Selection],
@@ -373,7 +409,7 @@ def _claims(
     units = tuple(int(x) for x in seeds)
     searches = comparison.searches
     about = comparison.about
-    direction = Direction(comparison.better)
+    direction = comparison.direction
     out = []
     for i in range(len(entries)):
         for j in range(i + 1, len(entries)):
@@ -397,18 +433,13 @@ def _claims(
                     grid = np.asarray(worse.report_grid, np.float64)[
                         :, np.argsort(np.asarray(worse.report_seeds, np.int64), kind="stable")
                     ]
-                    closest = np.where(np.isfinite(grid[k]), grid[k], worse.sign * np.inf)
+                    closest = np.where(np.isfinite(grid[k]), grid[k], worse.direction.worst)
                     extra["versus"] = _words(worse, k)
                     if shown == a:
                         vb = closest
                     else:
                         va = closest
-            d = stats.differences(va, vb)
-            size = stats.effect(d, LEVEL)
-            oriented = direction.orient(d)  # lower: a better
-            # the claim's way: a lower (better) is a negative oriented difference; unshown: the median's way
-            way = -1.0 if shown == a else 1.0 if shown == b else float(np.sign(median_inf(oriented))) or -1.0
-            agree = int((np.sign(oriented) == way).sum())
+            size = claim_size(paired.differences(va, vb), direction, None if shown is None else shown == a)
             out.append(
                 Claim(
                     problem=comparison.problem,
@@ -417,21 +448,16 @@ def _claims(
                     b=b,
                     test=c.test,
                     statistic=float(c.statistic[i, j]),
-                    p=float(c.p[i, j]),
-                    p_adjusted=float(c.p_adjusted[i, j]),
-                    effect=median_inf(d),
+                    p=float(c.pvalue[i, j]),
+                    p_adjusted=float(c.pvalue_adjusted[i, j]),
                     n=len(units),
                     units=units,
                     about=about,  # type: ignore[arg-type]
                     better=shown,
                     equal=bool(c.equal[i, j]),
                     level=c.level,
-                    estimate=size.estimate,
-                    low=size.low,
-                    high=size.high,
-                    confidence=size.confidence,
                     family=c.family or c.pairs,
-                    agree=agree,
+                    **size,
                     **extra,
                 )
             )
@@ -449,16 +475,16 @@ def analyse_table(
     """One table's analysis: its tests once and every pair's :class:`Claim`, every contender's quartiles.
 
     A tuned table whose contenders ran every configuration on the report seeds is compared under their searches
-    (:func:`~mxopt_jax.compare.protocol.search_table`: claims about the optimizers), and its chosen
-    configurations alone as well (:func:`~mxopt_jax.compare.protocol.compare_table`, the
-    ``configuration_claims``); any other table by :func:`~mxopt_jax.compare.protocol.compare_table` (``identical``
+    (:func:`~mxopt_jax.compare.analysis.comparison.search_table`: claims about the optimizers), and its chosen
+    configurations alone as well (:func:`~mxopt_jax.compare.analysis.comparison.compare_table`, the
+    ``configuration_claims``); any other table by :func:`~mxopt_jax.compare.analysis.comparison.compare_table` (``identical``
     folded before testing). ``comparison`` / ``configurations``: the tests already run (e.g. re-decided as one
-    family with the report's other tables by :func:`~mxopt_jax.compare.protocol.report_family`).
+    family with the report's other tables by :func:`~mxopt_jax.compare.analysis.comparison.report_family`).
 
     Raises
     ------
     ValueError
-        as :func:`~mxopt_jax.compare.protocol.compare_table`.
+        as :func:`~mxopt_jax.compare.analysis.comparison.compare_table`.
     """
     sels = list(selections)
     if comparison is None:
@@ -485,7 +511,7 @@ def analyse_table(
         comparison=comparison,
         claims=tuple(claims),
         quartiles={s.contender: s.test_quartiles for s in sels},
-        needed_seeds=stats.min_seeds(c.pairs, c.level) if c.pairs else 0,
+        needed_seeds=power.min_seeds(c.pairs, c.level) if c.pairs else 0,
         configurations=configurations,
         configuration_claims=tuple(config_claims),
         hopeless=hopeless,

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import stats
 from ..direction import Direction
-from ..protocol import Selection
-from ..stats import most_entries
+from ..selection import Selection
+from ..stats import distributions, paired
+from ..stats.power import most_entries
 from .table import TableAnalysis
 
 __all__ = [
@@ -116,7 +116,7 @@ def narrowing_seeds(
     leader: np.ndarray,
     member: np.ndarray,
     threshold: float,
-    rtol: float = stats.ROUNDING_RTOL,
+    rtol: float = paired.ROUNDING_RTOL,
     margin: float = 0.0,
     steps: Sequence[int] = SEED_STEPS,
     resamples: int = RESAMPLES,
@@ -131,7 +131,7 @@ def narrowing_seeds(
     """
     leader = np.asarray(leader, np.float64)
     member = np.atleast_2d(np.asarray(member, np.float64))
-    d, twins = stats._rounded(np.broadcast_to(leader, member.shape), member, rtol)
+    d, twins = paired.rounded_differences(np.broadcast_to(leader, member.shape), member, rtol)
     d = d + margin
     wins = ((d < 0).sum(axis=-1) + 0.5 * (d == 0).sum(axis=-1)) / d.shape[-1]
     closest = int(np.argmin(wins))
@@ -147,7 +147,7 @@ def narrowing_seeds(
         drawn = d[rows][:, idx]  # (k, B, n)
         # the intersection-union test: every configuration must reject (the signed-rank test's normal form:
         # the resampled tables reach 256 seeds, where the exact distribution costs too much thousands of times)
-        p = stats.signed_rank_normal_less(drawn).max(axis=0)
+        p = distributions.signed_rank_normal_less(drawn).max(axis=0)
         if float((p <= threshold).mean()) >= power:
             return int(n), float(wins.min()), closest
     return None, float(wins.min()), closest
@@ -159,7 +159,7 @@ def verdict(table: TableAnalysis) -> Verdict:
     c = comp.comparison
     best = table.best
     by = {s.contender: s for s in table.selections}
-    direction = Direction(comp.better)
+    direction = comp.direction
     narrowing: list[Narrowing] = []
     leader = best[0] if best else ""
     family = int(c.family or c.pairs)
@@ -194,4 +194,4 @@ def _oriented(values: np.ndarray, s: Selection, direction: Direction) -> np.ndar
     """One row of ``s``'s report values in seed order, oriented (lower is better), a diverged seed ``+inf``."""
     order = np.argsort(np.asarray(s.report_seeds, np.int64), kind="stable")
     v = np.asarray(values, np.float64)[order]
-    return np.asarray(direction.orient(np.where(np.isfinite(v), v, s.sign * np.inf)))
+    return np.asarray(direction.orient(np.where(np.isfinite(v), v, direction.worst)))

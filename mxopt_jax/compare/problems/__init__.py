@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..checks import NameTable
+from ..validation import NameTable
 from .base import Problem, Splits, State
 from .cancer import logreg
 from .charlm import char_lm

@@ -51,8 +51,8 @@ from typing import Any, NamedTuple
 
 import jax
 
-from ..checks import finite_number, printable
 from ..direction import WORDS, Direction
+from ..validation import finite_number, printable
 
 __all__ = ["Batch", "Params", "Problem", "Splits", "State"]
 
@@ -159,13 +159,9 @@ class Problem:
     @property
     def direction(self) -> Direction:
         """Which way the metric improves (:class:`~mxopt_jax.compare.direction.Direction`, from ``better``):
-        its sign, oriented values, ``<=``/``>=``, whether a value meets a target."""
+        what everything that compares, orients or prints values asks (oriented values, the best and the worst
+        value, ``<=``/``>=``, whether a value meets a target)."""
         return Direction(self.better)
-
-    @property
-    def sign(self) -> float:
-        """``1.0`` when lower is better, ``-1.0`` when higher is (:attr:`direction`'s)."""
-        return self.direction.sign
 
     def target_for(self, preset: str) -> float:
         """The validation target at preset ``preset``'s budget: ``targets[preset]``, else ``target``."""

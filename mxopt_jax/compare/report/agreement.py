@@ -5,7 +5,7 @@ report numbers them).
 The quick preset's budget is a fraction of the full one's, so its tables rank early progress; whether a
 ranking survives a longer budget (or another search, schedule or seed set) is a measurement, not an
 assumption. :func:`compare_studies` reads each study exactly as ``mxopt-jax report`` does
-(:meth:`mxopt_jax.compare.result.StudyResult.from_json`: every field checked, the result recomputed from its
+(:func:`mxopt_jax.compare.studyfile.read`: every field checked, the result recomputed from its
 records, stored selections that disagree with them refused), and renders the agreement the analysis computes
 (:mod:`mxopt_jax.compare.analysis.agreement`: per problem, Kendall's tau-b of the tuned test means with its
 p-value, what tau can show at that size, and the overlap of the top ``k``).
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.agreement import ProblemAgreement, agree, mean_tau, smallest_p, tuned_means
-from ..result import StudyResult
+from .. import studyfile
+from ..analysis.agreement import ProblemAgreement, agree, mean_tau, smallest_tau_p, tuned_means
 
 __all__ = ["Agreement", "compare_studies"]
 
@@ -109,10 +109,10 @@ class Agreement:
 
 def _what_tau_shows(sizes: list[int]) -> list[str]:
     """What tau can show at each number of contenders compared: the orders there are and the smallest p-value
-    (:func:`~mxopt_jax.compare.analysis.agreement.smallest_p`), and where that is above 5 %, that it cannot."""
+    (:func:`~mxopt_jax.compare.stats.agreement.smallest_tau_p`, as the analysis reads it), and where that is above 5 %, that it cannot."""
     out = []
     for n in sizes:
-        p = smallest_p(n)
+        p = smallest_tau_p(n)
         line = (
             f"tau over {n} contenders: {math.factorial(n):,} possible orders; even the same order (tau = +1) has "
             f"p = {p:.2g}"
@@ -120,7 +120,7 @@ def _what_tau_shows(sizes: list[int]) -> list[str]:
         if p > 0.05:
             line += (
                 f", so {n} contenders cannot show that two rankings agree at the 5 % level (it takes 5: p = "
-                f"{smallest_p(5):.2g} at best); read tau here as a description"
+                f"{smallest_tau_p(5):.2g} at best); read tau here as a description"
             )
         out.append(line)
     return out
@@ -132,10 +132,10 @@ def _load(
     """``(label, {problem: {contender: tuned test mean, lower is better}}, seeds)`` of study ``number`` (from 1)
     of a saved plan (a folder holding ``study.json``, the file, or
     :func:`~mxopt_jax.compare.serialize.read_document`'s dict), read as ``mxopt-jax report`` reads it
-    (:meth:`~mxopt_jax.compare.result.StudyResult.from_json`): ``seeds`` every selection and report seed that
+    (:func:`~mxopt_jax.compare.studyfile.read`): ``seeds`` every selection and report seed that
     study ran on; the label names the study (``study 2 of 3``)."""
     if isinstance(study, Mapping):
-        result = StudyResult.from_document(study, "the study document")
+        result = studyfile.from_document(study, "the study document")
         label = result.plan.preset.name
     else:
         path = Path(study)
@@ -145,7 +145,7 @@ def _load(
             raise FileNotFoundError(
                 f"compare_studies: no study.json at {path} (write one with `mxopt-jax compare`)"
             )
-        result = StudyResult.from_json(path)
+        result = studyfile.read(path)
         plan = result.plan
         how = f"preset {plan.preset.name}, {plan.search} search"
         if plan.search == "random":
@@ -183,7 +183,7 @@ def compare_studies(
 
     ``a`` and ``b``: folders written by ``mxopt-jax compare`` (or :meth:`Study.write`), their ``study.json``
     files, or :func:`~mxopt_jax.compare.serialize.read_document`'s dicts, each read as ``mxopt-jax report``
-    reads it (:meth:`~mxopt_jax.compare.result.StudyResult.from_json`); ``study_a``, ``study_b``: which of a
+    reads it (:func:`~mxopt_jax.compare.studyfile.read`); ``study_a``, ``study_b``: which of a
     folder's independent studies (``--studies``), numbered from 1 as the report numbers them (summary.csv's
     ``study`` column counts from 0). The labels name the studies compared. Contenders and problems in one study
     only are listed. Two studies that ran on some of the same seeds are not independent (on the same seeds and

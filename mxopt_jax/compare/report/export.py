@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..analysis import Claim, TableAnalysis
-from ..checks import atomic_file
+from ..files import atomic_file
 from ..records import Records
 from ..serialize import csv_number, csv_text, csv_untext, pandas, read_csv
 

@@ -13,8 +13,8 @@ file needs nothing beside it), each with a caption saying which runs and which s
 The tables are the text report's (:func:`~mxopt_jax.compare.report.tables.problem_table`,
 :func:`~mxopt_jax.compare.report.tables.overall_table`, :func:`~mxopt_jax.compare.report.tables.modes_table`,
 :func:`~mxopt_jax.compare.report.tables.across_table`) rendered as HTML tables, with the same reference lines:
-the page, the text and ``summary.csv`` show the same rank sets and groups (all read from the study's analysis,
-:attr:`~mxopt_jax.compare.result.StudyResult.analysis`).
+the page, the text and ``summary.csv`` show the same rank sets and groups (all read from the study's analysis
+under the report's error control, :meth:`~mxopt_jax.compare.result.StudyResult.analysis_for`).
 """
 
 from __future__ import annotations
@@ -24,18 +24,13 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis import StudyAnalysis
 from ..result import StudyResult
+from .cells import study_label
+from .guides import guide_sections
+from .layout import Table
 from .plots import results_png
-from .tables import (
-    Table,
-    across_table,
-    guide_sections,
-    modes_table,
-    overall_table,
-    problem_table,
-    sparse_note,
-    study_label,
-)
+from .tables import across_table, modes_table, overall_table, problem_table, sparse_note
 
 __all__ = ["FIGURE_CAPTIONS", "RESULTS_CAPTION", "caption", "html_report"]
 
@@ -129,23 +124,23 @@ def _table_html(t: Table, name_col: int, best_col: int | None = None) -> str:
     )
 
 
-def _problem_table(study: StudyResult, problem: Any, mode: str) -> str:
+def _problem_table(study: StudyResult, analysis: StudyAnalysis, problem: Any, mode: str) -> str:
     """One problem's table of ``mode`` (:func:`~mxopt_jax.compare.report.tables.problem_table`, identical
     contenders folded as in the text)."""
-    analysis = study.analysis.tables.get((problem.name, mode))
-    if analysis is None:
+    table = analysis.tables.get((problem.name, mode))
+    if table is None:
         return ""
-    t = problem_table(analysis, problem, notes=[sparse_note(problem, study.contenders)])
-    s0 = analysis.selections[0]
+    t = problem_table(table, problem, notes=[sparse_note(problem, study.contenders)])
+    s0 = table.selections[0]
     title = "tuned" if mode == "tuned" else "one-shot (default rate)"
     seeds = f"{s0.seeds} report seeds, {s0.steps} steps"
     return f"<h3>{_e(title)} <span class='note'>({_e(seeds)})</span></h3>" + _table_html(t, 2, 0)
 
 
-def _overall(study: StudyResult, mode: str) -> str:
+def _overall(analysis: StudyAnalysis, mode: str) -> str:
     """The overall ranking of ``mode`` as an HTML table (:func:`~mxopt_jax.compare.report.tables.overall_table`,
     the text report's)."""
-    ranking = study.analysis.rankings.get(mode)
+    ranking = analysis.rankings.get(mode)
     if ranking is None:
         return ""
     t = overall_table(ranking)
@@ -153,10 +148,10 @@ def _overall(study: StudyResult, mode: str) -> str:
     return f"<h3>{_e(title)}</h3>" + _table_html(t, 0)
 
 
-def _across(study: StudyResult) -> list[str]:
+def _across(study: StudyResult, analysis: StudyAnalysis) -> list[str]:
     """The tables across the plan's independent studies (:func:`~mxopt_jax.compare.report.tables.across_table`,
     the text report's first section); none for a study of one."""
-    across = study.analysis.across
+    across = analysis.across
     if not across:
         return []
     metrics = {p.name: p.metric_name for p in study.problems}
@@ -171,18 +166,18 @@ def _across(study: StudyResult) -> list[str]:
     return out
 
 
-def _modes(study: StudyResult, of: str) -> list[str]:
+def _modes(analysis: StudyAnalysis, of: str) -> list[str]:
     """The one-shot-against-tuned table (:func:`~mxopt_jax.compare.report.tables.modes_table`)."""
-    r = study.analysis.rankings
+    r = analysis.rankings
     if len(r) < 2:
         return []
-    t = modes_table(r["tuned"], r["one-shot"], study.analysis.identical_both)
+    t = modes_table(r["tuned"], r["one-shot"], analysis.identical_both)
     return [f"<h2>One-shot (default rate) -> tuned{_e(of)}</h2>", _table_html(t, 0)]
 
 
-def _guide(study: StudyResult) -> list[str]:
+def _guide(analysis: StudyAnalysis) -> list[str]:
     """ "How to read these tables" (:func:`~mxopt_jax.compare.report.tables.guide_sections`), the text's."""
-    sections = guide_sections(study.analysis)
+    sections = guide_sections(analysis)
     if not sections:
         return []
     out = ["<h2>How to read these tables</h2>"]
@@ -192,24 +187,24 @@ def _guide(study: StudyResult) -> list[str]:
     return out
 
 
-def render_images(study: StudyResult) -> dict[str, bytes]:
+def render_images(study: StudyResult, analysis: StudyAnalysis) -> dict[str, bytes]:
     """The study's figures as PNG bytes (``{"ranks.png": ..., "sensitivity.png": ..., ...}``:
-    :func:`mxopt_jax.compare.report.plots.draw_report`); empty without matplotlib."""
+    :func:`mxopt_jax.compare.report.plots.draw_report`, from ``analysis``); empty without matplotlib."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         return {}
-    from .. import figures
+    from .. import style as theme
     from .plots import draw_report
 
-    with figures.plain_text():  # names as they are: a '$' in one is no mathtext
+    with theme.plain_text():  # names as they are: a '$' in one is no mathtext
         figs = draw_report(
             study.problems,
             study.all_records("selection") + study.shown_records("tuned"),
-            study.analysis,
+            analysis,
             study.families,
         )
-    return {name: figures.png_bytes(fig) for name, fig in figs.items()}
+    return {name: theme.png_bytes(fig) for name, fig in figs.items()}
 
 
 def _figure(name: str, data: bytes) -> str:
@@ -235,6 +230,7 @@ def _seeds(seeds: Sequence[int]) -> str:
 
 def html_report(
     study: StudyResult,
+    analysis: StudyAnalysis,
     text: str,
     protocol: str,
     notes: Sequence[str] = (),
@@ -242,7 +238,8 @@ def html_report(
     images: Mapping[str, bytes] | None = None,
     lead: str = "",
 ) -> str:
-    """The study as HTML, in the text report's order, results first: a whole page (``standalone``, what
+    """The study as HTML (``analysis``: its analysis under the report's error control), in the text report's
+    order, results first: a whole page (``standalone``, what
     ``report.html`` holds) or a fragment for a notebook. First what the claims are about, or with independent
     studies the claims about the optimizers in sentences (``lead``:
     :func:`mxopt_jax.compare.report.render.lead_claims`); with independent studies the tables across them next,
@@ -250,7 +247,7 @@ def html_report(
     ``protocol``: the protocol as it ran; ``notes``: paragraphs under "Checks and timings"; ``images``: the
     figures as PNG bytes by file name (default: drawn now, when matplotlib is installed; ``{}``: none).
     :func:`mxopt_jax.compare.report.render.study_html` fills these in."""
-    images = render_images(study) if images is None else images
+    images = render_images(study, analysis) if images is None else images
     names = [
         c.name for c in study.contenders if any(c.name in study.tuned.get(p.name, {}) for p in study.problems)
     ]
@@ -271,8 +268,8 @@ def html_report(
         head, *items = [line.strip() for line in lead.splitlines() if line.strip()]
         listed = "".join(f"<li>{_e(item)}</li>" for item in items)
         parts.append(f"<h2>Claims</h2><p>{_e(head)}</p>" + (f"<ul>{listed}</ul>" if listed else ""))
-    parts += _across(study)
-    which = study_label(study.analysis)
+    parts += _across(study, analysis)
+    which = study_label(analysis)
     of = f" ({which})" if which else ""
     if which:
         parts.append(
@@ -289,7 +286,8 @@ def html_report(
         parts.append(f"<h2>Overall ranking{_e(of)}</h2>")
         parts.append(
             _beside(
-                [_overall(study, mode) for mode in ("tuned", "one-shot")], placed("ranks.png", "profile.png")
+                [_overall(analysis, mode) for mode in ("tuned", "one-shot")],
+                placed("ranks.png", "profile.png"),
             )
         )
     for p in study.problems:
@@ -304,12 +302,12 @@ def html_report(
         )
         parts.append(
             _beside(
-                [_problem_table(study, p, mode) for mode in ("tuned", "one-shot")],
+                [_problem_table(study, analysis, p, mode) for mode in ("tuned", "one-shot")],
                 placed(results_png(p.name)),
             )
         )
-    parts += _modes(study, of)
-    parts += _guide(study)
+    parts += _modes(analysis, of)
+    parts += _guide(analysis)
     if images:  # the figures of the runs (no table of their own): after the tables
         parts.append("<h2>Figures</h2>")
         parts += placed(*images)

@@ -21,12 +21,12 @@ The figures of the runs (:func:`draw_study`):
 
 Every figure names the split it shows (test for the tables' pictures, validation or training for the runs') in
 its axis titles and its note. The figures of the runs have one row per problem (the profile: one row) and, when
-more than :data:`~mxopt_jax.compare.figures.ONE_PANEL_MAX` contenders are drawn, one column per family (at most
+more than :data:`~mxopt_jax.compare.style.ONE_PANEL_MAX` contenders are drawn, one column per family (at most
 eight lines per axes); the panels of a row share their y range, and log axes are labelled inside a decade
-(:func:`~mxopt_jax.compare.figures.log_subs`). A short title on top, how to read the figure at the bottom.
+(:func:`~mxopt_jax.compare.style.log_subs`). A short title on top, how to read the figure at the bottom.
 Colours, line styles, markers, figure set-up and PNG writing are the app's one style
-(:mod:`mxopt_jax.compare.figures`): a contender has one look in every figure of every study
-(:func:`~mxopt_jax.compare.figures.contender_style`).
+(:mod:`mxopt_jax.compare.style`): a contender has one look in every figure of every study
+(:func:`~mxopt_jax.compare.style.contender_style`).
 """
 
 from __future__ import annotations
@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import figures
+from .. import style as theme
 from ..analysis import Profile, Ranking, StudyAnalysis, TableAnalysis, mean_band
 from ..contenders import group_by_family
 from ..direction import Direction
-from ..protocol import LEVEL, Selection
 from ..records import Records
-from .tables import label
+from ..selection import LEVEL, Selection
+from .cells import label
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -75,7 +75,7 @@ _PCT = f"{100 * LEVEL:g} %"
 def _groups(names: Sequence[str], families: Mapping[str, str] | None) -> list[tuple[str, list[str]]]:
     """``names`` split into panels: one ``("", names)`` panel for few names, else one per family."""
     names = list(dict.fromkeys(names))
-    if len(names) <= figures.ONE_PANEL_MAX:
+    if len(names) <= theme.ONE_PANEL_MAX:
         return [("", names)]
     return group_by_family(names, families)
 
@@ -186,7 +186,7 @@ def _strip(ax: Any, lo: float, hi: float, log: bool, show: bool = True) -> Any:
 
 def _set_y(ax: Any, lo: float, hi: float, log: bool) -> None:
     if log:
-        figures.set_log_axis(ax.yaxis, subs=None, limits=(lo, hi))
+        theme.set_log_axis(ax.yaxis, subs=None, limits=(lo, hi))
     else:
         ax.set_ylim(lo, hi)
 
@@ -211,7 +211,7 @@ def _grid(
         ncols = min(3, n)
         nrows = math.ceil(n / ncols)
         where = {(r, 0): divmod(r, ncols) for r in range(n)}
-    fig = figures.figure(figsize=(4.2 * ncols + 0.6, height * nrows + 1.3))
+    fig = theme.figure(figsize=(4.2 * ncols + 0.6, height * nrows + 1.3))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for r in range(nrows):
         for c in range(ncols):
@@ -260,8 +260,8 @@ def _final_stats(r: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
 
 def _look(name: str) -> dict[str, Any]:
     """``name``'s line in these figures: its colour, line style and marker in every figure of every study
-    (:func:`mxopt_jax.compare.figures.contender_style`)."""
-    return figures.contender_style(name, linewidth=1.4)
+    (:func:`mxopt_jax.compare.style.contender_style`)."""
+    return theme.contender_style(name, linewidth=1.4)
 
 
 def _shown(
@@ -342,7 +342,7 @@ def plot_sensitivity(
                 )
                 if not trials:
                     artists.append(
-                        ax.fill_between(lrs, low, high, color=style["color"], alpha=figures.BAND_ALPHA, lw=0)
+                        ax.fill_between(lrs, low, high, color=style["color"], alpha=theme.BAND_ALPHA, lw=0)
                     )
                 off = np.isfinite(mean) & (mean > hi)
                 if off.any():  # above the axis: a mark at the top of the data area, pointing up
@@ -404,10 +404,8 @@ def plot_sensitivity(
                 )
             _target_line(ax, p.target)
             ax.set_xscale("log")
-            figures.no_minor_ticks(
-                ax.xaxis
-            )  # minor ticks on 25 log axes cost seconds to lay out, add nothing
-            ax.grid(True, **figures.GRID)
+            theme.no_minor_ticks(ax.xaxis)  # minor ticks on 25 log axes cost seconds to lay out, add nothing
+            ax.grid(True, **theme.GRID)
             ax.tick_params(labelsize=8)
             ax.set_title(f"{p.name} · {family}" if family else p.name, fontsize=9.5)
             ax.set_ylabel(f"final validation {p.metric_name}" + (" (log)" if logy else ""), fontsize=8.5)
@@ -435,7 +433,7 @@ def plot_sensitivity(
     if any_bad:
         note += "; × in the grey strip: a seed diverged at that rate"
     note += "; dashed: the target."
-    figures.titles(fig, "Learning-rate sensitivity: final validation metric", note)
+    theme.titles(fig, "Learning-rate sensitivity: final validation metric", note)
     return fig
 
 
@@ -452,7 +450,7 @@ def plot_curves(
     training loss (``what="loss"``, ``loss.png``) against steps, mean over seeds with its 95 % interval.
 
     One panel per problem (and per family when more than
-    :data:`~mxopt_jax.compare.figures.ONE_PANEL_MAX` contenders are drawn: rows are problems, columns families;
+    :data:`~mxopt_jax.compare.style.ONE_PANEL_MAX` contenders are drawn: rows are problems, columns families;
     else the problems fill rows of up to three panels). Each panel is titled with its problem (and family) and
     names its contenders in its own legend, as that problem's table does (``identical_by_problem``: the
     table's identical contenders, drawn once; ``identical``: those identical everywhere), with the rate chosen
@@ -508,7 +506,7 @@ def plot_curves(
                     markevery=(drawn_here.index(n) % every, every),
                     **style,
                 )
-                ax.fill_between(steps, low, high, color=style["color"], alpha=figures.BAND_ALPHA, linewidth=0)
+                ax.fill_between(steps, low, high, color=style["color"], alpha=theme.BAND_ALPHA, linewidth=0)
                 above = np.isfinite(mean) & (mean > hi)
                 if above.any():
                     off[n] = steps[above]
@@ -530,7 +528,7 @@ def plot_curves(
             if what == "val":
                 _target_line(ax, p.target)
             _set_y(ax, lo, hi, logy)
-            ax.grid(True, **figures.GRID)
+            ax.grid(True, **theme.GRID)
             ax.tick_params(labelsize=8)
             ax.set_title(f"{p.name} · {family}" if family else p.name, fontsize=9.5)
             unit = f"validation {p.metric_name}" if what == "val" else "training loss"
@@ -547,7 +545,7 @@ def plot_curves(
         if what == "val"
         else "the training loss (mean over the steps since the previous point)"
     )
-    figures.titles(
+    theme.titles(
         fig,
         "Validation curves of the reported runs" if what == "val" else "Training loss of the reported runs",
         f"Runs at {runs}: {shown}, mean over seeds, band: its {_PCT} interval; each panel's legend: contender "
@@ -581,7 +579,7 @@ def plot_profile(
     taus, rho, scores, tau_max = profile.taus, profile.rho, profile.scores, profile.tau_max
     groups = _groups(list(rho), families)
     ncols = len(groups)
-    fig = figures.figure(figsize=(3.3 * ncols + 0.8 + (1.5 if ncols == 1 else 0), 4.6))
+    fig = theme.figure(figsize=(3.3 * ncols + 0.8 + (1.5 if ncols == 1 else 0), 4.6))
     axes = fig.subplots(1, ncols, squeeze=False, sharex=True, sharey=True)[0]
     from matplotlib.ticker import FixedLocator
 
@@ -601,16 +599,16 @@ def plot_profile(
         ax.set_xlim(1, tau_max)
         ax.set_ylim(-0.03, 1.03)
         ax.xaxis.set_major_locator(FixedLocator([float(t) for t in np.arange(1.0, tau_max + 0.25, 0.5)]))
-        ax.xaxis.set_major_formatter(figures.plain_formatter())
-        figures.no_minor_ticks(ax.xaxis)
-        ax.grid(True, **figures.GRID)
+        ax.xaxis.set_major_formatter(theme.plain_formatter())
+        theme.no_minor_ticks(ax.xaxis)
+        ax.grid(True, **theme.GRID)
         ax.tick_params(labelsize=8)
         ax.set_xlabel("tau (steps / fastest's steps)", fontsize=9)
         if family:
             ax.set_title(family, fontsize=9.5)
-        figures.legend_below(ax, len(members))
+        theme.legend_below(ax, len(members))
     axes[0].set_ylabel("fraction of problems within tau", fontsize=9)
-    figures.titles(
+    theme.titles(
         fig,
         f"Performance profiles over {profile.problems} problems",
         "From the selection runs: rho(tau), the fraction of problems on which a contender's fastest trial (per "
@@ -646,15 +644,14 @@ def _value_range(
     target) towards the bad side by four times the distance to the median of the ``means`` (at least a quarter
     of that median), far enough to show the target, no further than the worst value; values beyond it (a
     contender far behind) leave the axis on the bad side (their rows keep their marks: a best set's too)."""
-    sign = direction.sign
-    v = sign * np.asarray(ends, np.float64)
+    v = direction.orient(ends)
     v = v[np.isfinite(v)]
-    m = sign * np.asarray(means, np.float64)
+    m = direction.orient(means)
     m = m[np.isfinite(m)]
     if not v.size:
         return 0.0, 1.0
     low = float(v.min())
-    t = sign * target
+    t = float(direction.orient(target))
     if math.isfinite(t):
         low = min(low, t)
     mid = float(np.median(m)) if m.size else float(v.max())
@@ -665,8 +662,8 @@ def _value_range(
     if top <= low:
         top = low + max(abs(low) * 0.1, 1e-3)
     pad = 0.04 * (top - low)
-    a, b = low - pad, top + pad
-    return (a, b) if sign > 0 else (-b, -a)
+    a, b = (float(x) for x in direction.orient([low - pad, top + pad]))
+    return min(a, b), max(a, b)  # the raw order: the oriented ends swap where higher is better
 
 
 def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, int]:
@@ -680,12 +677,13 @@ def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, i
     values = {n: _reported(table.selection(n)) for n in order}
     means = np.array([values[n][0] for n in order])
     ends = np.array(
-        [v[0] + sign * v[1] for v in values.values() for sign in (-1.0, 1.0) if np.isfinite(v[1])]
+        [end for mean, half, _ in values.values() if np.isfinite(half) for end in (mean - half, mean + half)]
     )
     ends = np.concatenate([means[np.isfinite(means)], ends[np.isfinite(ends)]])
     lo, hi = _value_range(ends, means, target, direction)
     ax.set_xlim(lo, hi)
-    bad_edge = 1.0 if direction.sign > 0 else 0.0  # the axes' x of the worse side
+    right = direction.lower_is_better  # the worse side is the axis' right
+    bad_edge = 1.0 if right else 0.0  # the axes' x of the worse side
     edge = blended_transform_factory(ax.transAxes, ax.transData)
     off = 0
     for y, n in enumerate(order):
@@ -693,13 +691,13 @@ def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, i
         mean, half, note = values[n]
         if n in best:
             ax.axhspan(y - 0.5, y + 0.5, color="#fff1b8", zorder=0, linewidth=0)
-        if not math.isfinite(mean) or (mean > hi if direction.sign > 0 else mean < lo):
+        if not math.isfinite(mean) or float(direction.orient(mean)) > max(direction.orient([lo, hi])):
             off += 1
             ax.plot(
                 [bad_edge],
                 [y],
                 transform=edge,
-                marker="x" if not math.isfinite(mean) else (">" if direction.sign > 0 else "<"),
+                marker="x" if not math.isfinite(mean) else (">" if right else "<"),
                 markersize=6,
                 markeredgewidth=1.4,
                 color=look["color"],
@@ -709,13 +707,13 @@ def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, i
             )
             words = "diverged" if not math.isfinite(mean) else f"{mean:.4g}" + (f" ({note})" if note else "")
             ax.text(
-                bad_edge - (0.025 if direction.sign > 0 else -0.025),
+                bad_edge - (0.025 if right else -0.025),
                 y,
                 words,
                 transform=edge,
                 fontsize=7,
                 color="#444444",
-                ha="right" if direction.sign > 0 else "left",
+                ha="right" if right else "left",
                 va="center",
                 zorder=6,
             )
@@ -744,8 +742,8 @@ def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, i
             tick.set_fontweight("bold")
     ax.set_ylim(len(order) - 0.5, -0.5)
     ax.tick_params(labelsize=7.5)
-    ax.grid(True, axis="x", **figures.GRID)
-    figures.no_minor_ticks(ax.xaxis)
+    ax.grid(True, axis="x", **theme.GRID)
+    theme.no_minor_ticks(ax.xaxis)
     return len(order), off
 
 
@@ -768,7 +766,7 @@ def plot_results(problem: Problem | None, tables: Sequence[TableAnalysis]) -> Fi
     name = problem.name if problem is not None else s0.problem
     rows = [len(t.order) for t in tables]
     longest = max(len(label(n, t.identical)) for t in tables for n in t.order)
-    fig = figures.figure(figsize=(3.6 + 0.055 * longest, sum(0.19 * r + 0.85 for r in rows) + 1.3))
+    fig = theme.figure(figsize=(3.6 + 0.055 * longest, sum(0.19 * r + 0.85 for r in rows) + 1.3))
     axes = fig.subplots(len(tables), 1, squeeze=False, height_ratios=[0.19 * r + 0.85 for r in rows])[:, 0]
     off = 0
     for ax, t in zip(axes, tables, strict=True):
@@ -776,8 +774,7 @@ def plot_results(problem: Problem | None, tables: Sequence[TableAnalysis]) -> Fi
         off += k
         mode = "tuned" if t.mode == "tuned" else "one-shot (default rate)"
         ax.set_title(f"{mode}: {t.seeds} report seeds", fontsize=9.5)
-        better = "lower" if t.direction.sign > 0 else "higher"
-        ax.set_xlabel(f"test {metric} (mean ± {_PCT} t interval; {better} is better)", fontsize=8.5)
+        ax.set_xlabel(f"test {metric} (mean ± {_PCT} t interval; {t.direction.word} is better)", fontsize=8.5)
     note = (
         "Each table's entries in its order, from the confirmation runs (the chosen configuration on fresh seeds): "
         f"the mean test value over the report seeds with its {_PCT} Student-t interval; shaded, names in bold: "
@@ -790,7 +787,7 @@ def plot_results(problem: Problem | None, tables: Sequence[TableAnalysis]) -> Fi
             else "."
         )
     )
-    figures.titles(fig, f"{name}: test {metric} as the tables report it", note)
+    theme.titles(fig, f"{name}: test {metric} as the tables report it", note)
     return fig
 
 
@@ -813,7 +810,7 @@ def plot_ranks(rankings: Mapping[str, Ranking]) -> Figure:
     problems = max(len(r.problems) for _, r in ranked)
     heights = [0.2 * len(r.names) + 0.9 for _, r in ranked]
     width = max(4.8, 1.2 + 0.058 * longest + 0.72 * (problems + 1))  # the titles fit a figure of few problems
-    fig = figures.figure(figsize=(width, sum(heights) + 1.4))
+    fig = theme.figure(figsize=(width, sum(heights) + 1.4))
     axes = fig.subplots(len(ranked), 1, squeeze=False, height_ratios=heights)[:, 0]
     for ax, (mode, r) in zip(axes, ranked, strict=True):
         order, names = r.order, r.problems
@@ -888,7 +885,7 @@ def plot_ranks(rankings: Mapping[str, Ranking]) -> Figure:
             ha="left",
             va="bottom",
         )
-    figures.titles(
+    theme.titles(
         fig,
         f"Rank sets on the test metric, {problems} problem(s)",
         "Each cell: the contender's rank set in that problem's table (the test metric of the confirmation runs), "
@@ -988,4 +985,4 @@ def save_all(out_dir: str | Path, figures_by_name: Mapping[str, Figure]) -> list
     paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [figures.save(fig, out / name) for name, fig in figures_by_name.items()]
+    return [theme.save(fig, out / name) for name, fig in figures_by_name.items()]

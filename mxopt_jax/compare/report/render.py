@@ -1,29 +1,29 @@
 """A whole study rendered: the text report (:func:`format_study`), the protocol as it ran
-(:func:`describe_study`), ``study.json``'s document (:func:`study_document`), the HTML page and the files of an
-output folder (:func:`write_study`). The result (:class:`mxopt_jax.compare.result.StudyResult`) holds the data;
-rendering it lives here, and reads the result only."""
+(:func:`describe_study`), the HTML page and the files of an output folder (:func:`write_study`; ``study.json``
+through its owner, :mod:`mxopt_jax.compare.studyfile`). The result (:class:`mxopt_jax.compare.result.StudyResult`) holds the data
+and its analysis; rendering it lives here, and reads the result and the analysis made for the report's error
+control (``family``: :meth:`~mxopt_jax.compare.result.StudyResult.analysis_for`) only."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from ..analysis import AcrossStudies, Claim, TableAnalysis, across_claims
-from ..checks import atomic_file
+from .. import studyfile
+from ..analysis import Claim, TableAnalysis
 from ..distributed import is_writer
-from ..protocol import PRESETS
+from ..files import atomic_file
 from ..result import StudyResult
-from ..serialize import contender_info, problem_info, write_atomic, write_document
-from . import tables
+from ..serialize import write_atomic
 from .export import write_claims_csv, write_csv, write_summary_csv
 from .html import html_report, render_images
-from .tables import format_report
+from .layout import wrap
+from .sentences import verdict_lines
+from .tables import format_across_table, format_report, sparse_note
 from .text import describe
 
 __all__ = [
-    "across_studies",
     "all_claims",
     "lead_claims",
     "study_tables",
@@ -32,7 +32,6 @@ __all__ = [
     "format_across",
     "describe_study",
     "format_study",
-    "study_document",
     "study_html",
     "timing_note",
     "write_study",
@@ -119,51 +118,47 @@ def describe_study(study: Study) -> str:
     )
 
 
-def across_studies(study: Study) -> list[AcrossStudies]:
-    """Each problem's tables (tuned, then one-shot) read over the plan's independent studies, as the study's
-    analysis holds them (:attr:`~mxopt_jax.compare.analysis.StudyAnalysis.across`); empty for a study of
-    one."""
-    return list(study.analysis.across)
-
-
-def format_across(study: Study) -> str:
+def format_across(study: Study, family: str = "table") -> str:
     """The tables across the plan's independent studies (the claims that hold whatever the tuning's luck, and
-    the spread it makes), one per problem and mode; empty for a study of one."""
+    the spread it makes), one per problem and mode (:attr:`StudyAnalysis.across
+    <mxopt_jax.compare.analysis.StudyAnalysis.across>`); empty for a study of one."""
     metrics = {p.name: p.metric_name for p in study.problems}
-    parts = [tables.format_across(a, metrics.get(a.problem, "metric")) for a in across_studies(study)]
+    across = study.analysis_for(family).across
+    parts = [format_across_table(a, metrics.get(a.problem, "metric")) for a in across]
     if not parts:
         return ""
     head = (
         f"== Across {1 + len(study.repeats)} independent studies (each repeats the whole tuning on its own "
         "seeds and search draws: the claims to cite; the tables after these are the first study's)"
     )
-    return "\n\n".join(["\n".join(tables.wrap(head, indent="   ")), _wrapped(lead_claims(study)), *parts])
+    return "\n\n".join(["\n".join(wrap(head, indent="   ")), _wrapped(lead_claims(study, family)), *parts])
 
 
-def study_tables(study: Study) -> list[tuple[int, TableAnalysis]]:
+def study_tables(study: Study, family: str = "table") -> list[tuple[int, TableAnalysis]]:
     """Every study's tables as ``(study, table)`` (study 0 first): what ``summary.csv`` holds."""
-    return [(k, t) for k, s in enumerate(study.studies()) for t in s.analysis.all_tables()]
+    return [(k, t) for k, s in enumerate(study.studies()) for t in s.analysis_for(family).all_tables()]
 
 
-def all_claims(study: Study) -> list[Claim]:
+def all_claims(study: Study, family: str = "table") -> list[Claim]:
     """Every tested pair of every table of every study (``study`` numbering them from 0; where a table's claims
     are about the optimizers under their searches, its chosen configurations' own tests follow them), then, with
     independent studies, every pair of every table across them (``study = None``): what ``claims.csv`` holds."""
     own = [
         dataclasses.replace(c, study=k)
         for k, s in enumerate(study.studies())
-        for c in [*s.analysis.claims(), *s.analysis.configuration_claims()]
+        for c in [*s.analysis_for(family).claims(), *s.analysis_for(family).configuration_claims()]
     ]
-    return own + list(study.analysis.across_claims())
+    return own + list(study.analysis_for(family).across_claims())
 
 
-def lead_claims(study: Study) -> str:
+def lead_claims(study: Study, family: str = "table") -> str:
     """What a report leads with: with independent studies, the claims about the optimizers (every across-studies
     table's claims in sentences, or why there are none); for a study of one, that its claims are about the
     configurations it chose and how to get claims about the optimizers."""
-    across = across_studies(study)
+    analysis = study.analysis_for(family)
+    across = analysis.across
     if not across:
-        searched = [t for t in study.analysis.tables.values() if t.about == "optimizers"]
+        searched = [t for t in analysis.tables.values() if t.about == "optimizers"]
         if searched:
             claims = [c for t in searched for c in t.shown_claims()]
             tables_ = f"{len(searched)} tuned table{'s' if len(searched) > 1 else ''}"
@@ -183,7 +178,7 @@ def lead_claims(study: Study) -> str:
             "the unit; N >= 6 can show a difference between 2 contenders, 9 among 5, 14 among 22)."
         )
     metrics = {p.name: p.metric_name for p in study.problems}
-    claims = [c for a in across for c in across_claims(a) if c.shown]
+    claims = [c for a in across for c in a.claims if c.shown]
     N = across[0].studies
     if claims:
         lines = [f"Claims about the optimizers, over {N} independent tunings ({len(claims)}):"]
@@ -206,7 +201,7 @@ def _wrapped(text: str) -> str:
     out: list[str] = []
     for line in text.splitlines():
         lead = line[: len(line) - len(line.lstrip())]
-        out += tables.wrap(line, indent=lead + "  ")
+        out += wrap(line, indent=lead + "  ")
     return "\n".join(out)
 
 
@@ -214,93 +209,79 @@ def table_notes(study: Study) -> dict[str, list[str]]:
     """``{problem: sentences}`` printed under each of that problem's tables, in the text and the HTML alike: on
     a problem with embedding tables, which contenders ran lazy updates there
     (:func:`~mxopt_jax.compare.report.tables.sparse_note`)."""
-    notes = {p.name: tables.sparse_note(p, study.contenders) for p in study.problems}
+    notes = {p.name: sparse_note(p, study.contenders) for p in study.problems}
     return {p: [n] for p, n in notes.items() if n}
 
 
-def format_study(study: Study) -> str:
-    """The text report: the results first (with independent studies, the tables across them; the overall
-    ranking, then each problem's tables), then the batching check and the timings, then the protocol as it
-    ran."""
-    text = format_report(study.analysis, study.problems, notes=table_notes(study))
-    across = format_across(study)
-    verdict = tables.verdict_lines(study.analysis, study.problems)
+def format_study(study: Study, family: str = "table") -> str:
+    """The text report, its claims corrected as ``family`` says (:data:`~mxopt_jax.compare.analysis.comparison.
+    FAMILIES`): the results first (with independent studies, the tables across them; the overall ranking, then
+    each problem's tables), then the batching check and the timings, then the protocol as it ran."""
+    analysis = study.analysis_for(family)
+    text = format_report(analysis, study.problems, notes=table_notes(study))
+    across = format_across(study, family)
+    verdict = verdict_lines(analysis, study.problems)
     return "\n\n".join(
         [
             *(["\n".join(verdict)] if verdict else []),
-            *([across] if across else [_wrapped(lead_claims(study))]),
+            *([across] if across else [_wrapped(lead_claims(study, family))]),
             text.rstrip("\n"),
-            "\n".join(tables.wrap(batching_note(study), indent="  ")),
-            "\n".join(tables.wrap(timing_note(study), indent="  ")),
+            "\n".join(wrap(batching_note(study), indent="  ")),
+            "\n".join(wrap(timing_note(study), indent="  ")),
             describe_study(study),
         ]
     )
 
 
-def study_document(study: Study) -> dict[str, Any]:
-    """What ``study.json`` holds: every record of every study, the selections, the protocol's text, the plan,
-    what the report needs of each problem and contender (the file reloads on its own:
-    :meth:`~mxopt_jax.compare.result.StudyResult.from_json`), and the timings."""
-    return {
-        "protocol": describe_study(study),
-        "preset": study.preset.name,
-        "presets": PRESETS,
-        "timings": {"wall_s": study.wall_s, "programs": study.programs, "resumed": study.resumed},
-        "meta": {
-            "plan": study.plan.to_dict(),
-            "identical": study.identical,
-            "batching": study.batching,
-            "problems": {p.name: problem_info(p) for p in study.problems},
-            "contenders": {c.name: contender_info(c) for c in study.contenders},
-        },
-        "records": [r for s in study.studies() for r in s.all_records()],
-        "selections": study.selections() + study.selections("one-shot"),
-    }
-
-
-def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes] | None = None) -> str:
+def study_html(
+    study: Study, standalone: bool = True, images: Mapping[str, bytes] | None = None, family: str = "table"
+) -> str:
     """The study as HTML (:func:`mxopt_jax.compare.report.html.html_report`): a whole page (``report.html``)
     or, without ``standalone``, a notebook's display. ``images``: the figures as PNG bytes by file name
-    (default: drawn now, when matplotlib is installed)."""
+    (default: drawn now, when matplotlib is installed); ``family``: the report's error control."""
     return html_report(
         study,
-        format_study(study),
+        study.analysis_for(family),
+        format_study(study, family),
         describe_study(study),
         [batching_note(study), timing_note(study)],
-        lead=lead_claims(study),
+        lead=lead_claims(study, family),
         standalone=standalone,
         images=images,
     )
 
 
-def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: bool = True) -> list[Path]:
+def write_study(
+    study: Study, out_dir: str | Path, plots: bool = True, data: bool = True, family: str = "table"
+) -> list[Path]:
     """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``claims.csv``, ``study.json``,
     ``report.html`` (one self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, the
     figures (:func:`~mxopt_jax.compare.report.plots.draw_report`: ``results_<problem>.png`` per problem,
     ``sensitivity.png``, ``curves.png``, ``loss.png`` and, two problems or more, ``ranks.png`` and
     ``profile.png``) into ``out_dir``; returns the paths. Every file is written whole from ``study`` (never one
-    left from before beside the new ones), each through :func:`~mxopt_jax.compare.checks.atomic_file` (never
+    left from before beside the new ones), each through :func:`~mxopt_jax.compare.files.atomic_file` (never
     through a link). Without ``data``, ``study.json`` is left as it is: it is what the others are rendered from
-    (``mxopt-jax report``, which read and checked it). In a study of several processes only process 0 writes;
-    the others write nothing and return ``[]``."""
+    (``mxopt-jax report``, which read and checked it). ``family``: the report's error control (every rendered file
+    reads the analysis made for it, :meth:`~mxopt_jax.compare.result.StudyResult.analysis_for`). In a study of
+    several processes only process 0 writes; the others write nothing and return ``[]``."""
     if not is_writer():
         return []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.txt"]
-    write_atomic(out / "report.txt", format_study(study) + "\n")
+    write_atomic(out / "report.txt", format_study(study, family) + "\n")
     written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
-    written.append(write_summary_csv(out / "summary.csv", study_tables(study)))
+    written.append(write_summary_csv(out / "summary.csv", study_tables(study, family)))
     metrics = {p.name: p.metric_name for p in study.problems}
-    written.append(write_claims_csv(out / "claims.csv", all_claims(study), metrics))
+    written.append(write_claims_csv(out / "claims.csv", all_claims(study, family), metrics))
     if data:
-        written.append(write_document(out / "study.json", study_document(study)))
-    images = render_images(study) if plots else {}
+        written.append(studyfile.write(out / "study.json", study, describe_study(study)))
+    images = render_images(study, study.analysis_for(family)) if plots else {}
     pngs = []
     for name, png in images.items():
         with atomic_file(out / name, "wb") as f:
             f.write(png)
         pngs.append(out / name)
-    page = study_html(study, images=images)
+    page = study_html(study, images=images, family=family)
     write_atomic(out / "report.html", page)
     return [*written, out / "report.html", *pngs]

@@ -10,20 +10,14 @@ import numpy as np
 
 from .. import schedules as _schedules
 from ..analysis import most_entries
-from ..direction import Direction
+from ..analysis.comparison import ROUNDING_RTOL, TEST, TEST_LEVEL
+from ..analysis.overall import BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, TAU_MAX
 from ..plan import Plan
-from ..protocol import (
-    BOOTSTRAP_REPLICATES,
-    BOOTSTRAP_SEED,
-    LEVEL,
-    ROUNDING_RTOL,
-    TAU_MAX,
-    TEST,
-    TEST_LEVEL,
-    Preset,
-)
+from ..presets import Preset
+from ..selection import LEVEL
 from ..space import Hyperparameter
-from .tables import WIDTH, test_words, wrap
+from .guides import test_words
+from .layout import WIDTH, wrap
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
@@ -360,7 +354,7 @@ def describe(
     lines = [text, "", "Problems:"]
     for p in problems:
         steps = preset.steps(p) if preset is not None else p.steps
-        direction = Direction(getattr(p, "better", "lower"))
+        direction = p.direction
         margin = float(getattr(p, "margin", 0.0))
         lines += wrap(
             f"  {p.name}: {p.title}; {steps} steps, batch {p.batch_size}; metric {p.metric_name} "

@@ -7,7 +7,7 @@ A picture of each optimizer's character at a hand-tuned rate, not a benchmark (t
 the paths recorded as the problems' trace), each optimizer the study's contender
 (:mod:`mxopt_jax.compare.contenders`), each run the engine's :class:`~mxopt_jax.compare.records.Records`; the
 command line parses names, checks its folder and shows progress as ``mxopt-jax compare`` does, and figures are
-drawn in the app's one style (:mod:`mxopt_jax.compare.figures`). The study never imports the tour.
+drawn in the app's one style (:mod:`mxopt_jax.compare.style`). The study never imports the tour.
 
 * :mod:`~mxopt_jax.compare.tour.functions`: Rosenbrock, Beale, a saddle, and the learning rates tuned on them;
 * :mod:`~mxopt_jax.compare.tour.tasks`: the tasks as problems (the spiral task, the functions), their rates;

@@ -1,7 +1,7 @@
 """The tour's command line, ``mxopt-jax tour`` (registered by :func:`mxopt_jax.compare.cli.build_parser`).
 
-Made of the study's command-line pieces: names parsed by :func:`~mxopt_jax.compare.checks.names_arg`, the
-output folder checked by :func:`~mxopt_jax.compare.checks.output_dir` before anything runs (a refused command
+Made of the study's command-line pieces: names parsed by :func:`~mxopt_jax.compare.validation.names_arg`, the
+output folder checked by :func:`~mxopt_jax.compare.files.output_dir` before anything runs (a refused command
 leaves nothing behind), progress shown by :class:`~mxopt_jax.compare.progress.StudyProgress`. ``--optimizers``
 is the old spelling of ``--contenders``, still taken (hidden) with the notice of
 :data:`mxopt_jax.compare.cli.DEPRECATED`.
@@ -15,9 +15,10 @@ import sys
 from typing import Any
 
 from ... import OPTIMIZERS
-from ..checks import names_arg, output_dir, positive_int_arg
-from ..figures import PLOT_HINT
+from ..files import output_dir
 from ..progress import StudyProgress
+from ..style import PLOT_HINT
+from ..validation import names_arg, positive_int_arg
 from .plots import save_all
 from .results import format_overall, format_table, write_csv
 from .runner import run

@@ -1,7 +1,7 @@
 """Figures of the tour (needs matplotlib: ``pip install 'mxopt_jax[plot]'``; drawn in the app's one style,
-:mod:`mxopt_jax.compare.figures`, which also writes the PNGs).
+:mod:`mxopt_jax.compare.style`, which also writes the PNGs).
 
-Two layouts, picked by the number of optimizers (:data:`mxopt_jax.compare.figures.ONE_PANEL_MAX`):
+Two layouts, picked by the number of optimizers (:data:`mxopt_jax.compare.style.ONE_PANEL_MAX`):
 
 * a small selection (up to eight) is drawn as **one comparison per task**: every optimizer on the same axes,
   each with its own colour *and* line style (the same in every figure of a run), one legend naming exactly
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import jax
 import numpy as np
 
-from .. import figures
+from .. import style as theme
 from ..contenders import group_by_family
 from .functions import FUNCTIONS, Function2D
 from .results import Result, fmt_loss, fmt_ms, with_ranks
@@ -35,10 +35,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
 _FLOOR = 1e-12  # smallest value drawn on log axes (function values reach ~1e-15 in float32)
-_figure = figures.figure
-_style = figures.style
-_styles = figures.styles
-_GRID = figures.GRID
+_figure = theme.figure
+_style = theme.style
+_styles = theme.styles
+_GRID = theme.GRID
 
 
 def _positive(values: np.ndarray) -> np.ndarray:
@@ -53,9 +53,9 @@ def _names_title(names: Sequence[str], width: int) -> str:
 
 
 def is_small(results: Sequence[Result] | Mapping[str, Sequence[Result]]) -> bool:
-    """Whether ``results`` involve few enough optimizers (:data:`~mxopt_jax.compare.figures.ONE_PANEL_MAX`) for one axes per task."""
+    """Whether ``results`` involve few enough optimizers (:data:`~mxopt_jax.compare.style.ONE_PANEL_MAX`) for one axes per task."""
     rs = [r for v in results.values() for r in v] if isinstance(results, Mapping) else list(results)
-    return len({r.name for r in rs}) <= figures.ONE_PANEL_MAX
+    return len({r.name for r in rs}) <= theme.ONE_PANEL_MAX
 
 
 def _lr_labels(rows: Sequence[Sequence[Result]]) -> dict[str, str]:
@@ -397,20 +397,20 @@ def save_all(results: dict[str, list[Result]], out: str | Path) -> list[Path]:
 
     ``spiral.png`` (loss and accuracy curves), ``<function>.png`` (the paths over the contours: all on one
     plot for a small selection, one panel per optimizer for a large one), ``testfns_loss.png`` (function
-    value curves). See :data:`mxopt_jax.compare.figures.ONE_PANEL_MAX`.
+    value curves). See :data:`mxopt_jax.compare.style.ONE_PANEL_MAX`.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     small = is_small(results)
     if results.get("spiral"):
-        written.append(figures.save(plot_training(results["spiral"], one_panel=small), out / "spiral.png"))
+        written.append(theme.save(plot_training(results["spiral"], one_panel=small), out / "spiral.png"))
     fns = {t: rs for t, rs in results.items() if t in FUNCTIONS and rs}
     for task, rs in fns.items():
         fig = plot_overlay(task, rs) if small else plot_trajectories(task, rs)
-        written.append(figures.save(fig, out / f"{task}.png"))
+        written.append(theme.save(fig, out / f"{task}.png"))
     if fns:
-        written.append(figures.save(plot_function_losses(fns, one_panel=small), out / "testfns_loss.png"))
+        written.append(theme.save(plot_function_losses(fns, one_panel=small), out / "testfns_loss.png"))
     return written
 
 

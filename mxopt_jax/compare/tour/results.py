@@ -2,7 +2,7 @@
 tables and the CSV file.
 
 Numbers print as the study's report prints them (its time-per-step format and fixed-width tables,
-:mod:`mxopt_jax.compare.report.tables`; CSV numbers unrounded, :func:`mxopt_jax.compare.serialize.csv_number`).
+:mod:`mxopt_jax.compare.report.layout`; CSV numbers unrounded, :func:`mxopt_jax.compare.serialize.csv_number`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..checks import atomic_file
+from ..files import atomic_file
 from ..records import Records
-from ..report.tables import fmt_ms, text_table
+from ..report.cells import fmt_ms
+from ..report.layout import text_table
 from ..serialize import csv_number, csv_text
 from .functions import FUNCTIONS
 

@@ -21,6 +21,7 @@ sys.path[:0] = ["tests/app", "."]
 
 import test_outputs as T  # noqa: E402
 
+from mxopt_jax.compare import studyfile  # noqa: E402
 from mxopt_jax.compare.report import export, render  # noqa: E402
 from mxopt_jax.compare.serialize import dumps  # noqa: E402
 from mxopt_jax.compare.study import Study  # noqa: E402
@@ -62,5 +63,5 @@ again = Study.from_json(out / "study.json")
 export.write_summary_csv(
     out / "summary.csv", again.selections() + again.selections("one-shot"), again.identical_by_problem()
 )
-(out / "selections.json").write_text(dumps(render.study_document(again)["selections"]) + "\n")
+(out / "selections.json").write_text(dumps(studyfile.document(again, "")["selections"]) + "\n")
 (out / "report.html").write_text(render.study_html(again, images={}))

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .checks import atomic_file
+from .files import atomic_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
