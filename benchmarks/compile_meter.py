@@ -2,8 +2,9 @@
 
 Each pytest process (every xdist worker too) sums JAX's own compile events (``jax.monitoring``: jaxpr
 tracing, lowering to MLIR, XLA's backend compile, with the number of backend compiles) and the CPU seconds of
-each test (setup, call and teardown; ``time.process_time``, all of the process's threads, so a loaded machine
-does not inflate it as it does wall time). At the end of the session it writes the process's totals to
+each test (setup, call and teardown; ``time.process_time``, all of the process's threads, plus the child
+processes the test waited for, so a loaded machine does not inflate it as it does wall time; a child that
+outlives its test, such as a module's fixture, counts for the test that ends it). At the end of the session it writes the process's totals to
 ``$COMPILE_METER_DIR/PID.txt`` and one line per test to ``PID.tests.tsv`` (default: ``compile_meter`` in the
 temporary directory). ``python benchmarks/compile_meter.py`` sums the files and prints the totals;
 ``--tests N`` adds the N most costly tests, ``--files N`` the N most costly test files.
@@ -51,22 +52,32 @@ def _meter() -> None:
     jax.monitoring.register_event_duration_secs_listener(_listener)
 
 
+def _cpu() -> float:
+    """The CPU seconds of this process (all its threads) and of its children that ended."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: Any, nextitem: Any) -> Generator[None, None, None]:
     """Each test's CPU seconds (setup, call, teardown) and the programs XLA compiled for it."""
-    cpu, compiles, compile_s = time.process_time(), _TOTALS["compiles"], _TOTALS["compile"]
+    cpu, compiles, compile_s = _cpu(), _TOTALS["compiles"], _TOTALS["compile"]
     yield
     row = _TESTS.setdefault(item.nodeid, [0.0, 0, 0.0])
-    row[0] += time.process_time() - cpu
+    row[0] += _cpu() - cpu
     row[1] += _TOTALS["compiles"] - compiles
     row[2] += _TOTALS["compile"] - compile_s
 
 
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
-    r = resource.getrusage(resource.RUSAGE_SELF)
+    # xdist's controller: its children are the workers, which write their own files
+    controller = session.config.pluginmanager.getplugin("dsession") is not None
+    whose = (resource.RUSAGE_SELF,) if controller else (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    r = [resource.getrusage(who) for who in whose]
     _DIR.mkdir(parents=True, exist_ok=True)
     line = " ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in _TOTALS.items())
-    (_DIR / f"{os.getpid()}.txt").write_text(f"cpu {r.ru_utime + r.ru_stime:.1f} {line}\n")
+    cpu = sum(u.ru_utime + u.ru_stime for u in r)
+    (_DIR / f"{os.getpid()}.txt").write_text(f"cpu {cpu:.1f} {line}\n")
     rows = "".join(f"{c:.3f}\t{n:.0f}\t{s:.3f}\t{nodeid}\n" for nodeid, (c, n, s) in _TESTS.items())
     (_DIR / f"{os.getpid()}.tests.tsv").write_text(rows)
 
