@@ -4,7 +4,10 @@
 A check that is the same code for every optimizer (a driver, a wrapper, the facade's bookkeeping) proves
 little new for the 22nd optimizer: the default run takes a rotating share of the optimizers (:func:`share`),
 so that every optimizer meets most checks in the default run, and the golden and property tests cover every
-optimizer's math there.
+optimizer's math there. Where two tests hold the same property (``tests/properties/test_drivers_agree.py``
+holds jit against eager, the facade's ``step`` against ``fused_step``, ``FlatParams`` and ``aggregate_num``
+against the tree and ``inject_hyperparams`` without recompiles for ``share(4, 0)``), each takes its own quarter
+(``share(4, k)`` with another ``k``), so the default run covers more optimizers for the same programs.
 """
 
 from __future__ import annotations

@@ -74,13 +74,14 @@ def _assert_close(a, b):
             np.testing.assert_allclose(x, y, rtol=2e-6, atol=1e-7)
 
 
-# aggregate_num=inf for half of the optimizers in the default run (tests/properties/test_drivers_agree.py checks
-# aggregate_num=2 for the other half); the rest and aggregate_num=2 under ``slow``.
+# aggregate_num=inf for a quarter of the optimizers in the default run, the quarter whose FlatParams the next test
+# holds (they share the per-parameter run); tests/properties/test_drivers_agree.py checks aggregate_num=2 and
+# FlatParams for another quarter (share(4, 0)); the rest and aggregate_num=2 under ``slow``.
 @pytest.mark.parametrize(
     ("name", "agg"),
     [
         pytest.param(
-            n, a, id=f"{i}-{n}", marks=() if i == "inf" and n in share(2, 1) else (pytest.mark.slow,)
+            n, a, id=f"{i}-{n}", marks=() if i == "inf" and n in share(4, 1) else (pytest.mark.slow,)
         )
         for a, i in ((np.inf, "inf"), (2, "2"))
         for n in NAMES
@@ -98,9 +99,8 @@ def test_aggregate_num_equals_per_parameter_path(name, agg):
     assert len(getattr(state, field).buffers) == n_buffers
 
 
-# Half of the optimizers in the default run (tests/properties/test_drivers_agree.py compares FlatParams with the
-# tree for the other half), all of them under ``slow``.
-@pytest.mark.parametrize("name", default_run([n for n in NAMES if n != "sgld"], share(2, 1)))
+# A quarter of the optimizers in the default run (see above), all of them under ``slow``.
+@pytest.mark.parametrize("name", default_run([n for n in NAMES if n != "sgld"], share(4, 1)))
 def test_flat_params_equal_per_parameter_path(name):
     params, grads = _tree()
     ref = _per_parameter(name)

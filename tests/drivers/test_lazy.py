@@ -220,9 +220,12 @@ def _table_and_grad(dtype=jnp.float32):
     return w, RowSparse(idx, val, (12, 4))
 
 
-# Half of the optimizers in the default run (tests/properties/test_lazy_equals_dense.py draws random tables for
-# the other half), all of them under ``slow``.
-@pytest.mark.parametrize("name", default_run(sorted(mxopt_jax.OPTIMIZERS), share(2)))
+# The densified update is the same code for every optimizer but AdaGrad's and GroupAdaGrad's row-wise kernels: a
+# quarter of the optimizers in turns and those two in the default run (tests/properties/test_lazy_equals_dense.py
+# draws random tables for another quarter), all of them under ``slow``.
+@pytest.mark.parametrize(
+    "name", default_run(sorted(mxopt_jax.OPTIMIZERS), {*share(4), "adagrad", "groupadagrad"})
+)
 def test_standard_sparse_equals_dense(name):
     """``lazy_update=False`` (and optimizers without a sparse kernel): the dense update, bit for bit."""
     w, g = _table_and_grad()

@@ -153,8 +153,9 @@ def test_docstring_states_the_update(name):
 
 
 # --------------------------------------------------------------------------- behaviour on pytrees
-# Half of the optimizers in turns (test_drivers_agree holds jit against eager on random pytrees too).
-@pytest.mark.parametrize("name", default_run(NAMES, share(2)))
+# A quarter of the optimizers in turns; tests/properties/test_drivers_agree.py holds jit against eager on random
+# pytrees for another quarter (share(4, 0)): half of them in the default run, all under ``slow``.
+@pytest.mark.parametrize("name", default_run(NAMES, share(4, 2)))
 def test_jit_and_eager_agree_on_nested_pytrees(name):
     params = params_for(name)
     wd = 0.0 if name == "groupadagrad" else 0.01  # GroupAdaGrad has no weight decay
@@ -181,10 +182,13 @@ def test_jit_and_eager_agree_on_nested_pytrees(name):
     assert int(s_jit.count) == int(s_eager.count) == 5
 
 
-# float32 parameters keep their dtype in test_jit_and_eager_agree_on_nested_pytrees; bfloat16 and half of the
-# optimizers' float16 runs under ``slow``.
+# float32 parameters keep their dtype in test_jit_and_eager_agree_on_nested_pytrees; float16 for a quarter of the
+# optimizers in turns (tests/interop/test_dtypes.py holds every dtype of every optimizer abstractly), bfloat16 and
+# the other float16 runs under ``slow``.
 _DTYPE_CASES = [
-    pytest.param(n, d, id=f"{n}-{i}", marks=() if i == "float16" and n in share(2) else (pytest.mark.slow,))
+    pytest.param(
+        n, d, id=f"{n}-{i}", marks=() if i == "float16" and n in share(4, 1) else (pytest.mark.slow,)
+    )
     for n in NAMES
     for d, i in ((jnp.bfloat16, "bfloat16"), (jnp.float16, "float16"))
 ]
@@ -205,10 +209,10 @@ def test_dtypes_preserved(name, dtype):
 
 
 # Every optimizer's float16 golden replays check the same landing in the default run (tests/rules/test_golden);
-# here a third of the optimizers on a nested tree with a scalar, the rest and bfloat16 under ``slow``.
+# here a quarter of the optimizers on a nested tree with a scalar, the rest and bfloat16 under ``slow``.
 _MP_CASES = [
     pytest.param(
-        n, d, id=f"{i}-{n}", marks=() if i == "float16" and n in share(3, 1) else (pytest.mark.slow,)
+        n, d, id=f"{i}-{n}", marks=() if i == "float16" and n in share(4, 3) else (pytest.mark.slow,)
     )
     for d, i in ((jnp.bfloat16, "bfloat16"), (jnp.float16, "float16"))
     for n in NAMES
@@ -321,8 +325,9 @@ def test_update_without_params(name):
 
 
 # --------------------------------------------------------------------------- hyperparameters
-# Every optimizer's inject_hyperparams run is also checked never to recompile in tests/properties.
-@pytest.mark.parametrize("name", default_run(NAMES, share(2, 1)))
+# A quarter of the optimizers in turns; tests/properties/test_drivers_agree.py holds another quarter never to
+# recompile under inject_hyperparams (share(4, 0)), and every optimizer under ``slow``.
+@pytest.mark.parametrize("name", default_run(NAMES, share(4, 1)))
 def test_inject_hyperparams_matches_plain_and_does_not_recompile(name):
     params = params_for(name)
     inj = optax.inject_hyperparams(mxopt_jax.OPTIMIZERS[name])(

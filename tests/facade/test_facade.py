@@ -604,8 +604,9 @@ def _run_direct(name: str, fused: bool, kw: dict, dtype=jnp.float32, steps: int 
     return w, states
 
 
-# The other half of the optimizers: tests/properties/test_drivers_agree.py compares step with fused_step.
-@pytest.mark.parametrize("name", default_run(NAMES, share(2, 1)))
+# A quarter of the optimizers in turns; tests/properties/test_drivers_agree.py compares step with fused_step for
+# another quarter (share(4, 0)), and every optimizer under ``slow``.
+@pytest.mark.parametrize("name", default_run(NAMES, share(4, 1)))
 def test_step_equals_fused_step(name):
     kw = {"wd": 0.01, "clip_gradient": 2.0, "rescale_grad": 0.5}
     if name == "groupadagrad":
@@ -902,9 +903,10 @@ def test_golden_facade_file_is_tiny():
     assert (GOLDEN / "facade.npz").stat().st_size < 64 * 1024
 
 
-@pytest.mark.parametrize("name", default_run(NAMES, share(2)))
+@pytest.mark.parametrize("name", default_run(NAMES, share(4, 2)))
 def test_bfloat16_multi_precision_matches_functional_api(name):
-    """bfloat16 weights: the facade's master equals the functional transform's, and the weight is its rounding."""
+    """bfloat16 weights: the facade's master equals the functional transform's, and the weight is its rounding
+    (the same code for every optimizer: a quarter of them in the default run, in turns; all under ``slow``)."""
     shape = (4, 3)
     w0 = jnp.linspace(-1.0, 1.0, 12).reshape(shape).astype(jnp.bfloat16)
     kw = {"learning_rate": 0.05, "multi_precision": True}

@@ -39,7 +39,8 @@ CHAIN_CASES = ["clip_before", "clip_after", "decay_before", "decay_after"]
 
 
 @pytest.mark.parametrize("case", CHAIN_CASES)
-@pytest.mark.parametrize("name", default_run(NAMES, share(2)))  # optax's chain: half of them by default
+# optax's chain: a quarter of the optimizers in the default run, in turns; all of them under ``slow``
+@pytest.mark.parametrize("name", default_run(NAMES, share(4, 2)))
 def test_chain_with_clip_and_decayed_weights(name, case):
     params = params_for(name)
     other = (
@@ -242,9 +243,10 @@ def test_apply_if_finite_skips_non_finite_steps(name):
 
 
 @pytest.mark.filterwarnings("ignore:ccsgd is deprecated:DeprecationWarning")
-# Half of the optimizers in the default run (the other half meets inject_hyperparams in
-# tests/properties/test_drivers_agree.py); the wrappers are the same code for all of them.
-@pytest.mark.parametrize("name", default_run(NAMES, share(2, 1)))
+# A quarter of the optimizers in the default run, in turns (two other quarters meet inject_hyperparams in
+# tests/properties/test_drivers_agree.py and tests/drivers/test_tree.py); the wrappers are the same code for all
+# of them, and all of them run under ``slow``.
+@pytest.mark.parametrize("name", default_run(NAMES, share(4, 3)))
 def test_optax_stack(name):
     """inject_hyperparams, MultiSteps and apply_if_finite at once, one compile per optimizer:
     ``apply_if_finite(MultiSteps(inject_hyperparams(opt)(..., rescale_grad, lr_mult=callable), k=2))``.

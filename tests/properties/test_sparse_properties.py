@@ -22,7 +22,7 @@ import mxopt_jax.sparse as sp
 
 FAST = settings(max_examples=3, deadline=None, database=None, derandomize=True, phases=[Phase.generate],
                 suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
-SLOW = settings(max_examples=40, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+SLOW = settings(max_examples=20, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 ROWS, DIM = 16, 3
 
 

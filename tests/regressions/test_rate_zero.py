@@ -317,8 +317,8 @@ def test_ftrl_schedule_drivers_agree(init):
 
 def test_ftrl_lazy_rows_touched_late_constant_schedule_equals_constant_rate():
     """Rows a lazy update touches for the first time later (n = 0: MXNet's first step): a constant schedule
-    equals the constant rate."""
-    rows = [[0, 1], [1, 2], [4], [0, 5], [3], [2, 4]]
+    equals the constant rate. (Two rows a step, so that every step's gradient has one shape: one program.)"""
+    rows = [[0, 1], [1, 2], [4, 1], [0, 5], [3, 0], [2, 4]]
     for lr in (0.05, optax.constant_schedule(0.05)):
         got = _ftrl_drivers(
             mxopt_jax.ftrl(learning_rate=lr, lazy_update=True), lambda k: _ftrl_grads(k, True, rows[k])
