@@ -1,0 +1,76 @@
+"""The engine's calls: where the test split is evaluated (``test=``), the mini-batches drawn an interval at a
+time, and how many runs a call holds. ``test_study.py`` holds the vmapped program equal to runs made alone and
+the study's records bit for bit."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from tiny_problems import mlp_problem
+
+from mxopt_jax.compare import contenders as C
+from mxopt_jax.compare import engine
+from mxopt_jax.compare.problems.base import Problem
+
+LRS = {"learning_rate": np.array([1e-2, 1e-1, 3.0])}
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Problem:
+    return mlp_problem()
+
+
+@pytest.fixture(scope="module")
+def group(tiny: Problem) -> engine.CompiledGroup:
+    return engine.compile_group(tiny, C.resolve(["sgd", "adam"]), 4)
+
+
+# --------------------------------------------------------------------------- test=: where the test split is read
+def test_test_final_evaluates_the_final_point_only(group):
+    """``test="final"``: the test metric at the final evaluation point, bit for bit what ``test=True`` gives
+    there, NaN before it; every other record is the same whatever ``test`` is (one call of 6 runs in slots of
+    4, so the padded second call is covered too)."""
+    every, final, never = (group.run(1, LRS, [0, 1], test=t) for t in (True, "final", False))
+    assert final.test.shape == every.test.shape == (3, 2, 4)
+    assert np.isnan(final.test[..., :-1]).all() and np.isnan(never.test).all()
+    assert np.isfinite(every.test[:2]).all()  # the tame rates: a test metric at every point
+    np.testing.assert_array_equal(final.test[..., -1], every.test[..., -1])
+    for rec in (final, never):
+        for field in ("train_loss", "val", "steps_to_target", "diverged_at"):
+            np.testing.assert_array_equal(getattr(rec, field), getattr(every, field), err_msg=field)
+
+
+def test_test_final_in_run_many_and_the_reference(group, tiny):
+    """Requests packed into the same calls share ``test="final"``; the unbatched reference takes it too and
+    gives the same final test metric."""
+    a, b = group.run_many(
+        0, [(LRS, [0], "selection"), ({"learning_rate": [0.05]}, [2, 3], "confirmation")], "final"
+    )
+    assert np.isnan(a.test[..., :-1]).all() and np.isnan(b.test[..., :-1]).all()
+    assert np.isfinite(b.test[..., -1]).all()
+    alone = engine.single_run(tiny, group.contenders[0], test="final")(0.05, 3)
+    assert np.isnan(alone[2][:-1]).all()
+    np.testing.assert_allclose(b.test[0, 1, -1], alone[2][-1], rtol=2e-5)
+
+
+@pytest.mark.parametrize("bad", ["last", "every", 1, None, np.array([True])])
+def test_test_values_are_checked(group, tiny, bad):
+    with pytest.raises(ValueError, match=r"test must be True .*False .*'final'"):
+        group.run(0, LRS, [0], test=bad)
+    with pytest.raises(ValueError, match=r"test must be True"):
+        engine.single_run(tiny, group.contenders[0], test=bad)
+
+
+# --------------------------------------------------------------------------- the mini-batches, an interval at a time
+def test_an_intervals_draws_are_the_per_step_draws():
+    """The rows of an evaluation interval, drawn in one call, are bit for bit what one ``randint`` per step
+    with the step's key gives (jitted and vmapped over runs too, as the programs draw them)."""
+    keys = jax.random.split(jax.random.PRNGKey(3), 10)
+    want = np.stack([np.asarray(jax.random.randint(k, (64,), 0, 1077)) for k in keys])
+    np.testing.assert_array_equal(engine._draw(keys, 64, 1077), want)
+    runs = jax.random.split(jax.random.PRNGKey(4), 6).reshape(3, 2, 2)  # 3 runs, intervals of 2 steps
+    got = jax.jit(jax.vmap(lambda k: engine._draw(k, 512, 60_000)))(runs)
+    for r in range(3):
+        for i in range(2):
+            np.testing.assert_array_equal(got[r, i], jax.random.randint(runs[r, i], (512,), 0, 60_000))
