@@ -67,10 +67,16 @@ from .problems.base import Problem
 from .records import Records
 
 __all__ = [
+    "CALL_RUNS",
+    "CPU_CALL_BYTES",
+    "TEST_CODES",
     "CompiledGroup",
+    "Test",
     "Schedule",
+    "call_capacity",
     "compile_group",
     "group_run",
+    "run_bytes",
     "run_one",
     "single_run",
     "steps_to_target",
@@ -659,6 +665,84 @@ def _tuned_names(
             )
         out[c.name] = ("learning_rate", *(n for n in known if n in names and n != "learning_rate"))
     return out
+
+
+#: Runs a call per device that keep a run's cost low, by platform: ``(smallest, largest)``. Measured on the CPU
+#: (2-core AMD EPYC, 2 host devices; ``benchmarks/call_capacity.py``, benchmarks/RESULTS.md): from 5 runs a
+#: device up, a run of the quick preset's problems costs the same within 10 % (but the tiniest, logreg, whose
+#: calls' fixed costs show: 1.8x at 5 runs a device against 18, 0.7x at 74) until the runs' parameters and
+#: optimizer states outgrow the caches (:data:`CPU_CALL_BYTES`). On a GPU or TPU not measured: a call as large
+#: as the runs asked for, up to the largest.
+CALL_RUNS: Mapping[str, tuple[int, int]] = {"cpu": (5, 256), "gpu": (1, 4096), "tpu": (1, 4096)}
+
+#: On the CPU, the bytes of parameters, model state and optimizer state (:func:`run_bytes`) a call may hold per
+#: device before a run costs more. Measured (benchmarks/RESULTS.md): up to 6 MB a device a run costs the same
+#: within 8 %; at 7 to 27 MB 13 to 52 % more (the recommender with Adam, 360 kB a run: 1.27x at 37 runs a
+#: device against 18, 1.52x at 74); so calls stay under 4 MiB a device.
+CPU_CALL_BYTES = 4 << 20
+
+
+def run_bytes(problem: Problem, contenders: Sequence[Contender]) -> int:
+    """The bytes one run of ``problem`` holds between steps: its parameters and model state, and the largest
+    optimizer state among ``contenders`` (shapes only: nothing is computed or compiled); what
+    :func:`call_capacity`'s ``run_bytes`` takes."""
+
+    def size(tree: Any) -> int:
+        return sum(
+            int(np.prod(leaf.shape, dtype=np.int64)) * leaf.dtype.itemsize for leaf in jax.tree.leaves(tree)
+        )
+
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    params = jax.eval_shape(problem.init, key)
+    model = jax.eval_shape(problem.initial_state, key)
+
+    def state(c: Contender) -> Any:
+        make = c.factory(bool(problem.tables))
+        return jax.eval_shape(lambda p, k: make(dict(c.defaults), k, problem.steps).init(p), params, key)
+
+    return size(params) + size(model) + max((size(state(c)) for c in contenders), default=0)
+
+
+def call_capacity(
+    runs: int | Sequence[int], devices: int = 1, platform: str = "cpu", run_bytes: int | None = None
+) -> int:
+    """The capacity (runs a call, a multiple of ``devices``) for a program that will be asked for ``runs``
+    runs at a time: the sizes of the requests it will run (each one :meth:`CompiledGroup.run` or
+    :meth:`CompiledGroup.run_many`, e.g. ``(7 * 21, 6 * 21)``: seven configurations on 21 seeds, then six
+    more). Among the capacities whose calls run at a good throughput on ``platform`` (:data:`CALL_RUNS` per
+    device; on the CPU no more than :data:`CPU_CALL_BYTES` of runs' state per device, given ``run_bytes``:
+    :func:`run_bytes`), the one that runs every request in the fewest slots (runs plus padding), counting a
+    slot more for each call; a tie goes to the larger (fewer calls).
+
+    >>> call_capacity((147, 126), devices=2, run_bytes=150_000)  # 147 runs in 5 calls of 32, 126 in 4
+    32
+    >>> call_capacity(147, devices=2)  # tiny runs: one call
+    148
+    """
+    sizes = [runs] if isinstance(runs, int) else list(runs)
+    if not sizes or any(isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1 for n in sizes):
+        raise ValueError(f"runs must be a positive int or a sequence of them, got {runs!r}")
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise ValueError(f"devices must be an int >= 1, got {devices!r}")
+    if platform not in CALL_RUNS:
+        raise ValueError(f"platform must be one of {', '.join(CALL_RUNS)}, got {platform!r}")
+    if run_bytes is not None and (
+        isinstance(run_bytes, bool) or not isinstance(run_bytes, int) or run_bytes < 1
+    ):
+        raise ValueError(f"run_bytes must be a positive int (bytes) or None, got {run_bytes!r}")
+    low, high = CALL_RUNS[platform]
+    if platform == "cpu" and run_bytes is not None:
+        high = max(low, min(high, CPU_CALL_BYTES // run_bytes))
+    most = -(-max(sizes) // devices)  # per device: the largest request in one call
+    high = min(high, most)
+    low = min(low, high)
+
+    def slots(per_device: int) -> int:
+        capacity = per_device * devices
+        return sum(-(-n // capacity) * (capacity + 1) for n in sizes)
+
+    best = min(range(low, high + 1), key=lambda k: (slots(k), -k))
+    return best * devices
 
 
 def compile_group(

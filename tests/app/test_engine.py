@@ -74,3 +74,57 @@ def test_an_intervals_draws_are_the_per_step_draws():
     for r in range(3):
         for i in range(2):
             np.testing.assert_array_equal(got[r, i], jax.random.randint(runs[r, i], (512,), 0, 60_000))
+
+
+# --------------------------------------------------------------------------- how many runs a call holds
+def test_call_capacity_least_padding_within_the_platforms_range():
+    """The capacity that runs the requests in the fewest slots (a slot more per call), a multiple of the
+    devices, within what runs well on the platform (on the CPU, the cache budget given a run's bytes)."""
+    assert engine.call_capacity(147, devices=2) == 148  # one call, one slot padded
+    assert engine.call_capacity(35, devices=2) == 36
+    assert engine.call_capacity(3, devices=4) == 4  # fewer runs than devices: one slot each
+    # seven configurations on 21 seeds, then six: 5 + 4 calls of 32 (297 slots with the calls) beat 2 + 2 of 74
+    assert engine.call_capacity((147, 126), devices=2, run_bytes=150_000) == 32
+    # the cache budget: the recommender's 360 kB runs at most 11 a device; logreg's tiny runs in one call
+    big = engine.call_capacity(147, devices=2, run_bytes=360_020)
+    assert big <= 2 * (engine.CPU_CALL_BYTES // 360_020) and big % 2 == 0
+    assert engine.call_capacity(147, devices=2, run_bytes=500) == 148
+    most = engine.CALL_RUNS["cpu"][1]
+    assert engine.call_capacity(6 * most, devices=2, run_bytes=500) == 2 * most  # 3 full calls
+    assert engine.call_capacity(6 * most - 1, devices=2, run_bytes=500) == 2 * most
+    assert engine.call_capacity(2 * most + 2, devices=2, run_bytes=500) == 2 * (
+        most // 2 + 1
+    )  # 2 calls, not 3
+    for runs in (1, 7, 35, 147, 300):
+        for devices in (1, 2, 3, 8):
+            cap = engine.call_capacity(runs, devices=devices, run_bytes=100_000)
+            assert cap % devices == 0 and cap >= devices and cap <= max(runs + devices - 1, devices), (
+                runs,
+                devices,
+            )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"runs": 0}, "runs must be a positive int"),
+        ({"runs": ()}, "runs must be a positive int"),
+        ({"runs": (5, 2.5)}, "runs must be a positive int"),
+        ({"runs": 5, "devices": 0}, "devices must be an int >= 1"),
+        ({"runs": 5, "platform": "metal"}, "platform must be one of cpu, gpu, tpu"),
+        ({"runs": 5, "run_bytes": -1}, "run_bytes must be a positive int"),
+    ],
+)
+def test_call_capacity_checks_its_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        engine.call_capacity(**kwargs)
+
+
+def test_run_bytes_counts_parameters_and_the_largest_state(tiny):
+    """The tiny MLP's 6*8 + 8 + 8 parameters (float32): SGD without momentum keeps none of its own beside
+    them (a few scalars), Adam two more copies."""
+    params = 4 * (6 * 8 + 8 + 8)
+    sgd, adam = C.resolve(["sgd", "adam"])
+    assert params <= engine.run_bytes(tiny, [sgd]) < params + 64
+    assert 3 * params <= engine.run_bytes(tiny, [adam]) < 3 * params + 64
+    assert engine.run_bytes(tiny, [sgd, adam]) == engine.run_bytes(tiny, [adam])
