@@ -668,17 +668,18 @@ def _tuned_names(
 
 
 #: Runs a call per device that keep a run's cost low, by platform: ``(smallest, largest)``. Measured on the CPU
-#: (2-core AMD EPYC, 2 host devices; ``benchmarks/call_capacity.py``, benchmarks/RESULTS.md): from 5 runs a
-#: device up, a run of the quick preset's problems costs the same within 10 % (but the tiniest, logreg, whose
-#: calls' fixed costs show: 1.8x at 5 runs a device against 18, 0.7x at 74) until the runs' parameters and
-#: optimizer states outgrow the caches (:data:`CPU_CALL_BYTES`). On a GPU or TPU not measured: a call as large
-#: as the runs asked for, up to the largest.
+#: (2-core AMD EPYC, 2 host devices; ``benchmarks/call_capacity.py``, benchmarks/RESULTS.md, 2026-12-07): from 5
+#: runs a device up, a run of the quick preset's problems costs the same within 8 % until the runs' state
+#: outgrows the caches (:data:`CPU_CALL_BYTES`); the tiniest, logreg, costs less a run the more a call holds
+#: (its calls' fixed costs: 1.15x at 5 runs a device, 0.55x at 74, against 18). On a GPU or TPU not measured: a
+#: call as large as the runs asked for, up to the largest.
 CALL_RUNS: Mapping[str, tuple[int, int]] = {"cpu": (5, 256), "gpu": (1, 4096), "tpu": (1, 4096)}
 
 #: On the CPU, the bytes of parameters, model state and optimizer state (:func:`run_bytes`) a call may hold per
-#: device before a run costs more. Measured (benchmarks/RESULTS.md): up to 6 MB a device a run costs the same
-#: within 8 %; at 7 to 27 MB 13 to 52 % more (the recommender with Adam, 360 kB a run: 1.27x at 37 runs a
-#: device against 18, 1.52x at 74); so calls stay under 4 MiB a device.
+#: device. Measured (benchmarks/RESULTS.md, 2026-12-07): a run costs the same within 8 % while its parameters
+#: and Adam's state stay under about 5 MB a device, more past it (the recommender, 270 kB a run with Adam:
+#: 1.13x at 27 runs a device, 1.46x at 37, 1.85x at 74, against 18; digits_mlp 1.15x at 74 a device, 8.5 MB);
+#: :func:`run_bytes` counts the largest optimizer state of a program's contenders, so the budget is below that.
 CPU_CALL_BYTES = 4 << 20
 
 

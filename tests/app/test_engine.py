@@ -128,3 +128,24 @@ def test_run_bytes_counts_parameters_and_the_largest_state(tiny):
     assert params <= engine.run_bytes(tiny, [sgd]) < params + 64
     assert 3 * params <= engine.run_bytes(tiny, [adam]) < 3 * params + 64
     assert engine.run_bytes(tiny, [sgd, adam]) == engine.run_bytes(tiny, [adam])
+
+
+@pytest.mark.slow  # compiles four small programs; the roofline script's count, not the engine's behaviour
+def test_roofline_counts_a_call_from_its_pieces(tiny):
+    """``benchmarks/roofline.py`` counts a call from the engine's own step, draw and evaluation (XLA counts a
+    loop's body once): twice the steps, twice the step's FLOPs and the evaluations' (none for the test split
+    where it is off)."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "roofline.py"
+    spec = importlib.util.spec_from_file_location("_bench_roofline", path)
+    roofline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roofline)
+    adam = C.resolve(["adam"])[0]
+    f20, b20 = roofline.call_cost(tiny, adam, 4, 20, tests=0)
+    f40, _ = roofline.call_cost(tiny, adam, 4, 40, tests=0)
+    f20t, _ = roofline.call_cost(tiny, adam, 4, 20, tests=4)
+    assert f20 > 0 and b20 > 0
+    assert f40 == pytest.approx(2 * f20, rel=1e-9)
+    assert f20t > f20
