@@ -16,8 +16,8 @@ draws and evaluations. Intensity is FLOPs per byte accessed (bytes each fused op
 mostly in cache here, not DRAM traffic).
 
 The peak is measured in the same process: a large float32 matmul on every host device at once (one per core,
-as a study runs), and a large float32 sum for the bandwidth (a roof for the bytes accessed, far below the
-caches' bandwidth).
+as a study runs), a large float32 sum for the memory's bandwidth and an element-wise update of 512 KiB repeated
+for the L2's (most of a call's bytes accessed are served by the caches: the L2's bandwidth is their roof).
 
     PYTHONPATH=. .venv/bin/python benchmarks/roofline.py
     PYTHONPATH=. .venv/bin/python benchmarks/roofline.py --problems digits_mlp --capacities 18,36,74,148
@@ -67,7 +67,8 @@ def _call(group: engine.CompiledGroup, lrs: dict[str, np.ndarray], test: engine.
 
 def peak(n: int = 2048, repeats: int = 5) -> dict[str, float]:
     """Float32 matmul FLOP/s with every host device multiplying its own ``n x n`` matrices at once, and the
-    bandwidth of a float32 sum over 256 MiB on every device (memory read once)."""
+    bandwidth of a float32 sum over 256 MiB on every device (memory read once), and of an element-wise update
+    of 512 KiB (in each core's L2) repeated (read and written)."""
     devices = jax.devices()
     k = len(devices)
     mesh = jax.sharding.Mesh(np.asarray(devices), ("d",))
@@ -80,11 +81,23 @@ def peak(n: int = 2048, repeats: int = 5) -> dict[str, float]:
     x = jax.device_put(np.ones((k, m), np.float32), spec)
     total = jax.jit(lambda x: jnp.sum(x, axis=1), out_shardings=spec)
     bw_wall, _ = _best(lambda: total(x), repeats)
+    small, times = (
+        128 << 10,
+        400,
+    )  # 512 KiB of float32 per device (in its core's L2), read and written 400 times
+
+    def scaled(y: jax.Array) -> jax.Array:
+        return jax.lax.fori_loop(0, times, lambda i, y: y * 1.0001 + 1e-3, y)
+
+    y = jax.device_put(np.ones((k, small), np.float32), spec)
+    cached = jax.jit(scaled, out_shardings=spec)
+    cache_wall, _ = _best(lambda: cached(y), repeats)
     return {
         "devices": k,
         "flops_wall": flops / wall,
         "flops_cpu": flops / cpu,
         "bytes_wall": 4.0 * m * k / bw_wall,
+        "cache_wall": 2 * 4.0 * small * k * times / cache_wall,
     }
 
 
@@ -146,13 +159,15 @@ def main() -> None:
         f"devices: {top['devices']} x {jax.devices()[0].platform}; load average {os.getloadavg()}; compiler "
         f"options {dict(engine.CPU_COMPILER_OPTIONS)}\n\npeak: float32 matmul {top['flops_wall'] / 1e9:.0f} "
         f"GFLOP/s on all devices ({top['flops_cpu'] / 1e9:.0f} GFLOP per CPU s); float32 sum "
-        f"{top['bytes_wall'] / 1e9:.1f} GB/s; ridge {top['flops_wall'] / top['bytes_wall']:.1f} FLOP/byte\n"
+        f"{top['bytes_wall'] / 1e9:.1f} GB/s from memory, {top['cache_wall'] / 1e9:.0f} GB/s from L2; ridge "
+        f"{top['flops_wall'] / top['bytes_wall']:.1f} FLOP/byte (memory), {top['flops_wall'] / top['cache_wall']:.1f} (L2)\n"
     )
     print(
         "| problem | runs a call | call: test off, CPU s (wall s) | test final | test every point | "
-        "GFLOP a call (test off) | FLOP/byte | GFLOP/s (wall) | GFLOP per CPU s | % of peak: wall, CPU s |"
+        "GFLOP a call (test off) | FLOP/byte | GFLOP/s (wall) | GFLOP per CPU s | % of peak: wall, CPU s | "
+        "GB/s accessed (wall) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     contender = C.resolve([args.contender])[0]
     for pname in args.problems.split(","):
         problem = PROBLEMS[pname]()
@@ -166,7 +181,7 @@ def main() -> None:
             print(
                 f"| {pname} | {group.capacity} | {cpu:.3f} ({wall:.3f}) | {timed[1][1]:.3f} ({timed[1][0]:.3f}) | "
                 f"{timed[2][1]:.3f} ({timed[2][0]:.3f}) | {flops / 1e9:.2f} | {flops / nbytes:.2f} | "
-                f"{flops / wall / 1e9:.1f} | {flops / cpu / 1e9:.1f} | {100 * flops / wall / top['flops_wall']:.0f}, {100 * flops / cpu / top['flops_cpu']:.0f} |",
+                f"{flops / wall / 1e9:.1f} | {flops / cpu / 1e9:.1f} | {100 * flops / wall / top['flops_wall']:.0f}, {100 * flops / cpu / top['flops_cpu']:.0f} | {nbytes / wall / 1e9:.0f} |",
                 flush=True,
             )  # fmt: skip
     print(f"\nload average at the end {os.getloadavg()}")

@@ -12,6 +12,10 @@ the study's own clock, the programs and their compile seconds, and the seconds s
     PYTHONPATH=. .venv/bin/python benchmarks/study_bench.py --problems logreg,digits_mlp --contenders adam,sgd,lamb
 
 ``--studies 1,5`` and ``--modes cold,warm`` choose what runs; ``--extra`` passes more arguments to ``compare``.
+``--grouping problem`` measures a grouping the study does not offer yet: one compiled program per problem, every
+contender in its ``lax.switch`` (the child process replaces ``study._groups`` before it starts the command
+line; ``benchmarks/compile_groups.py`` compiles the groupings alone), beside the study's own (``family``, the
+default; ``--grouping family,problem`` runs both, one after the other, each with a cold cache of its own).
 """
 
 from __future__ import annotations
@@ -34,10 +38,19 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_once(args: list[str], cache: Path, out: Path) -> dict[str, float]:
-    """One ``compare`` in a child process; its figures."""
+#: The child's start for ``--grouping problem``: the study's grouping replaced by one group of every contender.
+_PER_PROBLEM = (
+    "import importlib, sys; study = importlib.import_module('mxopt_jax.compare.study'); "
+    "study._groups = lambda contenders, group_by: [list(contenders)]; "
+    "from mxopt_jax.compare import cli; sys.exit(cli.main(sys.argv[1:]))"
+)
+
+
+def run_once(args: list[str], cache: Path, out: Path, grouping: str = "family") -> dict[str, float]:
+    """One ``compare`` in a child process (its contenders grouped per ``grouping``); its figures."""
     env = {**os.environ, "MXOPT_JAX_CACHE": str(cache)}
-    cmd = [sys.executable, "-m", "mxopt_jax", "compare", *args, "--no-plots", "--out", str(out)]
+    start = ["-m", "mxopt_jax"] if grouping == "family" else ["-c", _PER_PROBLEM]
+    cmd = [sys.executable, *start, "compare", *args, "--no-plots", "--out", str(out)]
     c0, t0 = _children_cpu(), time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
@@ -62,6 +75,7 @@ def main() -> None:
     ap.add_argument("--studies", default="1,5")
     ap.add_argument("--modes", default="cold,warm")
     ap.add_argument("--extra", default="", help="more arguments for compare (quoted)")
+    ap.add_argument("--grouping", default="family", help="family (the study's), problem, or both (comma)")
     args = ap.parse_args()
     base: list[str] = []
     if args.problems:
@@ -72,21 +86,27 @@ def main() -> None:
     print(f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; cores: {os.cpu_count()}")
     print(f"load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
-    print("| command | cache | command s | CPU s | study s | compilation s (programs) | runs s |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| command | programs per | cache | command s | CPU s | study s | compilation s (programs) | runs s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    groupings = args.grouping.split(",")
+    if not set(groupings) <= {"family", "problem"}:
+        raise SystemExit(f"--grouping: family, problem or both, got {args.grouping!r}")
     with tempfile.TemporaryDirectory(prefix="study_bench_") as tmp:
         for n in (int(x) for x in args.studies.split(",")):
-            cache = Path(tmp) / f"cache_{n}"
-            cmd = [*base, "--studies", str(n)]
-            for mode in args.modes.split(","):
-                out = Path(tmp) / f"out_{n}_{mode}"
-                f = run_once(cmd, cache, out)
-                shown = shlex.join(["mxopt-jax", "compare", *cmd])
-                print(
-                    f"| `{shown}` | {mode} | {f['wall']:.0f} | {f['cpu']:.0f} | {f['study']:.0f} | "
-                    f"{f['compile']:.0f} ({f['programs']:.0f}) | {f['runs']:.0f} |",
-                    flush=True,
-                )
+            for grouping in groupings:
+                cache = Path(tmp) / f"cache_{n}_{grouping}"
+                cmd = [*base, "--studies", str(n)]
+                for mode in args.modes.split(","):
+                    out = Path(tmp) / f"out_{n}_{grouping}_{mode}"
+                    f = run_once(cmd, cache, out, grouping)
+                    shown = shlex.join(["mxopt-jax", "compare", *cmd])
+                    print(
+                        f"| `{shown}` | {grouping} | {mode} | {f['wall']:.0f} | {f['cpu']:.0f} | {f['study']:.0f} | "
+                        f"{f['compile']:.0f} ({f['programs']:.0f}) | {f['runs']:.0f} |",
+                        flush=True,
+                    )
     print(f"\nload average at end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
