@@ -37,6 +37,7 @@ from ._src.optimizers.sgd import (
     signum,
     test,
 )
+from ._src.registry import ALIASES as _ALIASES
 from ._src.registry import FAMILIES as _FAMILIES
 from ._src.registry import TABLE as _TABLE
 from .facade import (
@@ -78,10 +79,14 @@ OPTIMIZERS = {e.name: e.constructor for e in _TABLE}
 
 #: Optimizer families (label -> registry names, from the optimizer table), e.g. for grouping comparisons.
 FAMILIES: dict[str, tuple[str, ...]] = dict(_FAMILIES)
+#: Other spellings of optimizer names -> registry names: a constructor's name where it differs from the registry
+#: name (``"group_adagrad"`` -> ``"groupadagrad"``), from the optimizer table; ``create`` and the study take them.
+ALIASES: dict[str, str] = dict(_ALIASES)
 
 __all__ = [
     "OPTIMIZERS",
     "FAMILIES",
+    "ALIASES",
     # modules
     "facade",
     "lr_scheduler",

@@ -231,7 +231,7 @@ APP_LAYERS = [
     ],
     ["compare.contenders"],
     ["compare.engine", "compare.protocol", "compare.search", "compare.preflight"],
-    ["compare.plan", "compare.serialize"],
+    ["compare.plan", "compare.serialize", "compare.tuning"],
     ["compare.analysis.*"],
     ["compare.result"],
     ["compare.report.*", "compare.store"],

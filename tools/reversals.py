@@ -1,9 +1,10 @@
 """Run one study twice on disjoint seeds and count the claims of the first run that the second reverses.
 
 Issue 40's check of the claims: a claim is *reversed* when the second run shows the same pair of the same table
-the other way (a pair the second run does not separate is not a reversal, only not replicated). Counted for the
-single-study claims (each study of the first run against the study of the same number in the second: about the
-configurations each study chose) and for the claims across the independent studies (about the optimizers).
+the other way (a pair the second run does not separate is not a reversal, only not replicated). Counted per kind of
+claim: from one study (each study of the first run against the study of the same number in the second) about the
+optimizers under their searches, about the configurations each study chose and about the default
+configurations; and across the independent studies.
 
 The two runs share nothing: run A selects on seeds ``0 ..`` and reports on ``1000 ..`` (study ``k`` adds ``100 k``
 and ``1000 k``, as ``--studies`` does), run B on ``50 ..`` and ``1500 ..``; every seed of one run is distinct
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mxopt_jax import compare  # noqa: E402
 from mxopt_jax.compare.analysis import Claim  # noqa: E402
-from mxopt_jax.compare.problems import PROBLEMS  # noqa: E402
+from mxopt_jax.compare.problems import DEFAULT, PROBLEMS  # noqa: E402
 from mxopt_jax.compare.report import render  # noqa: E402
 
 
@@ -37,20 +38,22 @@ def _key(c: Claim) -> tuple[object, ...]:
 
 
 def reversals(first: list[Claim], second: list[Claim]) -> dict[str, tuple[int, int, int]]:
-    """``{"single-study": (claims, replicated, reversed), "across studies": (...)}``: the first run's shown
-    claims, how many the second shows the same way, and how many it shows the other way."""
-    again = {_key(c): c for c in second}
+    """``{kind: (claims, replicated, reversed)}`` for each kind of claim (about the optimizers from one study,
+    about the chosen configurations, about the default configurations, across studies): the first run's shown
+    claims of that kind, how many the second shows the same way, and how many it shows the other way."""
+    again = {(_key(c), c.about): c for c in second}
     out = {}
     for kind, scope in (
-        ("single-study", lambda c: c.study is not None),
+        ("about the optimizers, one study", lambda c: c.study is not None and c.about == "optimizers"),
+        ("about the chosen configurations", lambda c: c.study is not None and c.about == "configurations"),
+        ("about the default configurations", lambda c: c.study is not None and c.about == "defaults"),
         ("across studies", lambda c: c.study is None),
     ):
         shown = [c for c in first if c.shown and scope(c)]
-        same = sum(1 for c in shown if _key(c) in again and again[_key(c)].better == c.better)
+        found = [again.get((_key(c), c.about)) for c in shown]
+        same = sum(1 for c, d in zip(shown, found, strict=True) if d is not None and d.better == c.better)
         other = sum(
-            1
-            for c in shown
-            if _key(c) in again and again[_key(c)].shown and again[_key(c)].better != c.better
+            1 for c, d in zip(shown, found, strict=True) if d is not None and d.shown and d.better != c.better
         )
         out[kind] = (len(shown), same, other)
     return out
@@ -58,8 +61,14 @@ def reversals(first: list[Claim], second: list[Claim]) -> dict[str, tuple[int, i
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--problems", default="logreg", help="comma-separated built-in problems (default: logreg)")
-    p.add_argument("--contenders", default="adam,sgd,nag,rmsprop", help="comma-separated contenders")
+    p.add_argument(
+        "--problems",
+        default="logreg",
+        help="comma-separated built-in problems, or 'default' (default: logreg)",
+    )
+    p.add_argument(
+        "--contenders", default="adam,sgd,nag,rmsprop", help="comma-separated contenders, or 'all'"
+    )
     p.add_argument("--studies", type=int, default=8, help="independent studies per run (default: 8)")
     p.add_argument("--seeds", type=int, default=3, help="selection seeds per study (default: 3)")
     p.add_argument("--confirm-seeds", type=int, default=10, help="confirmation seeds per study (default: 10)")
@@ -70,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(
             "--seeds must be in [1, 50], --confirm-seeds in [2, 500], --studies in [1, 20] (disjoint seeds)"
         )
-    problems = [PROBLEMS[name]() for name in args.problems.split(",")]
-    names = args.contenders.split(",")
+    problems = [
+        PROBLEMS[name]() for name in (DEFAULT if args.problems == "default" else args.problems.split(","))
+    ]
+    names = "all" if args.contenders == "all" else args.contenders.split(",")
     preset = dataclasses.replace(
         compare.PRESETS["quick"],
         grid_points=args.grid_points,

@@ -291,6 +291,13 @@ def index_page() -> str:
         ".. autodata:: mxopt_jax.FAMILIES",
         "```",
         "",
+        "``mxopt_jax.ALIASES`` maps a constructor's name to its registry name where the two differ "
+        "(``mxopt_jax.create`` and the study take either):",
+        "",
+        "```{eval-rst}",
+        ".. autodata:: mxopt_jax.ALIASES",
+        "```",
+        "",
         "(common-arguments)=",
         "## Common arguments",
         "",

@@ -78,6 +78,33 @@ def resolve_learning_rate(owner: str, learning_rate: Any, lr_scheduler: Any) -> 
     return learning_rate, lr_scheduler
 
 
+class PerParameter:
+    """A multiplier given as a callable ``(path, leaf) -> float`` (``lr_mult``, ``wd_mult``), as a constructor
+    binds it (:class:`mxopt_jax._src.signature.ConstructorSignature`): called with two arguments it calls the
+    function. ``optax.inject_hyperparams`` calls every callable argument not in its ``static_args`` as a
+    schedule of the step count, with one argument, which would make the function fail on its own missing
+    ``leaf``; called so, this raises a ``TypeError`` that names ``static_args``, as the ``lr_scheduler``
+    mistake's does (:func:`resolve_learning_rate`)."""
+
+    __slots__ = ("fn", "name", "owner")
+
+    def __init__(self, fn: Callable[..., Any], owner: str, name: str) -> None:
+        self.fn, self.owner, self.name = fn, owner, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) + len(kwargs) == 1:
+            raise TypeError(
+                f"{self.owner}: `{self.name}` is a callable (path, leaf) -> float and was called with one "
+                f"argument, as a schedule of the step count: under optax.inject_hyperparams pass "
+                f"static_args=('{self.name}',) to it (as for an lr_scheduler), or give `{self.name}` as a pytree "
+                "of floats"
+            )
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"PerParameter({self.fn!r})"
+
+
 def scheduler_fn(lr_scheduler: Any) -> Callable[[jax.Array], jax.Array]:
     """A pure function ``num_update -> lr`` for an MXNet-style scheduler or any jittable callable."""
     as_schedule = getattr(lr_scheduler, "as_schedule", None)

@@ -119,6 +119,10 @@ NAMES: tuple[str, ...] = tuple(e.name for e in TABLE)
 #: Registry name -> entry.
 BY_NAME: dict[str, Entry] = {e.name: e for e in TABLE}
 
+#: Other spellings of registry names -> the registry name: each functional constructor's name where it differs
+#: (``group_adagrad`` for ``groupadagrad``), so a name written as the function is called is taken too.
+ALIASES: dict[str, str] = {e.constructor.__name__: e.name for e in TABLE if e.constructor.__name__ != e.name}
+
 #: Family -> registry names, families in order of first appearance.
 FAMILIES: dict[str, tuple[str, ...]] = {}
 for _e in TABLE:

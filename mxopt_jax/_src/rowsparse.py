@@ -141,6 +141,7 @@ class RowSparse:
 
     def todense(self) -> jax.Array:
         """The dense tensor: zeros with the listed rows added in (repeated rows sum)."""
+        check_indices(self, "RowSparse.todense()")
         return jnp.zeros(self.shape, self.values.dtype).at[valid_indices(self)].add(self.values, mode="drop")
 
     def astype(self, dtype: Any) -> RowSparse:
@@ -158,11 +159,7 @@ class RowSparse:
         dense = jnp.asarray(dense)
         if dense.shape != self.shape:
             raise ValueError(f"RowSparse of shape {self.shape} added to an array of shape {dense.shape}")
-        if not jnp.issubdtype(self.indices.dtype, jnp.integer):
-            raise TypeError(
-                f"RowSparse indices have dtype {self.indices.dtype}: a transform mapped over them (element-wise "
-                "optax transforms must not follow a row-sparse update)"
-            )
+        check_indices(self, "optax.apply_updates (dense + RowSparse)")
         dtype = jnp.result_type(dense, self.values)
         if self.unique:
             # Rows promised sorted and unique: one scatter-add, no sort. Out-of-range indices (negative ones
@@ -190,8 +187,28 @@ def is_row_sparse(x: Any) -> bool:
     return isinstance(x, RowSparse)
 
 
+def check_indices(g: RowSparse, where: str, what: str = "a RowSparse") -> None:
+    """Refuse a ``RowSparse`` whose row indices are not integers: an optax transform mapped over them as if they
+    were gradient values (``optax.scale(0.5)``, ``optax.clip``, an optax optimizer). The ``TypeError`` says
+    where (``where``, e.g. the optimizer) and which row-sparse-aware counterparts to use. Free under ``jit``
+    (a dtype). Indices an integer factor kept integers (``optax.scale(2)``) cannot be told from real ones."""
+    if jnp.issubdtype(g.indices.dtype, jnp.integer):
+        return
+    raise TypeError(
+        f"{where}: {what} has {g.indices.dtype} row indices: an optax transform mapped over them as if they were "
+        "gradient values (optax's own transforms treat every leaf of a RowSparse, its int32 indices too, as "
+        "values: scale, clip, an optax optimizer). Use the row-sparse-aware counterparts: "
+        "mxopt_jax.sparse.clip_by_global_norm for optax.clip_by_global_norm, mxopt_jax.sparse.MultiSteps for "
+        "optax.MultiSteps, mxopt_jax's optimizers (lazy_update=True for a lazy update) for optax's; apply a "
+        "lazy update with optax.apply_updates and nothing in between; or densify the gradient first "
+        "(RowSparse.todense())"
+    )
+
+
 def valid_indices(g: RowSparse) -> jax.Array:
-    """Indices with every out-of-range entry (negative too) mapped to ``shape[0]``, which scatters drop."""
+    """Indices with every out-of-range entry (negative too) mapped to ``shape[0]``, which scatters drop (integer
+    indices only: :func:`check_indices`)."""
+    check_indices(g, "mxopt_jax.sparse")
     n = g.shape[0]
     idx = g.indices
     return jnp.where((idx >= 0) & (idx < n), idx, n).astype(jnp.int32)

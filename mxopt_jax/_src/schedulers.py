@@ -760,6 +760,10 @@ _NEEDS = {
 _INTS = {"warmup_steps", "count", "cur_step_ind", "max_update", "max_steps"}
 _REALS = {"base_lr", "warmup_final_lr", "warmup_begin_lr", "factor", "stop_factor_lr", "power", "base_lr_orig",
           "final_lr"}  # fmt: skip
+# the learning rates among them: the optimizer's kernels take them as float32, in which a larger value is infinite
+_RATES = _REALS - {"factor", "power"}
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_RATE_MUST = f"a rate float32 holds (at most {_FLOAT32_MAX:.4g}: the kernels take it as a float32, in which it is infinite)"
 
 
 def _fail(where: str, cls: str, k: str, must: str, v: Any, what: str = "pickled") -> ValueError:
@@ -797,6 +801,8 @@ def _fields(a: Mapping, cls: str, where: str, what: str) -> dict:
             x = _restore_real(v)
             if x is None:
                 raise _fail(where, cls, k, "a finite number >= 0", v, what)
+            if k in _RATES and x > _FLOAT32_MAX:
+                raise _fail(where, cls, k, _RATE_MUST, v, what)
             out[k] = v if type(v) is int else x  # an int stays an int (MXNet's default power is 2)
         elif k == "warmup_mode":
             if v not in ("linear", "constant") or type(v) is not str:
@@ -811,13 +817,21 @@ def _fields(a: Mapping, cls: str, where: str, what: str) -> dict:
 
 
 def restore(
-    cls: str, attrs: Mapping[str, Any], where: str, num_update: int, what: str = "archived"
+    cls: str,
+    attrs: Mapping[str, Any],
+    where: str,
+    num_update: int,
+    what: str = "archived",
+    lr: Any = None,
 ) -> LRScheduler:
     """The scheduler of class ``cls`` (one of :data:`RESTORABLE`) at the position its attributes ``attrs`` say
     (MXNet's and mxopt_jax's schedulers keep the same ones), every attribute checked by type and against what
     the scheduler's own code could have written with the optimizer at ``num_update`` (its next query is
-    ``num_update + 1``): a ``ValueError`` naming ``where`` and the attribute otherwise, so no later query can
-    hang or fail. Used for MXNet's pickled schedulers and for the facade's own state format alike."""
+    ``num_update + 1``) and the optimizer's learning rate ``lr`` (``None``: none; an optimizer given both a
+    rate and a scheduler writes the rate into the scheduler's ``base_lr``, which the decays start from): a
+    ``ValueError`` naming ``where`` and the attribute otherwise, so no later query can hang, fail or return a
+    rate the schedule never reaches. Used for MXNet's pickled schedulers and for the facade's own state format
+    alike."""
     if cls not in _NEEDS:
         raise ValueError(f"{where}: unsupported learning-rate scheduler {cls!r}")
     missing = [k for k in _NEEDS[cls] if k not in attrs]
@@ -851,7 +865,57 @@ def restore(
         if k in mine:
             setattr(s, k, v)
     _check_position(s, cls, where, num_update, what)
+    _check_rate(s, cls, where, what, lr)
     return s
+
+
+#: The relative slack of :func:`_check_rate`'s bounds: MXNet decays by repeated multiplication, the bounds
+#: are computed with one power (at most about 2**31 roundings of 2**-53 apart).
+_RATE_SLACK = 1e-6
+
+
+def _check_rate(s: Any, cls: str, where: str, what: str, lr: Any) -> None:
+    """Refuse a ``base_lr`` the schedule never holds from its stored settings. It starts at the constructor's
+    ``base_lr`` (``warmup_final_lr``) or the optimizer's rate written over it, and only decays: Factor and
+    MultiFactor multiply it by ``factor`` once per decay done (``count / step``, ``cur_step_ind``; at most that
+    many since the optimizer's write), Factor's clamped at ``stop_factor_lr``; Poly and Cosine cache a value
+    between ``final_lr`` and ``base_lr_orig``. A start (no decay yet) must be one of those rates exactly."""
+    starts = {float(s.warmup_final_lr)}
+    x = _restore_real(lr) if lr is not None else None
+    if x is not None:
+        starts.add(x)
+    rate = float(s.base_lr)
+    if rate in starts:
+        return
+    if cls == "FactorScheduler":
+        decays, floor = s.count // s.step, float(s.stop_factor_lr)
+    elif cls == "MultiFactorScheduler":
+        decays, floor = s.cur_step_ind, 0.0
+    else:
+        decays, floor = -1, 0.0
+    if decays == -1:
+        lo, hi = sorted((float(s.final_lr), float(s.base_lr_orig)))
+        must = f"between final_lr = {s.final_lr} and base_lr_orig = {s.base_lr_orig}, or the optimizer's rate"
+    elif decays == 0:
+        lo, hi = math.inf, -math.inf
+        must = (
+            "its start before any decay: the constructor's base_lr (warmup_final_lr) or the optimizer's rate"
+        )
+    else:
+        factor = float(s.factor)
+        most = min(starts) * (math.exp(decays * math.log(factor)) if factor > 0 else 0.0)
+        lo, hi = max(floor, most), max(*starts, floor)
+        must = (
+            f"within [{lo:.6g}, {hi:.6g}]: its start ({', '.join(f'{v:.6g}' for v in sorted(starts))}) after at most "
+            f"{decays} decays by factor = {s.factor}"
+            + (f", clamped at stop_factor_lr = {s.stop_factor_lr}" if floor else "")
+        )
+    if lo * (1 - _RATE_SLACK) <= rate <= hi * (1 + _RATE_SLACK):
+        return
+    raise ValueError(
+        f"{where}: the {what} {cls}'s attribute 'base_lr' = {kind_of(s.base_lr)} is a rate the schedule never "
+        f"holds: it must be {must} (as MXNet's {cls} and its optimizer write it): refused"
+    )
 
 
 def _check_position(s: Any, cls: str, where: str, num_update: int, what: str) -> None:

@@ -160,7 +160,9 @@ COMMON_DOC = (
     All float hyperparameters may be Python floats, JAX scalars or schedules ``count -> value`` (``count``
     is 0 on the first update, optax's convention), so ``optax.inject_hyperparams`` works; pass
     ``static_args=('lr_scheduler', 'lr_mult', 'wd_mult')`` to it when those are given, and
-    ``hyperparam_dtype=jnp.float32`` for 16-bit parameters.
+    ``hyperparam_dtype=jnp.float32`` for 16-bit parameters. Values are range-checked where they are concrete
+    (construction, and every update outside ``jax.jit``); a traced value or a schedule's output cannot be
+    checked and is used as given.
 """
 )
 
@@ -319,6 +321,33 @@ def habit_error(
     return TypeError(f"{owner}: {exc}; {hint}")
 
 
+class ConstructorSignature(inspect.Signature):
+    """A constructor's signature (what ``inspect.signature`` and ``optax.inject_hyperparams`` read). Binding
+    arguments to it keeps a callable ``lr_mult``/``wd_mult`` as a
+    :class:`~mxopt_jax._src.hyperparams.PerParameter`: ``optax.inject_hyperparams`` binds the arguments with
+    this signature and then calls every callable one as a schedule of the step count, so the multiplier says
+    to pass ``static_args`` instead of failing on its own missing argument. Otherwise a plain signature."""
+
+    __slots__ = ("_owner",)
+    _owner: str
+
+    @classmethod
+    def of(cls, sig: inspect.Signature, owner: str) -> ConstructorSignature:
+        out = cls(list(sig.parameters.values()), return_annotation=sig.return_annotation)
+        out._owner = owner
+        return out
+
+    def bind(self, /, *args: Any, **kwargs: Any) -> inspect.BoundArguments:
+        bound = super().bind(*args, **kwargs)
+        for name in ("lr_mult", "wd_mult"):
+            value = bound.arguments.get(name)
+            if callable(value) and not isinstance(value, hyperparams.PerParameter):
+                bound.arguments[name] = hyperparams.PerParameter(
+                    value, getattr(self, "_owner", "mxopt_jax"), name
+                )
+        return bound
+
+
 def full_signature(declared: inspect.Signature) -> inspect.Signature:
     """``declared`` (own arguments and ``**base``) with the base keywords spelled out, keyword-only."""
     params = [p for p in declared.parameters.values() if p.kind != p.VAR_KEYWORD]
@@ -357,7 +386,9 @@ def optimizer(
     """
 
     def decorate(declared: Callable[P, optax.GradientTransformation]) -> Constructor[P]:
-        sig = full_signature(inspect.signature(declared))
+        sig = ConstructorSignature.of(
+            full_signature(inspect.signature(declared)), f"mxopt_jax.{declared.__name__}"
+        )
 
         @functools.wraps(declared)
         def constructor(*args: Any, **kwargs: Any) -> optax.GradientTransformation:

@@ -1,9 +1,11 @@
 """Row-sparse-aware counterparts of the optax transforms that cannot take a :class:`RowSparse`.
 
 ``optax.clip_by_global_norm`` and ``optax.MultiSteps`` map over every leaf of the gradient, so they would
-treat a ``RowSparse``'s integer row indices as gradient values; the int32 indices make both fail (a
-``TypeError`` in ``lax.select``, a tree-structure ``ValueError``). These behave like optax's on the dense gradient the ``RowSparse`` stands for, and pass
-row-sparse gradients on as ``RowSparse``.
+treat a ``RowSparse``'s integer row indices as gradient values; the int32 indices make both fail inside optax
+(JAX's ``TypeError`` in ``lax.select``, a tree-structure ``ValueError``), where mxopt_jax's code does not run.
+These behave like optax's on the dense gradient the ``RowSparse`` stands for, and pass row-sparse gradients on
+as ``RowSparse``; a ``RowSparse`` whose indices an optax transform before them turned into floats is refused
+with a ``TypeError`` that names them (:func:`~mxopt_jax._src.rowsparse.check_indices`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .rowsparse import RowSparse, _concrete, is_row_sparse, unique_rows, valid_indices
+from .rowsparse import RowSparse, _concrete, check_indices, is_row_sparse, unique_rows, valid_indices
 from .validation import path_name
 
 __all__ = ["MultiSteps", "MultiStepsState", "clip_by_global_norm"]
@@ -46,6 +48,9 @@ def clip_by_global_norm(max_norm: Any) -> optax.GradientTransformation:
     def update_fn(updates, state, params=None):
         del params
         leaves = jax.tree.leaves(updates, is_leaf=is_row_sparse)
+        for x in leaves:
+            if isinstance(x, RowSparse):
+                check_indices(x, "mxopt_jax.sparse.clip_by_global_norm", "a RowSparse gradient")
         g_norm = jnp.sqrt(sum((_sq_norm(x) for x in leaves), jnp.zeros([], jnp.float32)))
         trigger = jnp.squeeze(g_norm < max_norm)
 
@@ -136,6 +141,8 @@ class MultiSteps:
         paths, grads, treedef = self._paths(updates)
         k = self._k
         for p, g in zip(paths, grads, strict=True):
+            if isinstance(g, RowSparse):
+                check_indices(g, "mxopt_jax.sparse.MultiSteps", f"the RowSparse gradient at {p!r}")
             if (p in self._tables) != isinstance(g, RowSparse):
                 raise TypeError(
                     f"mxopt_jax.sparse.MultiSteps: the gradient at {p!r} is "

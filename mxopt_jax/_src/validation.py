@@ -9,12 +9,14 @@ numbers and concrete arrays can, schedules and traced values cannot (:func:`conc
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import os
 import sys
 import types
 import warnings
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jax
@@ -251,6 +253,61 @@ def check_lazy_update(owner: str, args: dict, *, allow_multi_precision: bool) ->
         raise ValueError(
             f"{owner}: `lazy_update=True` cannot be combined with `multi_precision=True` (as MXNet)"
         )
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Edits that turn ``a`` into ``b``: inserting, deleting or replacing a character, or swapping two
+    neighbouring ones, each counts 1 (the optimal string alignment distance)."""
+    before: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], before[j - 2] + 1)
+        before, prev = prev, cur
+    return prev[-1]
+
+
+def close_names(name: str, known: Iterable[str]) -> list[str]:
+    """The names of ``known`` that ``name`` most likely meant, best first; empty when none is close.
+
+    Case is ignored. A name of at least 3 characters that begins known names stands for all of them, in
+    ``known``'s order (``mnist`` -> ``mnist1d_mlp``, ``mnist1d_cnn``, ``mnist1d_bn``); failing that, one that
+    begins a part of known names (parts split at ``_`` and ``.``: ``cnn`` -> ``mnist1d_cnn``). Otherwise the
+    nearest names by edit distance, where swapping two neighbouring letters counts as one edit (``adma`` ->
+    ``adam``, not ``adamax``), within a third of the name's length (at least one edit); ties go to the name
+    more alike by ``difflib``'s ratio (``adamm`` -> ``adam``, not ``adamw``), and names tied on both are all
+    given.
+    """
+    names = list(dict.fromkeys(str(k) for k in known))
+    key = str(name).lower()
+    if not key or not names:
+        return []
+    if len(key) >= 3:
+        starts = [k for k in names if k.lower().startswith(key) and k.lower() != key]
+        if starts:
+            return starts
+        parts = [k for k in names if any(p.startswith(key) for p in k.lower().replace(".", "_").split("_"))]
+        if parts:
+            return parts
+    scored = []
+    for k in names:
+        d = _edit_distance(key, k.lower())
+        if d <= max(1, len(key) // 3):
+            scored.append((d, -difflib.SequenceMatcher(None, key, k.lower()).ratio(), k))
+    if not scored:
+        return []
+    best = min(s[:2] for s in scored)
+    return [k for *s, k in scored if tuple(s) == best]
+
+
+def either(names: Iterable[str], show: Callable[[str], str] = repr) -> str:
+    """``'a'``, ``'a' or 'b'``, ``'a', 'b' or 'c'``: the names as ``show`` writes them (quoted by default), for
+    a "did you mean" hint."""
+    shown = [show(n) for n in names]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
 
 
 def path_name(path: tuple) -> str:

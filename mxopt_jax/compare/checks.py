@@ -1,7 +1,9 @@
 """Checks of arguments at the app's boundary (the command line and the API): one place for each rule, so
 that ``mxopt-jax compare`` and :func:`mxopt_jax.compare.study` refuse the same things with the same words;
-and the app's two rules for the file system: an output folder is probed before anything runs
-(:func:`output_dir`), and every file is written whole or not at all (:func:`atomic_file`).
+the app's rules for the file system: an output folder is probed before anything runs (:func:`output_dir`),
+every file is written whole or not at all and never through a link (:func:`atomic_file`), and a file is read
+only when it is a regular file (:func:`read_regular`); and its rule for the terminal: a name is printable text
+where it is made (:func:`printable`), and what the command line prints is escaped (:func:`terminal`).
 
 Each rule is a function raising ``ValueError`` or ``TypeError`` that names the argument and its allowed range;
 :func:`argparse_type` turns one into an ``argparse`` type (its message becomes argparse's error).
@@ -11,23 +13,30 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
+import errno
 import math
 import numbers
 import os
+import secrets
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar, overload
 
+from .. import ALIASES
+from .._src.validation import close_names, either
+
 __all__ = [
     "NameTable",
     "argparse_type",
     "atomic_file",
+    "canonical_name",
     "close_match",
+    "close_matches",
     "did_you_mean",
     "check_host_devices",
     "cpu_devices",
@@ -39,9 +48,12 @@ __all__ = [
     "non_negative_int_arg",
     "output_dir",
     "positive_int_arg",
+    "printable",
     "problem_object",
+    "read_regular",
     "program_command",
     "resume_command",
+    "terminal",
     "unknown_name",
 ]
 
@@ -88,29 +100,44 @@ def _count_arg(value: str, low: int) -> int:
 
 
 def close_match(name: str, known: Sequence[str]) -> str | None:
-    """The known name ``name`` is most likely a misspelling of (``difflib``'s closest, if close), or None."""
-    found = difflib.get_close_matches(str(name).lower(), list(known), n=1, cutoff=0.6)
+    """The known name ``name`` is most likely a misspelling of (the first of :func:`close_matches`), or None."""
+    found = close_matches(name, known)
     return found[0] if found else None
 
 
+def close_matches(name: str, known: Sequence[str]) -> list[str]:
+    """The known names ``name`` most likely meant, best first (the library's ranking, the one ``mxopt_jax.create``
+    uses): the names it begins (``mnist`` -> the three ``mnist1d_*`` problems), else the nearest by edit
+    distance, a swap of two neighbouring letters counting one (``adma`` -> ``adam``); empty when none is close."""
+    return close_names(str(name), known)
+
+
+def canonical_name(name: str, known: Sequence[str]) -> str:
+    """``name``, or the registry name it spells another way (``group_adagrad`` -> ``groupadagrad``:
+    ``mxopt_jax.ALIASES``) when that one is among ``known``."""
+    alias = ALIASES.get(name)
+    return alias if alias is not None and alias in known else name
+
+
 def unknown_name(what: str, name: Any, known: Sequence[str], groups: Sequence[str] = ()) -> str:
-    """The message for an unknown ``what`` (``"problem"``, ``"contender"``): the name, the close match when there
-    is one, and every known name (and group names such as ``'all'``)."""
-    near = close_match(name, [*known, *groups]) if isinstance(name, str) else None
-    hint = f" (did you mean {near!r}?)" if near else ""
+    """The message for an unknown ``what`` (``"problem"``, ``"contender"``): the name, the close matches when
+    there are any (:func:`close_matches`), and every known name (and group names such as ``'all'``)."""
+    near = close_matches(name, [*known, *groups]) if isinstance(name, str) else []
+    hint = f" (did you mean {either(near)}?)" if near else ""
     also = f", or {', '.join(map(repr, groups))}" if groups else ""
     return f"unknown {what} {name!r}{hint}; known: {', '.join(known)}{also}"
 
 
-def did_you_mean(near: Mapping[str, str | None], show: Callable[[str], str] = str) -> str:
-    """`` (did you mean X?)`` for one misspelt name with a close match (``near``: given -> match or None);
-    `` (did you mean X for A, Y for B?)`` for several; ``""`` when none has one."""
-    found = {given: m for given, m in near.items() if m}
+def did_you_mean(near: Mapping[str, str | Sequence[str] | None], show: Callable[[str], str] = str) -> str:
+    """`` (did you mean X?)`` for one misspelt name with close matches (``near``: given -> a match, a list of
+    them or None; several read ``X, Y or Z``); `` (did you mean X for A, Y for B?)`` for several misspelt
+    names; ``""`` when none has one."""
+    found = {g: [m] if isinstance(m, str) else list(m) for g, m in near.items() if m}
     if not found:
         return ""
     if len(near) == 1:
-        return f" (did you mean {show(next(iter(found.values())))}?)"
-    return f" (did you mean {', '.join(f'{show(m)} for {show(g)}' for g, m in found.items())}?)"
+        return f" (did you mean {either(next(iter(found.values())), show)}?)"
+    return f" (did you mean {', '.join(f'{either(m, show)} for {show(g)}' for g, m in found.items())}?)"
 
 
 class NameTable(dict[str, T]):
@@ -125,18 +152,53 @@ class NameTable(dict[str, T]):
         raise KeyError(unknown_name(self.what, key, list(self)))
 
 
+def _shown(value: str, limit: int = 60) -> str:
+    """``value``'s ``repr`` (escapes included), cut to about ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def printable(value: Any, what: str, lines: bool = False) -> str:
+    """``value``, a str a terminal shows as it is: no control character (an escape sequence in a name could set
+    the window's title, write the clipboard (OSC 52) or clear the screen of whoever prints it) nor any other
+    character Python calls unprintable (``str.isprintable``: format characters such as bidirectional overrides,
+    line and paragraph separators); with ``lines``, line breaks are allowed. Otherwise a ``TypeError`` or a
+    ``ValueError`` naming ``what`` and the first such character (escaped)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}")
+    bad = next((c for c in value if not c.isprintable() and not (lines and c == "\n")), None)
+    if bad is not None:
+        raise ValueError(
+            f"{what} must be printable text (no control characters such as terminal escapes), got "
+            f"{_shown(value)}, which holds {bad!r}"
+        )
+    return value
+
+
+def terminal(text: str) -> str:
+    """``text`` as it may reach a terminal: every character :func:`printable` refuses (line breaks apart) is
+    written as its Python escape (``\\x1b``), so nothing printed can act on the terminal. What the command line
+    prints goes through it, whatever it comes from."""
+    if text.replace("\n", "").isprintable():
+        return text
+    return "".join(
+        c if c == "\n" or c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
+
+
 def names_arg(
     value: str, known: Sequence[str], what: str, groups: Mapping[str, Sequence[str]] | None = None
 ) -> list[str]:
     """A comma-separated list of ``known`` names (lower case, duplicates dropped, in order) for the command
-    line; a name of ``groups`` (``{"all": [...]}``) stands for its members. Unknown or no names: an
-    ``argparse`` error naming them and what is known."""
+    line; a name of ``groups`` (``{"all": [...]}``) stands for its members, and an optimizer's other spelling
+    (:func:`canonical_name`) for its name. Unknown or no names: an ``argparse`` error naming them, the close
+    matches (:func:`close_matches`) and what is known."""
     groups = groups or {}
-    names = [n.strip().lower() for n in value.split(",") if n.strip()]
+    names = [canonical_name(n.strip().lower(), known) for n in value.split(",") if n.strip()]
     unknown = [n for n in names if n not in known and n not in groups]
     if not names or unknown:
         also = f", or {', '.join(map(repr, groups))}" if groups else ""
-        hint = did_you_mean({n: close_match(n, [*known, *groups]) for n in unknown}, repr)
+        hint = did_you_mean({n: close_matches(n, [*known, *groups]) for n in unknown}, repr)
         raise argparse.ArgumentTypeError(
             f"unknown {what}(s) {', '.join(map(repr, unknown)) or '(none given)'}{hint}; known: "
             f"{', '.join(known)}{also}"
@@ -209,42 +271,160 @@ def problem_object(
 
 @overload
 def atomic_file(
-    path: str | os.PathLike[str], mode: Literal["w"] = "w", newline: str | None = None
+    path: str | os.PathLike[str],
+    mode: Literal["w"] = "w",
+    newline: str | None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
 ) -> contextlib.AbstractContextManager[IO[str]]: ...
 @overload
 def atomic_file(
-    path: str | os.PathLike[str], mode: Literal["wb"], newline: None = None
+    path: str | os.PathLike[str],
+    mode: Literal["wb"],
+    newline: None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
 ) -> contextlib.AbstractContextManager[IO[bytes]]: ...
 def atomic_file(
-    path: str | os.PathLike[str], mode: str = "w", newline: str | None = None
+    path: str | os.PathLike[str],
+    mode: str = "w",
+    newline: str | None = None,
+    *,
+    root: str | os.PathLike[str] | None = None,
 ) -> contextlib.AbstractContextManager[IO[Any]]:
-    """A file to write ``path`` through, whole or not at all: what is written goes to a temporary file in the
-    same folder (``.NAME.PID.tmp``), which replaces ``path`` (``os.replace``) once the block ends without an
-    error and the data is on disk. When anything fails (a full disk, ``OSError: [Errno 28]``; Ctrl-C) the
-    temporary file is removed and the error raised: ``path`` is as it was (absent, or its previous whole
-    version), never truncated. ``mode``: ``"w"`` (UTF-8 text; ``newline`` as for ``open``, ``""`` for CSV) or
-    ``"wb"``."""
-    return _atomic_file(Path(path), mode, newline)
+    """A file to write ``path`` through, whole or not at all, and never through a link: the one way the app
+    writes a file.
+
+    What is written goes to a temporary file in the same folder, created exclusively (``O_CREAT | O_EXCL |
+    O_NOFOLLOW``, a random name ``.NAME.<random>.tmp``: a file or link planted under any name is never opened,
+    and a name taken is drawn again), which replaces ``path`` (``os.replace``) once the block ends without an
+    error and the data is on disk. ``path`` itself is replaced, never written through: a link planted at
+    ``path`` is replaced by the file, not followed. When anything fails (a full disk, ``OSError: [Errno 28]``;
+    Ctrl-C) the temporary file is removed and the error raised: ``path`` is as it was (absent, or its previous
+    whole version), never truncated. The file gets the usual permissions (the umask's).
+
+    ``root``: the folder the user named (a link to a folder is taken as the user's choice); the folders between
+    it and ``path`` (``programs/``) are made when missing and must be real folders: one that is a link (or a
+    file) is refused with an ``OSError`` naming it, so a planted link cannot redirect the write. Without
+    ``root``, ``path``'s folder is the one the user named. Every operation is relative to the opened folder
+    (``dir_fd``), so a folder swapped for a link while the file is written changes nothing.
+
+    ``mode``: ``"w"`` (UTF-8 text; ``newline`` as for ``open``, ``""`` for CSV) or ``"wb"``."""
+    return _atomic_file(Path(path), mode, newline, None if root is None else Path(root))
+
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: Whether this platform takes folder descriptors (Linux, macOS); elsewhere paths are used, links checked first.
+_DIR_FD = {os.open, os.mkdir, os.unlink, os.stat} <= os.supports_dir_fd and bool(_O_DIRECTORY)
+
+
+def _not_a_folder(path: Path, link: bool) -> OSError:
+    what = "is a link" if link else "is not a folder"
+    return OSError(
+        errno.ENOTDIR,
+        f"{path.name!r} {what}; the app writes only into real folders of its own, never through a link (remove "
+        "it, or give another folder)",
+        str(path),
+    )
+
+
+def _open_folder(folder: Path, root: Path | None) -> int | None:
+    """A descriptor of ``folder`` (None where the platform has no folder descriptors): the folder the user named
+    as it is; below ``root``, every folder on the way made when missing and opened without following a link."""
+    if not _DIR_FD:
+        below = [] if root is None else list(folder.relative_to(root).parts)
+        at = root if root is not None else folder
+        for part in below:
+            at = at / part
+            if at.is_symlink() or (at.exists() and not at.is_dir()):
+                raise _not_a_folder(at, at.is_symlink())
+            at.mkdir(exist_ok=True)
+        return None
+    parts = [] if root is None else list(folder.relative_to(root).parts)
+    fd = os.open(root if root is not None else folder, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    try:
+        at = root if root is not None else folder
+        for part in parts:
+            at = at / part
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, dir_fd=fd)
+            try:
+                sub = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            except (NotADirectoryError, OSError) as e:
+                if e.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    raise
+                link = stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+                raise _not_a_folder(at, link) from None
+            os.close(fd)
+            fd = sub
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _exclusive(name: str, folder: Path, dir_fd: int | None) -> tuple[int, str]:
+    """A new file ``.NAME.<random>.tmp`` in the folder, created exclusively (never an existing file or link)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_BINARY", 0)
+    for _ in range(64):
+        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        try:
+            if dir_fd is None:
+                return os.open(folder / tmp, flags, 0o666), tmp
+            return os.open(tmp, flags, 0o666, dir_fd=dir_fd), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file", str(folder / f".{name}.*.tmp"))
 
 
 @contextlib.contextmanager
-def _atomic_file(path: Path, mode: str, newline: str | None) -> Iterator[IO[Any]]:
+def _atomic_file(path: Path, mode: str, newline: str | None, root: Path | None) -> Iterator[IO[Any]]:
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    dir_fd = _open_folder(path.parent, root)
+    tmp: str | None = None
     try:
-        # the usual permissions (the umask's), unlike tempfile's
-        f: IO[Any] = tmp.open("w", encoding="utf-8", newline=newline) if mode == "w" else tmp.open("wb")
+        fd, tmp = _exclusive(path.name, path.parent, dir_fd)
+        f: IO[Any] = (
+            os.fdopen(fd, "w", encoding="utf-8", newline=newline) if mode == "w" else os.fdopen(fd, "wb")
+        )
         with f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if dir_fd is None:
+            os.replace(path.parent / tmp, path)
+        else:
+            os.replace(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException as e:
-        tmp.unlink(missing_ok=True)
-        if isinstance(e, OSError) and e.filename in (None, str(tmp)):
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(path.parent / tmp) if dir_fd is None else os.unlink(tmp, dir_fd=dir_fd)
+        if isinstance(e, OSError) and e.filename in (None, tmp, str(path.parent / (tmp or ""))):
             e.filename = str(path)  # the file the user knows (a failed write names none)
         raise
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
+
+
+def read_regular(path: str | os.PathLike[str], follow: bool = True) -> bytes:
+    """The bytes of ``path``, a regular file (a folder, a device such as ``/dev/zero``, a FIFO or a socket is
+    refused with a ``ValueError`` naming it, before anything is read, so a planted one cannot hang or exhaust
+    the reader). ``follow=False``: a link is refused too (a file the app wrote itself is never one)."""
+    flags = os.O_RDONLY | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0) | (0 if follow else _O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        if not follow and e.errno == errno.ELOOP:
+            raise ValueError(f"{os.fspath(path)} is a link; a study's own files are never links") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{os.fspath(path)} is not a regular file; refused unread")
+        return f.read()
 
 
 def program_command() -> str:

@@ -31,6 +31,7 @@ from .checks import (
     names_arg,
     positive_int_arg,
     resume_command,
+    terminal,
 )
 from .distributed import configure_jax
 from .figures import PLOT_HINT
@@ -212,9 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         help="re-render a saved study (text, HTML, summary, plots) from its study.json; runs nothing",
         description=_wrap(
-            "Read DIR/study.json (written by mxopt-jax compare), print the report and write report.txt, "
-            "report.html, summary.csv and the PNG plots again (into DIR, or --out). The records are not "
-            "changed; nothing is trained or compiled."
+            "Read DIR/study.json (written by mxopt-jax compare; every field checked, the selections held to the "
+            "records), print the report and write report.txt, report.html, runs.csv, summary.csv, claims.csv "
+            "and the PNG plots again from its records (into DIR, or --out). study.json is not changed; nothing "
+            "is trained or compiled."
         ),
     )
     rep.add_argument("dir", metavar="DIR", help="a study's folder (holding study.json) or the file itself")
@@ -228,8 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
         "agree",
         help="how far two saved studies agree: Kendall's tau and the top-k overlap per problem",
         description=_wrap(
-            "Compare the tuned test means of two saved studies (their folders or study.json files), problem by "
-            "problem: Kendall's tau-b over the contenders both ran and the overlap of the top k. Runs nothing."
+            "Compare the tuned test means of two saved studies (their folders or study.json files, each read and "
+            "checked as mxopt-jax report reads it), problem by problem: Kendall's tau-b over the contenders both "
+            "ran with its p-value and what tau can show at that size, and the overlap of the top k. Runs nothing."
         ),
     )
     agr.add_argument("dir_a", metavar="DIR_A")
@@ -240,11 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     for side in ("a", "b"):
         agr.add_argument(
             f"--study-{side}",
-            type=int,
-            default=0,
+            type=positive_int_arg,
+            default=1,
             metavar="N",
-            help=f"which of DIR_{side.upper()}'s independent studies (--studies) to compare: 0 the first (default), "
-            "as summary.csv's study column",
+            help=f"which of DIR_{side.upper()}'s independent studies (--studies) to compare, numbered as the report "
+            "numbers them: 1 the first (default), 2 the second, ... (summary.csv's study column counts from 0)",
         )
 
     from .tour.cli import add_tour_parser
@@ -509,8 +512,15 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str, command: str = "compare", code: int = 2) -> int:
-    print(f"mxopt-jax {command}: error: {message}", file=sys.stderr)
+    """One line on stderr (escaped: a message may quote a folder's contents) and the status ``code``."""
+    print(terminal(f"mxopt-jax {command}: error: {message}"), file=sys.stderr)
     return code
+
+
+def _say(text: str = "", **kwargs: Any) -> None:
+    """``print`` for what the command line prints of a study: escaped (:func:`~mxopt_jax.compare.checks.
+    terminal`), so nothing read from a folder can act on the terminal."""
+    print(terminal(text), **kwargs)
 
 
 def _unwritable(e: OSError, folder: Path) -> str:
@@ -642,7 +652,7 @@ def _compare(
     plots = _plots(args.no_plots)
     how = f"{shown.search} search" + (f", {shown.trials} trials" if shown.search == "random" else "")
     studies = f", {shown.studies} independent studies" if shown.studies > 1 else ""
-    print(
+    _say(
         _fill(
             f"mxopt-jax compare (preset {shown.preset.name}, {how}, {shown.schedule} schedule{studies}): "
             f"{', '.join(contender_names)} on {', '.join(problem_names)}; {_devices_text()}; "
@@ -709,19 +719,21 @@ def _compare(
 
         result.with_family(args.family)
         write_study(result, root, plots=plots, data=False)
-    print()
-    print(result.report())
+    _say()
+    _say(result.report())
     written = (
         sorted(p.name for p in root.iterdir() if p.is_file() and not p.name.startswith(".")) if writer else []
     )
-    print()
-    print(_fill(f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program)."))
-    print(f"To continue or extend the study: {resume_command(root)}")
+    _say()
+    _say(_fill(f"Wrote into {root}: {', '.join(written)}; programs/ (one file per program)."))
+    _say(f"To continue or extend the study: {resume_command(root)}")
     return 0
 
 
 def _report_command(args: argparse.Namespace) -> int:
-    """``mxopt-jax report DIR``: a saved study re-rendered (nothing trained or compiled)."""
+    """``mxopt-jax report DIR``: a saved study re-rendered from its records (nothing trained or compiled); a
+    ``study.json`` that cannot be read as a study (a field of the wrong type, records that are not its plan's,
+    selections that are not its records') is refused in one line naming the file and the field."""
     from .checks import output_dir
     from .report import write_study
     from .study import Study
@@ -735,37 +747,36 @@ def _report_command(args: argparse.Namespace) -> int:
     try:
         out = output_dir(args.out if args.out is not None else source.parent, "--out", create=True)
         result = Study.from_json(source).with_family(args.family)
-    except (ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, TypeError) as e:
         return _fail(str(e), "report")
     plots = _plots(args.no_plots)
     text = result.report()
     try:  # written first: a reader that stops early (| head) loses nothing
         written = write_study(result, out, plots=plots, data=False)
-    except OSError as e:  # a full disk, say
+    except OSError as e:  # a full disk, a link where the app writes a folder of its own
         return _fail(
-            f"{_unwritable(e, out)}; no file was left half-written (the records, runs.csv and study.json, are "
-            "unchanged)",
-            "report",
-            code=1,
+            f"{_unwritable(e, out)}; no file was left half-written (study.json is unchanged)", "report", 1
         )
-    print(text)
-    print()
-    print(
+    _say(text)
+    _say()
+    _say(
         _fill(
-            f"Wrote into {out}: {', '.join(p.name for p in written)} (the records, runs.csv and study.json, "
+            f"Wrote into {out}: {', '.join(p.name for p in written)} (from the records of {source}, which is "
             "unchanged)"
         )
     )
     return 0
 
 
-def _agree_command(a: str, b: str, k: int, study_a: int = 0, study_b: int = 0) -> int:
+def _agree_command(a: str, b: str, k: int, study_a: int = 1, study_b: int = 1) -> int:
     """``mxopt-jax agree DIR_A DIR_B [--study-a N] [--study-b N]``: how far two saved studies agree (no JAX,
-    nothing run); it names the studies compared and warns when they share seeds."""
+    nothing run), each read as ``mxopt-jax report`` reads it; it names the studies compared (numbered from 1, as
+    the report numbers them: ``study_a``, ``study_b``) and warns when they share seeds."""
     from .report.agreement import compare_studies
 
     try:
-        print(compare_studies(a, b, k=k, study_a=study_a, study_b=study_b))
-    except (FileNotFoundError, ValueError) as e:
+        agreement = compare_studies(a, b, k=k, study_a=study_a, study_b=study_b)
+    except (OSError, ValueError, TypeError) as e:
         return _fail(str(e), "agree")
+    _say(str(agreement))
     return 0

@@ -22,7 +22,7 @@ import optax
 from .. import FAMILIES as _FAMILIES
 from .. import OPTIMIZERS
 from .. import sparse as _sparse
-from .checks import unknown_name
+from .checks import canonical_name, printable, unknown_name
 from .space import Hyperparameter
 from .space import kind as _kind
 from .space import names as _names
@@ -276,6 +276,9 @@ class Contender:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"Contender name must be a non-empty str, got {self.name!r}")
+        printable(self.name, "Contender name")  # printed by every report: no terminal escapes
+        printable(self.family, f"Contender {self.name!r}: `family`")
+        printable(self.description, f"Contender {self.name!r}: `description`", lines=True)
         if not callable(self.make):
             raise TypeError(
                 f"Contender {self.name!r}: `make` must be callable, got {type(self.make).__name__}"
@@ -398,8 +401,9 @@ def mxopt_contender(name: str) -> Contender:
     ``lazy_update=True`` (MXNet's sparse recipe); AdaGrad and GroupAdaGrad update listed rows only anyway
     (their sparse kernels).
     """
+    name = canonical_name(name, list(OPTIMIZERS))  # group_adagrad: groupadagrad
     if name not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {name!r}; known: {', '.join(OPTIMIZERS)}")
+        raise ValueError(unknown_name("optimizer", name, list(OPTIMIZERS)))
     fn = OPTIMIZERS[name]
     params = inspect.signature(fn).parameters
     hyperparameters = search_space(
@@ -649,6 +653,8 @@ def resolve(names: Sequence[str | Contender] | str | Contender | None) -> list[C
         names = [names]
     out: list[Contender] = []
     for item in names:
+        if isinstance(item, str):
+            item = canonical_name(item, list(OPTIMIZERS))  # an optimizer's other spelling: group_adagrad
         if isinstance(item, Contender):
             out.append(item)
         elif item == "all":

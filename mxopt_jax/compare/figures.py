@@ -1,8 +1,10 @@
 """One figure style for the app: sizes, colours, line styles, axes set-up and PNG writing.
 
 The study's figures (:mod:`mxopt_jax.compare.report.plots`) and the tour's
-(:mod:`mxopt_jax.compare.tour.plots`) both draw with what is here, so a contender looks the same in every
-figure. matplotlib is imported lazily (``pip install 'mxopt_jax[plot]'``): the functions build
+(:mod:`mxopt_jax.compare.tour.plots`) both draw with what is here. In the study's figures a contender has one
+look everywhere, whatever the study and whichever figure (:func:`contender_style`, :data:`CONTENDER_STYLES`):
+its colour's hue says its family, the shade, the line style and the marker tell the members of a family apart.
+matplotlib is imported lazily (``pip install 'mxopt_jax[plot]'``): the functions build
 ``matplotlib.figure.Figure`` objects directly (no ``pyplot``, no global figure registry, no GUI backend);
 :func:`save` / :func:`png_bytes` render them with the Agg canvas as compact palette PNGs, and a notebook
 displays a returned figure as its cell's value.
@@ -10,9 +12,11 @@ displays a returned figure as its cell's value.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import textwrap
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,17 +30,22 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "BAND_ALPHA",
+    "CONTENDER_STYLES",
+    "MARKERS",
+    "OTHER_COLORS",
     "PLOT_HINT",
     "COLORS",
     "DPI",
     "GRID",
     "LINESTYLES",
     "ONE_PANEL_MAX",
+    "contender_style",
     "figure",
     "legend_below",
     "log_subs",
     "no_minor_ticks",
     "plain_formatter",
+    "plain_text",
     "png_bytes",
     "save",
     "set_log_axis",
@@ -68,6 +77,57 @@ LINESTYLES: tuple[Any, ...] = (
     (0, (2.5, 2.5)),
     (0, (8, 2, 1.5, 2, 1.5, 2)),
 )
+#: Markers, paired with :data:`LINESTYLES` in a contender's look (:func:`contender_style`): none of the shapes
+#: the figures give a meaning of their own (``^ v < >``: off the axis or on the grid's edge, ``x``: diverged).
+MARKERS = ("o", "s", "D", "P", "*", "h", "p", "d")
+
+#: The study's fixed look of every built-in contender: ``name: (colour, k)``, its line style
+#: ``LINESTYLES[k]`` and marker ``MARKERS[k]``. The hue is the family's (mxopt_jax's table:
+#: :data:`mxopt_jax.FAMILIES`), the shade and ``k`` its place in the family:
+#:
+#: * SGD family, reds, oranges and browns: sgd red, nag orange, signum brown, sgld salmon, dcasgd maroon,
+#:   lbsgd rust, ccsgd tan, test sand;
+#: * adaptive family, greens and teals: adagrad green, groupadagrad light green, adadelta dark green, rmsprop
+#:   teal, ftrl olive, ftml dark teal;
+#: * Adam family, blues and purples: adam blue, adamw purple, adamax light blue, nadam indigo, adabelief
+#:   lavender;
+#: * layer-wise family, pinks and magentas: lars pink, lamb magenta, lans plum;
+#: * optax baselines, black and greys: optax.sgd black, optax.adam grey, optax.adamw dark grey, optax.lamb light
+#:   grey.
+#:
+#: Any other contender (a user's) takes a golden shade, a line style and a marker from its name
+#: (:data:`OTHER_COLORS`, :func:`contender_style`).
+CONTENDER_STYLES: dict[str, tuple[str, int]] = {
+    "sgd": ("#d62728", 0),
+    "nag": ("#ff7f0e", 1),
+    "signum": ("#8c564b", 2),
+    "sgld": ("#fa8072", 3),
+    "dcasgd": ("#7f0000", 4),
+    "lbsgd": ("#b35806", 5),
+    "ccsgd": ("#c49c94", 6),
+    "test": ("#e8a33d", 7),
+    "adagrad": ("#2ca02c", 0),
+    "groupadagrad": ("#7fcf6f", 1),
+    "adadelta": ("#00561f", 2),
+    "rmsprop": ("#17becf", 3),
+    "ftrl": ("#9c9d10", 4),
+    "ftml": ("#00796b", 5),
+    "adam": ("#1f77b4", 0),
+    "adamw": ("#9467bd", 1),
+    "adamax": ("#6baed6", 2),
+    "nadam": ("#3f007d", 3),
+    "adabelief": ("#b19cd9", 4),
+    "lars": ("#e377c2", 0),
+    "lamb": ("#ae017e", 1),
+    "lans": ("#67004f", 2),
+    "optax.sgd": ("#222222", 0),
+    "optax.adam": ("#808080", 1),
+    "optax.adamw": ("#4d4d4d", 2),
+    "optax.lamb": ("#b0b0b0", 3),
+}
+#: The shades of a contender outside :data:`CONTENDER_STYLES` (a user's): golds and ochres, a hue no family
+#: has; the shade, line style and marker are drawn from the CRC-32 of its name (the same in every study).
+OTHER_COLORS = ("#c9a100", "#8a6d00", "#e0b84d", "#5c4a00")
 #: Grid lines of every axes.
 GRID = {"color": "#dddddd", "linewidth": 0.6}
 #: Opacity of a band (a confidence interval or a spread) around a line.
@@ -85,6 +145,15 @@ def figure(**kwargs: Any) -> Figure:
     kwargs.setdefault("dpi", DPI)
     kwargs.setdefault("layout", ConstrainedLayoutEngine(w_pad=0.06, h_pad=0.06, wspace=0.03, hspace=0.03))
     return Figure(**kwargs)
+
+
+def plain_text() -> contextlib.AbstractContextManager[Any]:
+    """A context in which matplotlib takes every text as it is: a ``$`` in a name or title is a dollar sign, not
+    the start of mathtext (whose parser raises on a name such as ``$\\foo{$``, so a study read from a folder
+    would end in a traceback). Texts keep the setting they were made with: draw inside it."""
+    import matplotlib
+
+    return matplotlib.rc_context({"text.parse_math": False})
 
 
 def png_bytes(fig: Figure, dpi: int = DPI, colors: int | None = 128) -> bytes:
@@ -125,6 +194,22 @@ def style(i: int, linewidth: float = 1.5) -> dict[str, Any]:
     return {
         "color": COLORS[i % len(COLORS)],
         "linestyle": LINESTYLES[i % len(LINESTYLES)],
+        "linewidth": linewidth,
+    }
+
+
+def contender_style(name: str, linewidth: float = 1.5) -> dict[str, Any]:
+    """The look of contender ``name`` in every figure of the study: ``{"color", "linestyle", "marker",
+    "linewidth"}`` (:data:`CONTENDER_STYLES`; another name: a shade of :data:`OTHER_COLORS`, a line style and
+    a marker chosen by the CRC-32 of the name, so the same in every study and figure)."""
+    if name in CONTENDER_STYLES:
+        color, k = CONTENDER_STYLES[name]
+        return {"color": color, "linestyle": LINESTYLES[k], "marker": MARKERS[k], "linewidth": linewidth}
+    h = zlib.crc32(name.encode("utf-8"))
+    return {
+        "color": OTHER_COLORS[h % len(OTHER_COLORS)],
+        "linestyle": LINESTYLES[(h // len(OTHER_COLORS)) % len(LINESTYLES)],
+        "marker": MARKERS[(h // (len(OTHER_COLORS) * len(LINESTYLES))) % len(MARKERS)],
         "linewidth": linewidth,
     }
 

@@ -101,7 +101,11 @@ def _seeds(value: int | Sequence[int], what: str, offset: int) -> tuple[int, ...
                 raise TypeError(f"`{what}` must be a count or a list of ints, got {list(value)!r}")
             out.append(int(s))
     if len(out) < 2:
-        raise ValueError(f"need at least 2 {what} for confidence intervals, got {out}")
+        given = int(value) if isinstance(value, numbers.Integral) else list(value)
+        raise ValueError(
+            f"need at least 2 {what} for confidence intervals, got {given!r}: give a count >= 2 (the seeds "
+            f"{offset}, {offset + 1}, ...) or a list of at least 2 distinct ints in [0, 2**31)"
+        )
     dup = sorted({s for s in out if out.count(s) > 1})
     if dup:
         raise ValueError(f"`{what}` repeat {dup}: a repeated seed repeats a run and shrinks the interval")
@@ -288,6 +292,13 @@ class Plan:
         return {k: getattr(self, k) for k in SETTINGS}
 
     # ------------------------------------------------------------------ independent studies
+    @property
+    def configurations(self) -> int:
+        """How many configurations each contender's search tries before any extension: the random search's
+        trials, or the grid's points (:attr:`Preset.grid_points <mxopt_jax.compare.protocol.Preset.grid_points>`);
+        an extended grid adds ``configurations - 1`` per extension."""
+        return int(self.trials) if self.trials is not None else int(self.preset.grid_points)
+
     def seeds_of(self, study: int) -> tuple[int, ...]:
         """Study ``study``'s selection seeds (study 0's shifted by ``STUDY_SEED_STRIDE * study``)."""
         return tuple(s + STUDY_SEED_STRIDE * study for s in self.seeds)

@@ -76,6 +76,8 @@ __all__ = [
     "rank",
     "rank_uncertainty",
     "ranking_omitted",
+    "search_table",
+    "searchable",
     "select",
     "shift_grid",
     "time_to_target",
@@ -341,6 +343,11 @@ class Selection:
       metric_name, target: the problem's (for tables).
       better: the problem's direction, ``"lower"`` or ``"higher"`` (``Direction.orient``); ``margin``: its practical
         margin in the metric's units (two contenders are shown to differ only by more than it; 0: none).
+      report_grid: ``(G, R)`` the final test metric of *every* configuration tried (in :attr:`lrs`' order) on the
+        report seeds (a diverged seed the worst value), what the claims about the optimizers compare against
+        (:func:`mxopt_jax.compare.stats.compare_searches`); ``None`` when the study did not run them (the
+        one-shot mode, or a study saved before they were run), and then only the chosen configurations are
+        compared.
     """
 
     contender: str
@@ -377,6 +384,7 @@ class Selection:
     edges: dict[str, str] = dataclasses.field(default_factory=dict)
     better: str = "lower"
     margin: float = 0.0
+    report_grid: np.ndarray | None = None
 
     _ARRAYS = ("lrs", "scores", "val_final", "test", "best_val", "steps_to_target", "fastest_steps")
 
@@ -436,6 +444,8 @@ class Selection:
                 v = [int(x) for x in np.asarray(v).ravel()]
             elif f.name == "config":
                 v = {k: encode(float(x)) for k, x in v.items()}
+            elif f.name == "report_grid":
+                v = None if v is None else encode(np.asarray(v, np.float64).tolist())
             elif isinstance(v, float):
                 v = encode(float(v))
             out[f.name] = v
@@ -454,6 +464,8 @@ class Selection:
                 kw[f.name] = np.asarray(kw[f.name], np.int64)
             elif f.name == "config":
                 kw[f.name] = {k: decode(x) for k, x in kw[f.name].items()}
+            elif f.name == "report_grid":
+                kw[f.name] = None if kw[f.name] is None else np.array(decode(kw[f.name]), np.float64)
             elif f.type in ("float", float) or f.name in ("target", "level", "lr", "fastest_time", "margin"):
                 kw[f.name] = decode(kw[f.name])
         return cls(**kw)
@@ -488,6 +500,7 @@ def select(
     problem: Problem | None = None,
     level: float = LEVEL,
     confirmation: Records | None = None,
+    report: Records | None = None,
 ) -> Selection:
     """Apply the protocol to one contender's ``records`` on ``problem``.
 
@@ -507,7 +520,29 @@ def select(
     The time to target of the performance profile (:attr:`Selection.fastest_time`) reads every configuration of
     ``records``: per seed the fewest steps any of them needed to reach the target, then the steps by which a
     majority of the seeds got there (:func:`time_to_target`).
+
+    ``report``: every configuration of ``records`` (the same ones, in the same order) run on the report seeds
+    (the study runs them); the chosen one's row is then the confirmation (``confirmation`` must not be given
+    too), and every row's final test value goes into :attr:`Selection.report_grid`, what the claims about the
+    optimizers compare against.
     """
+    if report is not None:
+        if confirmation is not None:
+            raise ValueError("select: give the report runs or the confirmation runs, not both")
+        same = (
+            report.val.shape[0] == records.val.shape[0]
+            and (report.contender, report.problem) == (records.contender, records.problem)
+            and np.allclose(report.lrs, records.lrs, rtol=1e-9, atol=0)
+            and set(report.hparams) == set(records.hparams)
+            and all(
+                np.allclose(report.hparams[k], records.hparams[k], rtol=1e-9, atol=0) for k in records.hparams
+            )
+        )
+        if not same:
+            raise ValueError(
+                f"report runs of {report.contender}/{report.problem} must hold the selection's configurations "
+                "in the same order"
+            )
     better = str(getattr(problem, "better", "lower"))
     direction = Direction(better)
     sign = direction.sign
@@ -525,6 +560,8 @@ def select(
     elif G > 1 and index == G - 1:
         on_edge = "high"
     config = records.config(index)
+    if report is not None:
+        confirmation = dataclasses.replace(report.take(index), role="confirmation")
     if confirmation is not None:
         if confirmation.val.shape[0] != 1 or (confirmation.contender, confirmation.problem) != (
             records.contender,
@@ -548,6 +585,10 @@ def select(
     test = np.asarray(chosen.test, np.float64)[rep_row, :, -1]
     test = np.where(rep_diverged | ~np.isfinite(test), sign * np.inf, test)
     fastest = np.asarray(records.steps_to_target, np.float64).min(axis=0)  # each seed's fastest trial
+    grid: np.ndarray | None = None
+    if report is not None:  # every configuration's final test value on the report seeds
+        final = np.asarray(report.test, np.float64)[:, :, -1]
+        grid = np.where(_diverged(report) | ~np.isfinite(final), sign * np.inf, final)
     return Selection(
         contender=records.contender,
         problem=records.problem,
@@ -582,15 +623,22 @@ def select(
         fastest_time=time_to_target(fastest),
         better=better,
         margin=float(getattr(problem, "margin", 0.0)),
+        report_grid=grid,
     )
 
 
 def _diverged(records: Records, fields: Sequence[str] = ("train_loss", "val", "test")) -> np.ndarray:
     """``(G, S)``: whether each run diverged: :attr:`Records.diverged` or a non-finite value anywhere in its
-    ``fields`` (training loss, validation and test metric; selection leaves the test metric out)."""
+    ``fields`` (training loss, validation metric; the test metric at the final point, the one always
+    evaluated in a reported run; selection leaves the test metric out)."""
     bad = np.asarray(records.diverged, bool).copy()
     for name in fields:
-        bad |= ~np.all(np.isfinite(np.asarray(getattr(records, name), np.float64)), axis=-1)
+        values = np.asarray(getattr(records, name), np.float64)
+        if (
+            name == "test"
+        ):  # evaluated where a record needs it, at least at the end (NaN elsewhere is no sign)
+            values = values[..., -1:]
+        bad |= ~np.all(np.isfinite(values), axis=-1)
     return bad
 
 
@@ -693,6 +741,10 @@ class TableComparison:
       seeds: report seeds per contender; ``better``: the metric's direction; ``margin``: the practical margin.
       divergence: :func:`mxopt_jax.compare.stats.compare_divergence` over ``entries``: the seeds each diverged on
         and which diverge on fewer seeds than which (its own Holm family), or None (no entry diverged).
+      searches: the claims about the optimizers under their searches (:func:`search_table`,
+        :func:`mxopt_jax.compare.stats.compare_searches`: an entry is shown better than another when it beats it
+        at every configuration the other's search tried), its ``comparison`` the one above; ``None`` when the
+        table compares the chosen (or default) configurations only (:func:`compare_table`).
     """
 
     problem: str
@@ -704,6 +756,16 @@ class TableComparison:
     better: str = "lower"
     margin: float = 0.0
     divergence: stats.DivergenceComparison | None = None
+    searches: stats.SearchComparison | None = None
+
+    @property
+    def about(self) -> str:
+        """What the table's claims speak of: ``"optimizers"`` (under their searches and budget,
+        :func:`search_table`), ``"configurations"`` (the tuned mode's chosen configurations) or ``"defaults"``
+        (the one-shot mode's default configurations)."""
+        if self.searches is not None:
+            return "optimizers"
+        return "defaults" if self.mode == "one-shot" else "configurations"
 
     def power_note(self) -> str:
         """What this table's seeds can show at its size, in a sentence ('' when nothing to say): the seeds the
@@ -853,6 +915,57 @@ def compare_table(
     )
 
 
+def searchable(selections: Sequence[Selection]) -> bool:
+    """Whether a table's ``selections`` can be compared under their searches (:func:`search_table`): tuned, and
+    every one ran every configuration of its search on the report seeds (:attr:`Selection.report_grid`)."""
+    sels = list(selections)
+    return bool(sels) and all(s.mode == "tuned" and s.report_grid is not None for s in sels)
+
+
+def search_table(
+    selections: Sequence[Selection],
+    identical: Mapping[str, Sequence[str]] | None = None,
+    level: float = TEST_LEVEL,
+    test: str = TEST,
+    rtol: float = ROUNDING_RTOL,
+) -> TableComparison:
+    """The claims about the optimizers of one tuned table, under their searches and budget: an entry is shown
+    better than another when, at its chosen configuration, it beats the other at *every* configuration the
+    other's search tried (:func:`mxopt_jax.compare.stats.compare_searches`: each a one-sided exact signed-rank
+    test on the report seeds, paired by seed, the pair's p-value the largest; Holm over the table's pairs;
+    rounding twins never separated; the problem's practical margin). Whichever configuration the other's tuning
+    would have picked, it would have lost: the claim needs no model of the tuning's luck. Identical contenders
+    are folded first, as in :func:`compare_table`; the divergence comparison is :func:`compare_table`'s (the
+    chosen configurations').
+
+    Raises
+    ------
+    ValueError
+        a selection without :attr:`Selection.report_grid` (:func:`searchable`); as :func:`compare_table`.
+    """
+    sels = list(selections)
+    if not searchable(sels):
+        raise ValueError(
+            "search_table needs tuned selections that ran every configuration on the report seeds "
+            "(Selection.report_grid)"
+        )
+    base = compare_table(sels, identical, level, test, rtol)
+    keep = [s for s in sels if base.entry[s.contender] == s.contender]
+    values, seeds = paired_values(keep)
+    direction = Direction(base.better)
+    grids = []
+    for s, row in zip(keep, values, strict=True):
+        order = np.argsort(np.asarray(s.report_seeds, np.int64), kind="stable")
+        grid = np.asarray(s.report_grid, np.float64)[:, order]
+        grids.append(direction.orient(np.where(np.isfinite(grid), grid, s.sign * np.inf)))
+        if not np.array_equal(direction.orient(row), grids[-1][s.index], equal_nan=True):
+            raise ValueError(
+                f"{s.contender} on {s.problem}: its report runs' chosen row is not its reported test values"
+            )
+    searches = stats.compare_searches(direction.orient(values), grids, level, test, base.margin, rtol)
+    return dataclasses.replace(base, comparison=searches.comparison, searches=searches)
+
+
 #: How a report controls its error rate: ``"table"`` (the default: each table one Holm family, as the tables
 #: have always been read; the chance of some false claim in a report of ``T`` tables is then up to
 #: ``1 - (1 - level)^T``) or ``"report"`` (every pair of every table one family: at most ``level`` for the whole
@@ -879,7 +992,12 @@ def report_family(
     if family == "table" or not out:
         return out
     joint = stats.holm_family([t.comparison for t in out], level)
-    return [dataclasses.replace(t, comparison=c) for t, c in zip(out, joint, strict=True)]
+    return [
+        dataclasses.replace(
+            t, comparison=c, searches=None if t.searches is None else t.searches._replace(comparison=c)
+        )
+        for t, c in zip(out, joint, strict=True)
+    ]
 
 
 def rank(
@@ -986,8 +1104,8 @@ def ranking_omitted(problems: int, family: str = "table", level: float = TEST_LE
     if problems < MIN_PROBLEMS:
         return (
             f"The interval and P(best) are omitted: {problems} problem(s) cannot support a bootstrap over problems "
-            f"(it needs at least {MIN_PROBLEMS}; below, its {100 * LEVEL:g} % interval covers the mean rank in as "
-            "few as half of the draws)."
+            f"(it needs at least {MIN_PROBLEMS}: with 2 problems its {100 * LEVEL:g} % interval covers the mean "
+            "rank in as few as half of the draws, with 5 to 8 in 86 to 92 % of them)."
         )
     if family != "report":
         return (

@@ -7,14 +7,18 @@ Axes: ``G`` configurations (a learning rate and, in a random search, the other h
 the contender each), ``S`` seeds, ``E`` evaluation points (after ``eval_every``, ``2 * eval_every``, ...,
 ``steps`` steps; ``eval_steps`` holds those step numbers).
 
-A study makes three kinds of records, told apart by :attr:`Records.role`:
+A study makes these kinds of records, told apart by :attr:`Records.role`:
 
 * ``"selection"``: the tuning runs (every configuration of the grid or the random search) on the selection
   seeds; the protocol chooses a configuration from their validation metric;
-* ``"confirmation"``: the chosen configuration re-run on fresh seeds (disjoint from the selection seeds); the
-  tuned mode reports their test metric;
-* ``"default"``: the contender's default configuration on the same fresh seeds; the one-shot mode (no tuning)
-  reports them.
+* ``"report"``: the same configurations, in the same order, on the report seeds (fresh, disjoint from the
+  selection seeds): the chosen configuration's runs are what the tuned mode reports, and every configuration's
+  final test value is what the claims about the optimizers compare against (a contender is shown better than
+  another only when it beats it at every configuration the other's search tried);
+* ``"confirmation"``: the chosen configuration on the report seeds: the row of ``"report"`` the selection chose
+  (a study saved before ``"report"`` existed ran it alone);
+* ``"default"``: the contender's default configuration on the report seeds; the one-shot mode (no tuning)
+  reports them (a grid is centred on the default rate, so in a grid search they are a row of ``"report"``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from .floats import decode, encode
 __all__ = ["ROLES", "Records", "canonical"]
 
 #: The roles of records, in the order a study makes them.
-ROLES = ("selection", "confirmation", "default")
+ROLES = ("selection", "report", "confirmation", "default")
 
 
 def canonical(values: Any) -> np.ndarray:
@@ -54,9 +58,9 @@ class Records:
       eval_steps: ``(E,)`` step numbers of the evaluation points.
       train_loss: ``(G, S, E)`` mean mini-batch training loss over the steps since the previous point.
       val: ``(G, S, E)`` validation metric at each point (lower is better; NaN from the point a run diverged).
-      test: ``(G, S, E)`` test metric at each point (NaN where diverged); evaluated only in the runs that report
-        it (confirmation and default): a selection run's test metric is NaN throughout (selection never reads
-        it, and the engine skips its evaluation).
+      test: ``(G, S, E)`` test metric at each point (NaN where diverged); evaluated only in the runs on the
+        report seeds, and there only where a record needs it (the final point): a selection run's test metric is
+        NaN throughout (selection never reads it).
       steps_to_target: ``(G, S)`` first evaluation step whose validation metric reached the problem's
         target (``<=``), ``inf`` if never.
       diverged_at: ``(G, S)`` first evaluation step at which the run had diverged (its training loss or a
@@ -65,7 +69,7 @@ class Records:
         rate).
       hparams: the configurations' other hyperparameters, ``{name: (G,) values}`` (empty when only the
         learning rate is tuned).
-      role: ``"selection"``, ``"confirmation"`` or ``"default"`` (see the module's docstring).
+      role: ``"selection"``, ``"report"``, ``"confirmation"`` or ``"default"`` (see the module's docstring).
       compile_s: seconds to compile the program this contender ran in (shared with the other contenders
         of that program, see ``program``).
       run_s: seconds to run these ``G * S`` runs (compilation and transfers excluded).

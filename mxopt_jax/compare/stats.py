@@ -44,24 +44,28 @@ __all__ = [
     "DivergenceComparison",
     "Effect",
     "PairedTest",
+    "SearchComparison",
     "SignedRankTest",
     "bootstrap_mean_ranks",
     "bootstrap_problems",
     "ci_halfwidth",
     "compare",
     "compare_divergence",
+    "compare_searches",
     "differences",
     "effect",
     "holm",
     "holm_family",
     "letters",
     "min_seeds",
+    "most_entries",
     "paired_t",
     "paired_t_rows",
     "performance_profile",
     "performance_ratios",
     "profile_score",
     "ranks",
+    "signed_rank_normal_less",
     "significantly_better",
     "smallest_p",
     "t_quantile",
@@ -73,6 +77,8 @@ __all__ = [
 _CHUNK = 1 << 22
 #: Student's t distribution (``scipy.stats`` makes its distributions at import, which a type checker cannot see).
 _STUDENT_T: Any = scipy.stats.t  # type: ignore[attr-defined]
+#: The standard normal distribution (for :func:`signed_rank_normal_less`).
+_NORMAL: Any = scipy.stats.norm  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- Student's t
@@ -406,6 +412,25 @@ def _signed_rank_tails(d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
             p_less[r] = np.minimum(np.where(cols[None, :] <= obs, prob, 0.0).sum(axis=1), 1.0)
             p_greater[r] = np.minimum(np.where(cols[None, :] >= obs, prob, 0.0).sum(axis=1), 1.0)
     return w2, p_less, p_greater
+
+
+def signed_rank_normal_less(d: np.ndarray) -> np.ndarray:
+    """``P(W+ <= w+)`` of the signed-rank test of every row of ``d`` (``(..., n)``: small where the differences
+    are mostly negative) by the normal approximation, with a continuity correction, Pratt's zeros (ranked, never
+    signed) and midranks for ties (``scipy.stats.rankdata``): ``W+`` has mean half the nonzero ranks' sum and
+    variance a quarter of their squares' sum under the null. For estimates over many resampled tables of many
+    seeds (:func:`mxopt_jax.compare.analysis.verdict.narrowing_seeds`), where the exact distribution
+    (:func:`wilcoxon`) costs too much; no claim reads it. 1 where every difference is zero."""
+    d = np.asarray(d, np.float64)
+    a = np.abs(d)
+    ranks = scipy.stats.rankdata(a, axis=-1)
+    nonzero = a > 0
+    w_plus = np.where(d > 0, ranks, 0.0).sum(axis=-1)
+    mean = np.where(nonzero, ranks, 0.0).sum(axis=-1) / 2
+    sd = np.sqrt(np.where(nonzero, ranks**2, 0.0).sum(axis=-1) / 4)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (w_plus - mean + 0.5) / sd
+    return np.asarray(np.where(sd > 0, _NORMAL.cdf(z), 1.0), np.float64)
 
 
 def differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -968,6 +993,153 @@ def _decided(
     )
 
 
+def _search_tests(
+    chosen: np.ndarray, grids: np.ndarray, test: str, margin: float, rtol: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The intersection-union tests of a batch of tables (:func:`compare_searches`): ``chosen`` ``(B, C, S)``
+    each row's values at its chosen configuration, ``grids`` ``(B, C, G, S)`` at every configuration of its
+    search (lower is better; non-finite: diverged, the worst). Returns ``(one_sided, binding, statistic)``, each
+    ``(B, C, C)``: ``[b, i, j]`` the largest over ``j``'s configurations of the one-sided p-value of "``i`` lower
+    than that configuration" (1 where within the rounding margin on every seed; NaN on the diagonal), the
+    configuration where it was found (among equal largest p-values, the one whose median difference from ``i``
+    is the smallest: the closest; -1 on the diagonal), and ``W+`` of ``i`` minus it."""
+    B, C, S = chosen.shape
+    G = grids.shape[2]
+    v = np.where(np.isfinite(chosen), chosen, np.inf)
+    g = np.where(np.isfinite(grids), grids, np.inf)
+    one_sided = np.full((B, C, C), np.nan)
+    binding = np.full((B, C, C), -1, np.int64)
+    stat = np.full((B, C, C), np.nan)
+    if C < 2:
+        return one_sided, binding, stat
+    i, j = np.nonzero(~np.eye(C, dtype=bool))  # every ordered pair
+    d, twins = _rounded(v[:, i, None, :], g[:, j], rtol)  # (B, P, G, S), (B, P, G)
+    p_less, _ = _pair_tails(d.reshape(-1, S), test, margin)
+    p = np.where(twins, 1.0, p_less.reshape(B, len(i), G))
+    # the binding configuration: the largest p-value, and among equal ones (every seed the same way at several
+    # configurations: the smallest p-value the seeds allow) the one closest to i, its median difference largest
+    with np.errstate(invalid="ignore"):
+        closeness = np.nan_to_num(np.median(d, axis=-1), nan=0.0, posinf=np.inf, neginf=-np.inf)
+    top = p >= p.max(axis=-1, keepdims=True)
+    k = np.argmax(np.where(top, closeness, -np.inf), axis=-1)
+    k = np.where(top[np.arange(B)[:, None], np.arange(len(i))[None, :], k], k, np.argmax(p, axis=-1))
+    one_sided[:, i, j] = np.take_along_axis(p, k[..., None], axis=-1)[..., 0]
+    binding[:, i, j] = k
+    w = np.take_along_axis(d, k[..., None, None], axis=2)[:, :, 0]
+    stat[:, i, j] = _w_plus(w)
+    return one_sided, binding, stat
+
+
+class SearchComparison(NamedTuple):
+    """Result of :func:`compare_searches`: one table's claims about the optimizers under their searches.
+
+    Attributes
+    ----------
+    comparison : Comparison
+        The table's decisions (arrays in the rows' order), as :func:`compare` gives them: ``better[i, j]`` when
+        row ``i`` at its chosen configuration was shown better than row ``j`` at *every* configuration of
+        ``j``'s search; ``p`` the pair's two-sided p-value (twice the smaller one-sided intersection-union
+        p-value), ``statistic[i, j]`` Wilcoxon's ``W+`` of ``i``'s chosen values minus ``j``'s at the binding
+        configuration; Holm's correction over the table's pairs.
+    one_sided : numpy.ndarray
+        ``(C, C)``: ``[i, j]`` the intersection-union p-value of "``i`` at its chosen configuration is better
+        than ``j`` at every configuration ``j`` tried": the largest of the one-sided exact signed-rank p-values
+        over ``j``'s configurations (NaN on the diagonal).
+    binding : numpy.ndarray
+        ``(C, C)`` int: ``[i, j]`` the configuration of ``j``'s search where that largest p-value was found (the
+        one that came closest to ``i``'s chosen one; the first of equal ones); -1 on the diagonal.
+    configurations : numpy.ndarray
+        ``(C,)`` int: how many configurations each row's search tried.
+    """
+
+    comparison: Comparison
+    one_sided: np.ndarray
+    binding: np.ndarray
+    configurations: np.ndarray
+
+
+def compare_searches(
+    chosen: Sequence[Sequence[float]] | np.ndarray,
+    searches: Sequence[Sequence[Sequence[float]] | np.ndarray],
+    level: float = 0.05,
+    test: str = TEST,
+    margin: float = 0.0,
+    rtol: float = ROUNDING_RTOL,
+) -> SearchComparison:
+    """Claims about the optimizers of one table under their searches, from one study: an intersection-union
+    test (Berger 1982) of every pair of rows (lower is better).
+
+    ``chosen`` is ``(C, S)``: row ``i``'s metric at its *chosen* configuration on each report seed (seeds never
+    used to choose); ``searches[i]`` is ``(G_i, S)``: row ``i``'s metric at *every* configuration its search
+    tried (the chosen one among them), on the same report seeds. A non-finite value is a diverged run, the worst
+    value on its seed.
+
+    Row ``i`` is shown better than row ``j`` when ``i`` at its chosen configuration is better than ``j`` at each
+    of ``j``'s configurations: each of the ``G_j`` one-sided exact signed-rank tests (:func:`wilcoxon`'s test,
+    paired by seed, with the rounding margin ``rtol`` seed by seed and the practical ``margin``) rejects, so the
+    pair's p-value is the *largest* of them. Then ``i``'s best on its search beats ``j``'s best on its search
+    whichever configuration ``j``'s tuning would have picked: the claim needs no model of the tuning's luck.
+    The test holds its level because the claim's null (``i`` not better than some configuration of ``j``) is
+    a union of the components' nulls, and each component is an exact level-``alpha`` test of its own (the
+    chosen configuration was picked on other seeds, so the report seeds are fresh for every configuration).
+
+    The pair's two-sided p-value is twice the smaller of its two one-sided ones (``i`` better than every
+    configuration of ``j``, or ``j`` better than every configuration of ``i``), at most 1; Holm's step-down
+    correction over the ``C (C - 1) / 2`` pairs at ``level`` decides, as :func:`compare` does, and the rank
+    sets, letters and display order follow. Rows within the rounding margin on every seed at a configuration
+    (rounding twins: the same update rounded differently) are never separated at it: such a component's p-value
+    is 1. The smallest p-value on ``n`` seeds is ``2 / 2^n``, as for :func:`compare`, so :func:`min_seeds` holds
+    for it too.
+
+    Raises
+    ------
+    ValueError
+        ``chosen`` not ``(C, S)`` with ``S >= 2``; ``searches`` not ``C`` arrays ``(G_i, S)`` with ``G_i >= 1``;
+        ``level``, ``test``, ``margin`` or ``rtol`` as :func:`compare`.
+    """
+    v = _matrix(chosen, "chosen")
+    level = _check_level(level)
+    test = _check_test(test)
+    margin = _check_margin(margin)
+    rtol = _check_rtol(rtol)
+    C, S = v.shape
+    grids = [np.asarray(g, np.float64) for g in searches]
+    if len(grids) != C:
+        raise ValueError(f"searches must hold one array per row of chosen ({C}), got {len(grids)}")
+    for k, g in enumerate(grids):
+        if g.ndim != 2 or g.shape[0] < 1 or g.shape[1] != S:
+            raise ValueError(
+                f"searches[{k}] must be (configurations, {S}) like chosen's seeds, got shape {g.shape}"
+            )
+        if np.isnan(g).any():
+            raise ValueError(f"searches[{k}] must not hold NaN (a diverged run is +inf, the worst value)")
+    if np.isnan(v).any():
+        raise ValueError("chosen must not hold NaN (a diverged run is +inf, the worst value)")
+    sizes = np.array([len(g) for g in grids], np.int64)
+    G = int(sizes.max())
+    # a search's configurations padded to the longest by repeating its last one (a repeat changes no maximum)
+    padded = np.stack([np.concatenate([g, np.repeat(g[-1:], G - len(g), axis=0)]) for g in grids])
+    one_sided, binding, stat = _search_tests(v[None], padded[None], test, margin, rtol)
+    one_sided, binding, stat = one_sided[0], binding[0], stat[0]
+    iu, ju = np.triu_indices(C, 1)
+    p_ij, p_ji = one_sided[iu, ju], one_sided[ju, iu]
+    raw = np.full((C, C), np.nan)
+    pair_p = np.minimum(1.0, 2 * np.minimum(p_ij, p_ji))
+    raw[iu, ju] = raw[ju, iu] = pair_p
+    direction = np.zeros((C, C), np.int64)
+    direction[iu, ju] = np.where(p_ij < p_ji, 1, np.where(p_ji < p_ij, -1, 0))
+    direction[ju, iu] = -direction[iu, ju]
+    v = np.where(np.isfinite(v), v, np.inf)
+    equal = np.zeros((C, C), bool)
+    if C > 1:
+        _, tw = _rounded(v[iu], v[ju], rtol)
+        equal[iu, ju] = equal[ju, iu] = tw
+    comparison = _decided(
+        raw, stat, direction, equal, _median_key(v), _holm(pair_p), len(iu), test, level, margin, rtol
+    )
+    return SearchComparison(comparison, one_sided, binding, sizes)
+
+
 def holm_family(comparisons: Sequence[Comparison], level: float | None = None) -> list[Comparison]:
     """The tables ``comparisons`` (each from :func:`compare`) re-decided as *one* Holm family: every pair of
     every table corrected together (``m`` = the sum of the tables' pairs), so that the chance of any false
@@ -1096,6 +1268,25 @@ def min_seeds(pairs: int, level: float = 0.05, diverged: int = 0) -> int:
     while smallest_p(n, int(diverged)) > level / int(pairs):
         n += 1
     return n
+
+
+def most_entries(seeds: int, level: float = 0.05) -> int:
+    """The most entries a table can have for the exact signed-rank test on ``seeds`` seeds to show any
+    difference after Holm's correction at ``level``: the largest ``E`` with :func:`min_seeds` ``(E (E - 1) / 2)
+    <= seeds`` (10 seeds: 7 entries, 14: 29, 16: 57); 1 when no pair can be shown.
+
+    Raises
+    ------
+    ValueError
+        ``seeds`` not an integer >= 1; ``level`` outside (0, 1).
+    """
+    if isinstance(seeds, bool) or int(seeds) != seeds or seeds < 1:
+        raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
+    level = _check_level(level)
+    pairs = math.floor(level * 2.0 ** (int(seeds) - 1) * (1 + 1e-12))  # 2 / 2^seeds <= level / pairs
+    if pairs < 1:
+        return 1
+    return int(math.floor((1 + math.sqrt(1 + 8 * pairs)) / 2 + 1e-12))
 
 
 class DivergenceComparison(NamedTuple):

@@ -43,10 +43,25 @@ from .contenders import Contender
 from .distributed import is_writer
 from .plan import Plan
 from .problems.base import Problem
-from .records import Records
-from .result import ProgramResult
+from .result import ProgramResult, check_programs
 from .search import DRAWS
-from .serialize import contender_info, dumps, jsonable, problem_info, read_json, versions, write_atomic
+from .serialize import (
+    CONTENDER_FIELDS,
+    PROBLEM_FIELDS,
+    Where,
+    contender_info,
+    dumps,
+    jsonable,
+    problem_info,
+    read_json,
+    read_plan,
+    read_program_info,
+    read_records,
+    restore_contender,
+    restore_problem,
+    versions,
+    write_atomic,
+)
 
 __all__ = [
     "FORMAT",
@@ -54,15 +69,18 @@ __all__ = [
     "ResumeError",
     "Saved",
     "Store",
+    "check_saved",
     "differences",
+    "digest",
     "open_folder",
     "problem_fingerprint",
     "program_key",
     "spec",
 ]
 
-#: Identifies the layout of ``spec.json`` and the program files (2: the plan is saved whole).
-FORMAT = "mxopt_jax.compare.store/2"
+#: Identifies the layout of ``spec.json`` and the program files (2: the plan is saved whole; 3: a program file
+#: holds its digest).
+FORMAT = "mxopt_jax.compare.store/3"
 #: Libraries whose versions must agree for a study to be resumed (their numbers could differ).
 VERSIONED = ("jax", "jaxlib", "optax", "mxopt_jax")
 
@@ -164,6 +182,49 @@ class Saved(NamedTuple):
     wall_s: float
 
 
+def digest(doc: Mapping[str, Any]) -> str:
+    """The SHA-256 of a program file's content (``doc``: its plain JSON values, as written or as read; every key
+    but ``digest``, as canonical JSON: sorted keys, no spaces): written with the file and checked when it is
+    read, so a file edited by hand (or damaged) is refused before its records are used. (It is no signature:
+    whoever edits the records can write its digest again; the records are held to the plan by
+    :func:`check_saved` all the same.)"""
+    content = {k: v for k, v in doc.items() if k != "digest"}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_saved(
+    saved: Mapping[str, Saved], plan: Plan, stored: Mapping[str, Any], where: str = "programs"
+) -> None:
+    """Whether a folder's saved programs (``{key: Saved}``, :meth:`Store.read_programs`) are the work ``plan``
+    makes of the problems and contenders its spec describes (``stored``: :meth:`Store.read_spec`), before a
+    resumed study uses them: a :class:`ResumeError` naming the file and what is wrong. The one check of saved
+    programs against the plan (extend it, or the rules it calls, when the protocol changes); none of it depends
+    on what a selection chose:
+
+    * the programs (:func:`mxopt_jax.compare.result.check_programs`): each program's problem and contenders the
+      spec's (each contender in one program per problem), its steps the plan's budget for its problem, its
+      batching check about its own contenders, its records those of its contenders, every one with records;
+    * their records (:func:`mxopt_jax.compare.result.check_records`, the same rules a saved ``study.json`` is
+      read under): one per contender, study and role, every role of every study of the plan; the plan's seeds
+      and evaluation steps; one configuration where a role runs one; a diverged run's metrics NaN from its
+      divergence on; the configurations the plan runs (a grid search's grid around the default rate and its
+      shifts, or a random search's draws; the defaults; a confirmation one of its selection's).
+
+    Each file's own digest (:func:`digest`), key, fields and records as such are checked as it is read
+    (:meth:`Store.read_programs`)."""
+    w = Where(where)
+    problems = {n: restore_problem(info, w / n) for n, info in stored.get("problems", {}).items()}
+    contenders = {n: restore_contender(info, w / n) for n, info in stored.get("contenders", {}).items()}
+    keys = list(saved)
+    try:
+        check_programs(
+            [saved[k].result for k in keys], plan, problems, contenders, [f"{where}/{k}.json" for k in keys]
+        )
+    except ValueError as e:
+        raise ResumeError(f"{e}; delete that file to run its program again") from None
+
+
 def open_folder(path: str | os.PathLike[str], resume: bool, what: str | None = None) -> Store:
     """The folder of a study, checked (the one check, with one wording, for the command line and the API);
     nothing is created. ``resume``: it must hold a study (a ``spec.json``) to continue; otherwise it must not
@@ -171,6 +232,12 @@ def open_folder(path: str | os.PathLike[str], resume: bool, what: str | None = N
     in errors (``"--out"``, ``"out"``, ...)."""
     what = what or ("resume" if resume else "out")
     store = Store(output_dir(path, what, exists=resume))
+    for inner in (store.programs_dir, store.spec_path):
+        if inner.is_symlink() or (inner == store.programs_dir and inner.exists() and not inner.is_dir()):
+            raise ResumeError(
+                f"{what}: {str(inner)!r} is a link (or not a folder); a study's folder holds its own files and "
+                "folders, never links: remove it, or give another folder"
+            )
     if resume and not store.exists():
         raise ResumeError(
             f"{what}: {str(path)!r} holds no study to continue (no spec.json); start one there instead"
@@ -204,16 +271,47 @@ class Store:
         return len(list(self.programs_dir.glob("*.json"))) if self.programs_dir.is_dir() else 0
 
     def read_spec(self) -> dict[str, Any]:
+        """The folder's ``spec.json``, every field a resume reads checked (the plan, each problem's and
+        contender's description, the versions): a :class:`ResumeError` naming the file and the field."""
+        w = Where(str(self.spec_path))
         try:
-            doc = read_json(self.spec_path)
+            doc = read_json(self.spec_path, follow=False)
         except (OSError, ValueError) as e:
-            raise ValueError(f"{self.spec_path} cannot be read as a study's spec: {e}") from None
+            raise ResumeError(f"{self.spec_path} cannot be read as a study's spec: {e}") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             found = doc.get("format") if isinstance(doc, dict) else None
-            raise ValueError(
-                f"{self.spec_path}: written as {found!r}, which this version cannot resume (it writes {FORMAT!r}); "
-                "start a new folder"
+            raise ResumeError(
+                f"{self.spec_path}: written as {str(found)[:60]!r}, which this version cannot resume (it writes "
+                f"{FORMAT!r}); start a new folder"
             )
+        known = {  # what differences() compares: nothing else may be there
+            "problems": {*PROBLEM_FIELDS, "data", "params", "state"},
+            "contenders": set(CONTENDER_FIELDS),
+        }
+        try:
+            read_plan(w.field(doc, "plan"), w / "plan")
+            if "draws" in doc:
+                (w / "draws").text(doc["draws"])
+            for kind, restore in (("problems", restore_problem), ("contenders", restore_contender)):
+                for name, info in (w / kind).obj(w.field(doc, kind)).items():
+                    made = restore(info, w / kind / name)
+                    if made.name != name:
+                        raise (w / kind / name / "name").error(f"must be the key it is saved under, {name!r}")
+                    unknown = sorted(set(info) - known[kind])
+                    if unknown:
+                        raise (w / kind / name).error(
+                            f"unknown field(s) {', '.join(map(repr, unknown))[:120]}"
+                        )
+                    for field in ("data", "params", "state") if kind == "problems" else ():
+                        if field in info:
+                            value = info[field]
+                            items = value if field != "data" else [value]
+                            for i, item in enumerate((w / kind / name / field).seq(items)):
+                                (w / kind / name / field / i).text(item)
+            for name, version in (w / "versions").obj(w.field(doc, "versions")).items():
+                (w / "versions" / name).text(version)
+        except ValueError as e:
+            raise ResumeError(str(e)) from None
         return doc
 
     def read_plan(self, **given: Any) -> Plan:
@@ -225,7 +323,7 @@ class Store:
         if not is_writer():
             return None
         self.root.mkdir(parents=True, exist_ok=True)
-        return write_atomic(self.spec_path, dumps(doc, indent=1))
+        return write_atomic(self.spec_path, dumps(doc, indent=1), root=self.root)
 
     def write_program(self, key: str, result: ProgramResult, wall_s: float) -> Path | None:
         """Save a program's work: its description, every record (of every study) and its batching check, and
@@ -233,33 +331,73 @@ class Store:
         returned)."""
         if not is_writer():
             return None
-        doc = {
-            "format": FORMAT,
-            "key": key,
-            "info": result.info(),
-            "batching": dict(result.batching),
-            "wall_s": float(wall_s),
-            "records": [rec.to_dict() for rec in result.all_records()],
-        }
-        self.programs_dir.mkdir(parents=True, exist_ok=True)
-        return write_atomic(self.programs_dir / f"{key}.json", dumps(doc, indent=None))
+        doc: dict[str, Any] = jsonable(
+            {
+                "format": FORMAT,
+                "key": key,
+                "info": result.info(),
+                "batching": dict(result.batching),
+                "wall_s": float(wall_s),
+                "records": [rec.to_dict() for rec in result.all_records()],
+            }
+        )
+        doc["digest"] = digest(doc)
+        self.root.mkdir(parents=True, exist_ok=True)
+        return write_atomic(self.programs_dir / f"{key}.json", dumps(doc, indent=None), root=self.root)
 
     def read_programs(self) -> dict[str, Saved]:
-        """``{key: Saved(result, wall_s)}`` of every saved program (unreadable files are refused, naming them)."""
+        """``{key: Saved(result, wall_s)}`` of every saved program, each checked before it is used: its file a
+        regular file (not a link), its format, its key its file's name, its digest (:func:`digest`: a file
+        edited or damaged since it was written), every field and record read as such
+        (:func:`~mxopt_jax.compare.serialize.read_records`) and, in a folder with a ``spec.json``, the whole
+        against the stored plan (:func:`check_saved`). Anything wrong is a :class:`ResumeError` naming the file
+        (delete it to run that program again)."""
         out: dict[str, Saved] = {}
         if not self.programs_dir.is_dir():
             return out
+        if self.programs_dir.is_symlink():
+            raise ResumeError(
+                f"{self.programs_dir} is a link; a study's folder holds its own programs/, never a link"
+            )
         for path in sorted(self.programs_dir.glob("*.json")):
+            w = Where(str(path))
             try:
-                doc = read_json(path)
+                doc = w.obj(read_json(path, follow=False))
                 if doc.get("format") != FORMAT:
-                    raise ValueError(f"written as {doc.get('format')!r}, not {FORMAT!r}")
-                result = ProgramResult.from_saved(
-                    doc["info"], [Records.from_dict(d) for d in doc["records"]], doc["batching"]
-                )
-                out[doc["key"]] = Saved(result, float(doc.get("wall_s") or 0.0))
-            except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-                raise ValueError(
-                    f"{path} cannot be read ({type(e).__name__}: {e}); delete it to re-run that program"
-                ) from None
+                    raise w.error(f"written as {str(doc.get('format'))[:60]!r}, not {FORMAT!r}")
+                if (w / "key").text(w.field(doc, "key")) != path.stem:
+                    raise (w / "key").error(f"must be the file's name, {path.stem!r}", doc["key"])
+                try:
+                    same = doc.get("digest") == digest(doc)
+                except RecursionError:
+                    raise w.error("nested deeper than a program file is") from None
+                if not same:
+                    raise w.error(
+                        "its content does not match its digest (edited or damaged since it was written)"
+                    )
+                records = [
+                    read_records(d, w / "records" / i)
+                    for i, d in enumerate((w / "records").seq(w.field(doc, "records")))
+                ]
+                info = read_program_info(w.field(doc, "info"), w / "info")
+                batching = {
+                    (w / "batching").name(k): (w / "batching" / k).number(v, low=0.0)
+                    for k, v in (w / "batching").obj(w.field(doc, "batching")).items()
+                }
+                try:
+                    result = ProgramResult.from_saved(info, records, batching)
+                except ValueError as e:  # a record saved twice
+                    raise (w / "records").wrap(e) from None
+                wall = (w / "wall_s").number(doc.get("wall_s") or 0.0, low=0.0)
+            except (OSError, ValueError) as e:
+                raise ResumeError(f"{e}; delete that file to run its program again") from None
+            out[path.stem] = Saved(result, wall)
+        if self.exists():
+            stored = self.read_spec()
+            check_saved(
+                out,
+                read_plan(stored["plan"], Where(str(self.spec_path)) / "plan"),
+                stored,
+                str(self.programs_dir),
+            )
         return out

@@ -1,23 +1,24 @@
 """Running a study: problems x contenders under a :class:`~mxopt_jax.compare.plan.Plan` (the orchestration).
 
 :func:`study` compiles one program per problem and group of contenders (:func:`engine.compile_group`; a group is
-a family by default), then, for every contender of the program and every independent study of the plan:
+a family by default), then, for every contender of the program and every independent study of the plan, tunes it
+(:mod:`mxopt_jax.compare.tuning`, which owns the protocol's steps 1 to 3):
 
-1. **selection**: runs every configuration (the learning-rate grid of :meth:`protocol.Preset.grid`, centred on
-   its default rate, or the trials of a random search over every hyperparameter, :mod:`.search`, under the
-   plan's learning-rate schedule, :mod:`.schedules`) on the selection seeds, the validation split only (the
-   test split is evaluated in the reported runs alone). Every study's selection runs of a contender go through
-   the same calls (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`: packed into the program's slots,
-   not one pass per study), and they are timed (ms/step) while nothing else runs: the next program starts
-   compiling, in a background thread, only once every contender of this one has made them;
-2. chooses on validation (:func:`protocol.select`); where the chosen rate is on the grid's edge (grid mode),
-   runs the grid shifted past that edge with the same compiled program (rates are inputs) and chooses again on
-   the union, up to ``extend`` times; a rate still on the edge stays flagged;
-3. **confirmation**: re-runs the chosen configuration on fresh seeds (disjoint from the selection seeds); the
-   tuned mode reports these runs only (every study's in the same calls, as the extensions of step 2);
-4. **default**: runs the default configuration (MXNet's or optax's defaults) on the same fresh seeds: the
-   one-shot mode (the Crowded Valley's smallest budget, no tuning) reports them;
-5. (study 0) checks that the chosen configuration's result does not depend on the other runs batched with it:
+1. **every configuration on both seed sets**: the learning-rate grid of :meth:`protocol.Preset.grid` (centred on
+   the default rate) or the trials of a random search over every hyperparameter (:mod:`.search`, the first of
+   them the defaults), under the plan's learning-rate schedule (:mod:`.schedules`), run on the selection seeds
+   and on the report seeds (fresh, disjoint from them) in the same calls; every study's runs of a contender are
+   packed into the program's slots (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`), and these first
+   passes are timed (ms/step) while nothing else runs: the next program starts compiling, in a background thread,
+   only once every contender of this one has made them;
+2. chooses on the selection runs' validation metric (:func:`protocol.select`); where the chosen rate is on the
+   grid's edge (grid mode), runs the grid shifted past that edge the same way (rates are inputs of the compiled
+   program) and chooses again on the union, up to ``extend`` times; a rate still on the edge stays flagged;
+3. reports: the tuned mode the chosen configuration's report runs, the one-shot mode the default
+   configuration's (a row of the same runs: the grid's centre, the random search's first trial); every
+   configuration's final test value on the report seeds is what the claims about the optimizers compare
+   against (:func:`mxopt_jax.compare.protocol.search_table`);
+4. (study 0) checks that the chosen configuration's result does not depend on the other runs batched with it:
    the same program runs it in every slot, and the largest relative difference of the final validation metric
    from the selection run is recorded (``Study.batching``).
 
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import jax
 import numpy as np
 
-from . import checks, preflight, protocol
+from . import checks, preflight, protocol, tuning
 from . import report as _report
 from . import schedules as _schedules
 from . import search as _search
@@ -380,8 +381,7 @@ def _run_all(
 ) -> None:
     """Compile and run ``jobs`` into ``results`` (:func:`_run_jobs`), the progress bar counting work units; on
     an interruption, say where the finished programs are saved."""
-    G, S, C = plan.trials or plan.preset.grid_points, len(plan.seeds), len(plan.confirm_seeds)
-    capacity = max(G * S, 2 * C)
+    capacity = tuning.call_runs(plan)  # one call holds a contender's first pass of one study
     # work units for the progress bar: a compile ~ 4 units, a contender's runs ~ 1 unit per study (measured on CPU)
     checks_of = {"all": lambda g: len(g), "best": lambda g: 1, "none": lambda g: 0}[plan.check_batching]
     total = sum(4 + len(g) * plan.studies + checks_of(g) for _, g, _ in jobs) or 1
@@ -532,19 +532,14 @@ def _run_jobs(
             progress(f"compiling {jobs[0][0].name}/{jobs[0][1][0].family}", 0.0)
         future = pool.submit(build, jobs[0][0], jobs[0][1])
         t_last = time.perf_counter()
-        for k, (p, group, key) in enumerate(jobs):
+        for k, (_, group, key) in enumerate(jobs):
             prog = future.result()
             tick(f"compiled {prog.name} ({prog.compile_s:.1f} s)", 4)
-            # every study's selection runs of a contender through the same calls (packed into the slots)
-            selection = {
-                c.name: prog.run_many(
-                    i, [(_configs(p, c, sub), sub.seeds, "selection") for sub in studies], test=False
-                )
-                for i, c in enumerate(group)
-            }
-            if k + 1 < len(jobs):  # selection runs are timed alone; the next compile overlaps the rest
+            # every study's first pass of a contender through the same calls (packed into the slots)
+            firsts = {c.name: tuning.first_pass(prog, i, studies) for i, c in enumerate(group)}
+            if k + 1 < len(jobs):  # the first passes are timed alone; the next compile overlaps the rest
                 future = pool.submit(build, jobs[k + 1][0], jobs[k + 1][1])
-            work = _finish(prog, group, selection, studies, tick)
+            work = _finish(prog, group, firsts, studies, tick)
             result = dataclasses.replace(work[0], repeats=[w.records for w in work[1:]])
             now = time.perf_counter()
             if store is not None:
@@ -561,68 +556,26 @@ def _run_jobs(
         pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
-def _configs(p: Problem, c: Contender, plan: Plan) -> dict[str, np.ndarray]:
-    return _search.configurations(
-        c, plan.preset, plan.search, plan.trials, plan.search_seed, sparse=bool(p.tables)
-    )
-
-
 def _finish(
     prog: CompiledGroup,
     group: list[Contender],
-    selection: dict[str, list[Records]],
+    firsts: dict[str, list[Records]],
     studies: Sequence[Plan],
     tick: Callable[[str, float], None],
 ) -> list[ProgramResult]:
-    """Steps 2 to 5 of the module's docstring for every contender of ``prog`` and every study (``studies``: the
-    plan of each, ``selection[name][k]`` study ``k``'s selection records): the studies' extensions and their
-    confirmation runs go through the same calls (:meth:`CompiledGroup.run_many`); the batching check runs in
-    study 0. One :class:`ProgramResult` per study."""
+    """Steps 2 to 4 of the module's docstring for every contender of ``prog`` and every study (``studies``: the
+    plan of each; ``firsts[name]``: the contender's first pass, :func:`mxopt_jax.compare.tuning.first_pass`):
+    :func:`mxopt_jax.compare.tuning.tune` selects, extends and reports; the batching check runs in study 0.
+    One :class:`ProgramResult` per study."""
     p = prog.problem
     plan = studies[0]
-    extend = plan.extend if plan.search == "grid" else 0  # a random search is not extended
     n = len(studies)
     records: list[dict[str, dict[str, Records]]] = [{} for _ in range(n)]
     chosen: list[dict[str, protocol.Selection]] = [{} for _ in range(n)]
     for i, c in enumerate(group):
-        recs = list(selection[c.name])
-        sels = [protocol.select(r, p) for r in recs]
-        grids = [r.lrs for r in recs]
-        for _ in range(extend):
-            edge = [(k, side) for k in range(n) if (side := sels[k].on_edge) is not None]
-            if not edge:
-                break
-            mores = prog.run_many(
-                i,
-                [
-                    ({"learning_rate": protocol.shift_grid(grids[k], side)}, studies[k].seeds, "selection")
-                    for k, side in edge
-                ],
-                test=False,
-            )
-            for (k, _), more in zip(edge, mores, strict=True):
-                grids[k] = more.lrs
-                recs[k] = protocol.combine(recs[k], more)
-                sels[k] = protocol.select(recs[k], p)
-        names = prog.tuned[c.name]
-        boths = prog.run_many(
-            i,
-            [
-                (_columns(names, sels[k].config, c.defaults), studies[k].confirm_seeds, "confirmation")
-                for k in range(n)
-            ],
-        )
-        for k, both in enumerate(boths):
-            records[k][c.name] = {
-                role: dataclasses.replace(r, study=k)
-                for role, r in (
-                    ("selection", recs[k]),
-                    ("confirmation", both.take(0)),
-                    ("default", dataclasses.replace(both.take(1), role="default")),
-                )
-            }
-            chosen[k][c.name] = sels[k]
-            tick(f"{p.name}: {c.name}" + (f" (study {k + 1})" if k else ""), 1)
+        for k, tuned in enumerate(tuning.tune(prog, i, studies, first=firsts[c.name], tick=tick)):
+            records[k][c.name] = tuned.records
+            chosen[k][c.name] = tuned.selection
     batching: dict[str, float] = {}
     if plan.check_batching != "none":
         targets = (
@@ -632,7 +585,7 @@ def _finish(
         )
         for c in targets:
             i, sel = group.index(c), chosen[0][c.name]
-            width = len(selection[c.name][0].lrs)  # the selection call's configurations: the same batch shape
+            width = max(1, prog.capacity // len(plan.seeds))  # the chosen configuration in every slot
             alone = prog.run(i, _columns(prog.tuned[c.name], *[sel.config] * width), plan.seeds, test=False)
             batching[c.name] = _rel_diff(
                 alone.val[0, :, -1], records[0][c.name]["selection"].val[sel.index, :, -1]

@@ -43,13 +43,27 @@ def run_study(progress: Any = False) -> Any:
 
 def numbers(s: Any) -> dict[str, Any]:
     """A study's numbers: ``{"records": {key: {field: value}}, "batching": {...}, "jax": version}``
-    (JSON-ready; timings left out)."""
+    (JSON-ready; timings left out). The records are those of the fixture's roles: every selection run, and the
+    runs the tables show (``"confirmation"``: the chosen configuration's report runs; ``"default"``: the default
+    configuration's), :func:`mxopt_jax.compare.result.shown`; the report runs at the other configurations,
+    which the engine did not make when the fixture was written, are not in it."""
+    from mxopt_jax.compare.result import shown
+
     records: dict[str, Any] = {}
     for sub in s.studies():
-        for r in sub.all_records():
-            d = r.to_dict()
-            key = f"{r.problem}/{r.contender}/{r.role}/study{r.study}"
-            records[key] = {k: d[k] for k in (*ARRAYS, "hparams", "program", "devices")}
+        by = {c.name: c for c in sub.contenders}
+        for p in sub.problems:
+            for name, roles in sub.records.get(p.name, {}).items():
+                sel = sub.tuned[p.name][name]
+                made = [
+                    roles["selection"],
+                    shown(roles, "tuned", by[name], sel),
+                    shown(roles, "one-shot", by[name], sel),
+                ]
+                for r in made:
+                    d = r.to_dict()
+                    key = f"{r.problem}/{r.contender}/{r.role}/study{r.study}"
+                    records[key] = {k: d[k] for k in (*ARRAYS, "hparams", "program", "devices")}
     batching = {f"{p}/{c}": v for p, per in sorted(s.batching.items()) for c, v in sorted(per.items())}
     return {"jax": jax.__version__, "records": records, "batching": batching}
 

@@ -34,14 +34,25 @@ def test_every_table_says_what_its_claims_are_about(one, two):
     """Finding 2: a single study's claims are about its chosen configurations, and the report says so and how to
     get claims about the optimizers; with --studies the report leads with the claims about the optimizers."""
     text = " ".join(render.format_study(one).split())
-    assert text.startswith("Claims in this report are about the configurations this study chose")
+    assert text.startswith(
+        "== Verdict: which optimizer could be the best on each problem At the configurations"
+    )
+    assert "Claims in this report are about the configurations this study chose" in text
     assert "mxopt-jax compare --studies N" in text
-    assert text.count("claims (about the configurations this study chose") == len(one.analysis.tables)
+    tuned = len(one.analysis.tables_of("tuned"))
+    assert text.count("claims (about the configurations this study chose") == tuned
+    assert text.count("claims (about the default configurations") == len(one.analysis.tables) - tuned
     both = " ".join(render.format_study(two).split())
     assert both.index("Claims about the optimizers, over 2 independent tunings") < both.index(
         "== digits [tuned]"
     )
-    assert both.count("claims (about the optimizers, over 2 independent tunings)") == len(two.analysis.across)
+    tuned_across = [a for a in two.analysis.across if a.mode == "tuned"]
+    assert both.count("claims (about the optimizers, over 2 independent tunings)") == len(tuned_across)
+    # nothing is tuned in the one-shot mode: its tables across studies speak of the default configurations
+    assert both.count("claims (about the default configurations, over 2 independent studies)") == len(
+        two.analysis.across
+    ) - len(tuned_across)
+    assert "2 studies cannot support any claim about the default configurations in a table of 4" in both
     # 2 studies cannot support any claim in a 4-entry table: the report says so and names the studies needed
     assert "2 studies cannot support any claim about the optimizers in a table of 4 entries" in both
     assert "it needs at least 8 studies (--studies 8)" in both
@@ -57,8 +68,8 @@ def test_claims_in_sentences_under_each_table(one):
     assert shown
     c = shown[0]
     sentence = c.sentence("error %")
-    assert sentence.startswith(
-        f"{c.better} is better than {c.worse} on digits (tuned, median paired difference "
+    assert sentence.startswith(  # a study saved before the report runs: about the chosen configurations
+        f"{c.better} is better than {c.worse} at their chosen rates on digits (median paired difference "
     )
     assert f"p_adj {c.p_adjusted:.2g}" in sentence and f"{c.agree} of 12 seeds" in sentence
     assert "% interval" in sentence and "error %" in sentence
@@ -105,7 +116,16 @@ def test_claims_csv_and_frame_hold_every_tested_pair(two, tmp_path):
     assert row["n"] == "12" and row["units"].split()[0] == "1000" and row["family"] == "6"
     assert row["about"] == "the configurations this study chose"
     across = [r for r in rows if r["study"] == "all"]
-    assert {r["about"] for r in across} == {"the optimizers, over 2 independent tunings"}
+    assert {r["about"] for r in across if r["mode"] == "tuned"} == {
+        "the optimizers, over 2 independent tunings"
+    }
+    # nothing was tuned in the one-shot mode: its across-studies claims are about the default configurations
+    assert {r["about"] for r in across if r["mode"] == "one-shot"} == {
+        "the default configurations, over 2 independent studies"
+    }
+    assert {r["about"] for r in rows if r["study"] == "0" and r["mode"] == "one-shot"} == {
+        "the default configurations"
+    }
     assert all(r["n"] == "2" and r["shown"] == "false" and float(r["p"]) >= 0.5 for r in across)
     frame = two.claims()
     assert list(frame.columns)[:3] == ["study", "problem", "mode"] and len(frame) == len(rows)
@@ -132,14 +152,14 @@ def test_agree_names_and_picks_the_studies_and_warns_on_shared_seeds(capsys):
     studies ran on the same seeds); now it names the studies, picks them, and warns when they share seeds."""
     same = compare_studies(GOLDEN, GOLDEN)
     assert same.shared_seeds and "warning: A and B share" in str(same)
-    assert "study 0 of 2" in same.a
-    other = compare_studies(GOLDEN, GOLDEN, study_b=1)
-    assert not other.shared_seeds and "study 1 of 2" in other.b and "warning" not in str(other)
-    with pytest.raises(ValueError, match="holds 2 independent studies"):
-        compare_studies(GOLDEN, GOLDEN, study_a=2)
-    assert main(["agree", str(GOLDEN), str(GOLDEN), "--study-b", "1"]) == 0
+    assert "study 1 of 2" in same.a  # numbered as the report numbers them (issue 53)
+    other = compare_studies(GOLDEN, GOLDEN, study_b=2)
+    assert not other.shared_seeds and "study 2 of 2" in other.b and "warning" not in str(other)
+    with pytest.raises(ValueError, match=r"holds 2 independent studies \(numbered 1 to 2"):
+        compare_studies(GOLDEN, GOLDEN, study_a=3)
+    assert main(["agree", str(GOLDEN), str(GOLDEN), "--study-b", "2"]) == 0
     out = capsys.readouterr().out
-    assert "study 1 of 2" in out and "warning" not in out
+    assert "study 2 of 2" in out and "warning" not in out
 
 
 def test_report_wide_family_and_the_overall_ranking(two, tmp_path, capsys):
@@ -153,8 +173,13 @@ def test_report_wide_family_and_the_overall_ranking(two, tmp_path, capsys):
     )
     wide = Study.from_json(GOLDEN / "study.json").with_family("report")
     tables = wide.analysis.all_tables()
-    total = sum(t.pairs for t in tables)
-    assert all(t.comparison.comparison.family == total for t in tables)
+    # the report's whole family: every table's pairs and every pair of the tables across the studies
+    total = sum(t.pairs for t in tables) + sum(a.pairs for a in wide.analysis.across)
+    assert total == 6 * 6 + 6 * 6 and all(t.comparison.comparison.family == total for t in tables)
+    assert all(a.family == total for a in wide.analysis.across)
+    assert all(c.family == total for c in wide.analysis.across_claims())
+    # the table's note says the family its claims were corrected in (not the table's 6 pairs)
+    assert f"Holm at 5 % over the report's {total} tests" in " ".join(render.format_study(wide).split())
     per = {(t.problem, t.mode): t for t in two.analysis.all_tables()}
     for t in tables:  # never a claim the table alone did not make
         assert not (
@@ -163,8 +188,8 @@ def test_report_wide_family_and_the_overall_ranking(two, tmp_path, capsys):
     assert main(["report", str(GOLDEN), "--out", str(tmp_path), "--no-plots", "--family", "report"]) == 0
     capsys.readouterr()
     assert f'"family": "{total}"' not in (tmp_path / "claims.csv").read_text()
-    assert {r["family"] for r in csv.DictReader((tmp_path / "claims.csv").open()) if r["study"] == "0"} == {
-        str(total)
-    }
+    assert {
+        r["family"] for r in csv.DictReader((tmp_path / "claims.csv").open()) if r["study"] in ("0", "all")
+    } == {str(total)}
     with pytest.raises(ValueError, match="family must be one of"):
         Study.from_json(GOLDEN / "study.json").with_family("everything")

@@ -36,7 +36,7 @@ def _code(argv):
         ),
         (
             ["compare", "--seeds", "1"],
-            "argument --seeds: need at least 2 seeds for confidence intervals, got [0]",
+            "argument --seeds: need at least 2 seeds for confidence intervals, got 1: give a count >= 2",
         ),
         (["compare", "--confirm-seeds", "x"], "argument --confirm-seeds: must be an integer, got 'x'"),
         (

@@ -9,6 +9,7 @@ import csv
 import dataclasses
 import errno
 import os
+import re
 import sys
 import types
 import warnings
@@ -173,6 +174,101 @@ def test_python_errors_are_as_good_as_the_command_lines():
     with pytest.raises(ValueError, match=r"unknown contender 'adamm' \(did you mean 'adam'\?\); known: sgd,"):
         compare.study(_mlp_problem(), ["adamm"], TINY)
     assert [c.name for c in C.resolve("adam")] == ["adam"]  # one name: one contender, not its letters
+
+
+def _usage_error(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("adma", "'adam'"),  # a swap of two letters is one edit: adam, not adamax
+        ("adamm", "'adam'"),
+        ("adamx", "'adamax'"),
+        ("nadm", "'nadam'"),
+        ("sdg", "'sgd'"),
+        ("rmsporp", "'rmsprop'"),
+        ("adagard", "'adagrad'"),
+        ("ftlm", "'ftml'"),
+        ("optax.adma", "'optax.adam'"),
+        ("opt", "'optax.sgd', 'optax.adam', 'optax.adamw', 'optax.lamb' or 'optax'"),
+    ],
+)
+def test_a_misspelt_contender_gets_the_names_it_most_likely_meant(typo, meant, capsys):
+    err = _usage_error(["compare", "--contenders", f"lamb,{typo}"], capsys)
+    assert f"unknown contender(s) {typo!r} (did you mean {meant}?); known: sgd, nag," in err
+    with pytest.raises(
+        ValueError, match=rf"unknown contender {typo!r} \(did you mean {re.escape(meant)}\?\)"
+    ):
+        C.resolve(typo)
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("mnist", "'mnist1d_mlp', 'mnist1d_cnn' or 'mnist1d_bn'"),  # the names it begins, not one of them
+        ("mnist1d", "'mnist1d_mlp', 'mnist1d_cnn' or 'mnist1d_bn'"),
+        ("cnn", "'mnist1d_cnn'"),  # a part of a name
+        ("char", "'char_lm' or 'char_transformer'"),
+        ("logre", "'logreg'"),
+        ("recomender", "'recommender'"),
+    ],
+)
+def test_a_misspelt_problem_gets_the_names_it_most_likely_meant(typo, meant, capsys):
+    err = _usage_error(["compare", "--problems", typo], capsys)
+    assert f"unknown problem(s) {typo!r} (did you mean {meant}?); known: digits_mlp," in err
+    with pytest.raises(KeyError, match=rf"unknown problem {typo!r} \(did you mean {re.escape(meant)}\?\)"):
+        PROBLEMS[typo]
+
+
+def test_two_misspelt_names_each_get_their_own_suggestion(capsys):
+    err = _usage_error(["compare", "--contenders", "adma,lamb,nadm"], capsys)
+    assert "unknown contender(s) 'adma', 'nadm' (did you mean 'adam' for 'adma', 'nadam' for 'nadm'?)" in err
+    err = _usage_error(["compare", "--problems", "mnist,nope"], capsys)
+    assert "(did you mean 'mnist1d_mlp', 'mnist1d_cnn' or 'mnist1d_bn' for 'mnist'?)" in err
+
+
+def test_an_optimizers_constructor_spelling_is_taken_as_its_name():
+    """``group_adagrad`` (the function's name) is ``groupadagrad`` (the registry's) wherever a contender is
+    named: the command line (compare and tour) and the study's Python API; the alias table is the library's."""
+    args = cli.build_parser().parse_args(["compare", "--contenders", "group_adagrad,adam,groupadagrad"])
+    assert args.contenders == ["groupadagrad", "adam"]
+    assert [c.name for c in C.resolve(["group_adagrad", "adam"])] == ["groupadagrad", "adam"]
+    assert C.mxopt_contender("group_adagrad").name == "groupadagrad"
+    with pytest.raises(ValueError, match=r"unknown optimizer 'adma' \(did you mean 'adam'\?\); known: sgd"):
+        C.mxopt_contender("adma")
+    tour = cli.build_parser().parse_args(["tour", "--contenders", "group_adagrad"])
+    assert tour.contenders == ["groupadagrad"]
+    assert checks.canonical_name("group_adagrad", ["adam"]) == "group_adagrad"  # only where the name is known
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "words"),
+    [
+        (
+            "--seeds",
+            "-1",
+            "need at least 2 seeds for confidence intervals, got -1: give a count >= 2 (the seeds 0,",
+        ),
+        ("--seeds", "1", "need at least 2 seeds for confidence intervals, got 1: give a count >= 2"),
+        (
+            "--confirm-seeds",
+            "0",
+            "need at least 2 confirm_seeds for confidence intervals, got 0: give a count >= 2 (the seeds 1000, "
+            "1001, ...) or a list of at least 2 distinct ints in [0, 2**31)",
+        ),
+    ],
+)
+def test_too_few_seeds_says_what_was_given_and_what_is_allowed(flag, value, words, capsys):
+    err = _usage_error(["compare", flag, value], capsys)
+    assert f"argument {flag}: {words}" in err and "got []" not in err
+    with pytest.raises(ValueError, match=r"got \[5\]: give a count >= 2 .* list of at least 2 distinct ints"):
+        compare.Plan.make(seeds=[5])
 
 
 def test_a_misspelt_flag_gets_the_close_match_and_its_commands_help(capsys):

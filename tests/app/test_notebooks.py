@@ -138,3 +138,57 @@ def test_every_notebook_executes(tmp_path):
         if copy.stat().st_size >= MAX_BYTES:
             failures.append(f"{path.name}: {copy.stat().st_size} bytes once executed")
     assert not failures, "\n\n".join(failures)
+
+
+def _code(name: str) -> str:
+    nb = nbformat.read(next(p for p in NOTEBOOKS if p.name == name), as_version=4)
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+
+
+def test_the_study_notebook_teaches_the_plan_and_sizes_that_can_show_a_difference():
+    """Issue 53, item 9: notebook 02 built its settings with ``dataclasses.replace(PRESETS[...])`` and set JAX up
+    through ``compare.distributed.configure_jax`` where the docs teach ``Plan.make``, and reported five contenders
+    on 5 seeds, where no pair can be shown to differ (10 pairs need 9): it makes its plan with ``Plan.make``,
+    passes it to ``study``, and reports on enough seeds for its table's pairs."""
+    from mxopt_jax.compare import Plan, stats
+
+    code = _code("02_training_comparison.ipynb")
+    assert "configure_jax" not in code and "dataclasses" not in code and "PRESETS" not in code
+    tree = ast.parse("\n".join(ln for ln in code.splitlines() if not ln.lstrip().startswith(("%", "!"))))
+    calls = {
+        ast.unparse(node.func): node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("compare.Plan.make", "compare.study")
+    }
+    make, run = calls["compare.Plan.make"], calls["compare.study"]
+    plan = Plan.make(
+        *[ast.literal_eval(a) for a in make.args], **{k.arg: ast.literal_eval(k.value) for k in make.keywords}
+    )
+    assert ast.unparse(run.args[2]) == "plan"
+    contenders = len(run.args[1].elts)
+    assert contenders == 5
+    assert len(plan.confirm_seeds) >= stats.min_seeds(contenders * (contenders - 1) // 2)
+
+
+def test_the_study_notebook_is_committed_as_the_code_runs_now():
+    """Issue 53, item 9: the committed notebook 02 showed a report the code no longer writes: its outputs are the
+    current code's (the study's page places each table's picture beside it), on the notebook's sizes (no power
+    warning), and name no absolute path of the machine that ran it."""
+    import re
+    import tempfile
+
+    path = next(p for p in NOTEBOOKS if p.name == "02_training_comparison.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    out = "\n".join(
+        str(o.get("text", "")) + "".join(str(v) for k, v in o.get("data", {}).items() if k != "image/png")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    )
+    assert "alt='results_digits_flax.png'" in out and "<div class='beside'>" in out
+    assert "12 report seeds" in out and "no pair of this table can be shown to differ" not in out
+    for root in (tempfile.gettempdir(), str(Path.home()), str(path.parents[1])):
+        assert root not in out, root
+    assert not re.search(r"(?<![\w.])/(?:tmp|home|root|Users|var/folders)/", out)
+    counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1))

@@ -260,7 +260,8 @@ def test_notebook_display_is_html_tables_and_figures(synthetic):
     assert page.count("<table>") == 7
     assert "<h2>Overall ranking</h2>" in page and "mean rank" in page and "P(best)" in page
     assert "the performance profile, ms/step and the selection divergences read the selection runs" in page
-    assert page.count("data:image/png;base64,") == 4
+    # sensitivity, validation curves, loss, profile; the ranks and each problem's results (issue 53)
+    assert page.count("data:image/png;base64,") == 4 + 1 + 2
     for name in ("adam", "optax.adam", "ftml", "0.0791&gt;", "sgd"):
         assert name in page
 
@@ -269,7 +270,9 @@ def test_report_html_is_one_self_contained_page(written):
     page = (written / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "src='http" not in page and "href=" not in page  # nothing outside the file
-    assert page.count("data:image/png;base64,") == 4 and "Protocol" in page and "<details open>" in page
+    assert (
+        page.count("data:image/png;base64,") == 4 + 1 + 2 and "Protocol" in page and "<details open>" in page
+    )
 
 
 def _chromium() -> str | None:
@@ -349,12 +352,12 @@ def test_curves_show_the_reported_runs_and_the_training_loss(synthetic):
     digits = synthetic.problems[0]
     recs = [r for r in synthetic.all_records() if r.problem == "digits"]
     fig = plots.plot_curves([digits], recs, synthetic.selections(), synthetic.families)
-    assert fig.axes[0].get_title() == "digits" and fig.axes[0].get_ylabel().startswith("val error %")
+    assert fig.axes[0].get_title() == "digits" and fig.axes[0].get_ylabel().startswith("validation error %")
     conf = next(r for r in recs if r.contender == "adam" and r.role == "confirmation")
     np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), conf.val[0].mean(axis=0))
     assert "confirmation seeds" in fig.get_supxlabel()
     loss = plots.plot_curves([digits], recs, synthetic.selections(), synthetic.families, what="loss")
-    assert loss.axes[0].get_ylabel().startswith("train loss")
+    assert loss.axes[0].get_ylabel().startswith("training loss")
     np.testing.assert_allclose(loss.axes[0].lines[0].get_ydata(), conf.train_loss[0].mean(axis=0))
 
 
@@ -404,7 +407,7 @@ def test_independent_studies_are_reported_across_and_reload(tmp_path):
     assert [s.seeds for s in two.studies()] == [[0, 1, 2, 3, 4], [100, 101, 102, 103, 104]]
     assert two.repeats[0].tuned["digits"]["adam"].report_seeds.tolist() == list(range(2000, 2006))
     text = two.report()
-    assert text.startswith("== Across 2 independent studies")
+    assert text.startswith("== Verdict") and "== Across 2 independent studies" in text
     for name in ("digits", "logreg"):
         for mode in ("tuned", "one-shot"):
             assert f"== {name} [{mode}] across 2 independent studies" in text

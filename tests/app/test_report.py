@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from mxopt_jax.compare import figures, serialize
 from mxopt_jax.compare import protocol as P
-from mxopt_jax.compare import serialize
-from mxopt_jax.compare.analysis import analyse, analyse_table
+from mxopt_jax.compare.analysis import analyse, analyse_table, mean_band
 from mxopt_jax.compare.contenders import FAMILY_ORDER
 from mxopt_jax.compare.records import Records
 from mxopt_jax.compare.report import export, plots, tables
@@ -205,7 +205,8 @@ def test_overall_and_modes_tables(study):
     means = [float(re.split(r"\s{2,}", line.strip())[1]) for line in body]
     assert means == sorted(means)
     modes = tables.format_modes(analysis.rankings["tuned"], analysis.rankings["one-shot"], identical)
-    assert "->" in modes and "change" in modes
+    # no averaged "change": rank-set middles mix how sure a table is with how good an entry is (issue 49)
+    assert "->" in modes and "change" not in modes and " up " in modes.splitlines()[1] + " "
     report = tables.format_report(analysis, study.problems, "Protocol text.")
     assert report.startswith("== Overall") and report.rstrip().endswith("Protocol text.")  # results first
     for p in study.problems:
@@ -429,7 +430,10 @@ def test_protocol_says_what_each_figure_reads_and_how_random_trials_are_drawn():
     text = " ".join(
         describe(P.PRESETS["quick"], [problem("logreg")], ["adam"], search="random", trials=8).split()
     )
-    assert "the training curves show these runs; the sensitivity plot shows the selection runs" in text
+    assert (
+        "Figures: the training curves show the chosen configuration's report runs (validation); the " in text
+    )
+    assert "the sensitivity plot shows the selection runs" in text
     assert "Common random numbers: the search seed (0) alone seeds one stream" in text
     assert "lowest (<) or the highest (>) of its hyperparameter among the contender's trials" in text
     assert "within 5%" not in text
@@ -721,3 +725,315 @@ def test_the_report_explains_sgld_s_enormous_tuned_rate():
     assert "sgd" not in words.split("sgld", 1)[1].split()
     assert "N(0, sqrt(lr))" in words and "SGLD's parametrisation, not a fault" in words
     assert "rescale_grad = the number of training examples" in words
+
+
+# --------------------------------------------------------------------------- issue 53: pictures and words
+def _drawn():
+    """Every figure of the alias study's report (three problems, sgd with aliases, adam, nag) and its parts."""
+    probs, recs, analysis = _alias_study()
+    return probs, recs, analysis, plots.draw_report(probs, recs, analysis)
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    pytest.importorskip("matplotlib")
+    return _drawn()
+
+
+def _errorbar_points(ax) -> list:
+    """The data points of the errorbars on ``ax`` (one ``Line2D`` with a marker each)."""
+    return [c.lines[0] for c in ax.containers if type(c).__name__ == "ErrorbarContainer"]
+
+
+def test_each_problem_has_the_picture_of_its_table(drawn):
+    """Issue 53, item 6: the figures were grids of families, so comparing nadam with ftml took two panels: each
+    problem now has the picture of its table, every entry's test value with its interval in the table's order,
+    named as the table names it, the best set marked (shaded, bold), entries off the axis drawn on its edge with
+    their value."""
+    probs, _, analysis, figs = drawn
+    for p in probs:
+        table = analysis.table(p.name)
+        fig = figs[plots.results_png(p.name)]
+        (ax,) = [a for a in fig.axes if a.get_visible()]  # one mode (tuned) in this study
+        names = [t.get_text() for t in ax.get_yticklabels()]
+        assert names == [tables.label(n, table.identical) for n in table.order]
+        best = plots.best_set(table)
+        assert best == tuple(n for n in table.order if table.rank(n) == 1) and best
+        bold = [t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
+        assert bold == [tables.label(n, table.identical) for n in best]
+        assert len([patch for patch in ax.patches if patch.get_facecolor()[:3] != (1.0, 1.0, 1.0)]) >= len(
+            best
+        )
+        points = _errorbar_points(ax)
+        lo, hi = ax.get_xlim()
+        inside = [n for n in table.order if lo <= plots._reported(table.selection(n))[0] <= hi]
+        assert len(points) == len(inside)
+        for line, n in zip(points, inside, strict=True):
+            s = table.selection(n)
+            assert line.get_xdata()[0] == pytest.approx(plots._reported(s)[0])
+            assert line.get_color() == figures.contender_style(n)["color"]
+        assert "test" in ax.get_xlabel() and p.metric_name in ax.get_xlabel()
+    # a contender far behind: drawn on the axis' edge with its value written, and the note says so
+    table = analysis.table(probs[0].name)
+    worst = table.order[-1]
+    far = dataclasses.replace(
+        table,
+        selections=tuple(
+            dataclasses.replace(s, test=s.test * 50, test_mean=s.test_mean * 50)
+            if s.contender == worst
+            else s
+            for s in table.selections
+        ),
+    )
+    fig = plots.plot_results(probs[0], [far])
+    ax = fig.axes[0]
+    assert len(_errorbar_points(ax)) == len(table.order) - 1
+    assert [t.get_text() for t in ax.texts] == [f"{far.selection(worst).test_mean:.4g}"]
+    assert "a mean off the axis, its value written" in " ".join(fig.get_supxlabel().split())
+
+
+def test_the_rank_heatmap_is_the_overall_table(drawn):
+    """Issue 53, item 6: a rank heatmap, contenders by problems: rows the overall table's rows in its order,
+    columns its problems, each cell the rank set of that problem's table, the best set's cells outlined."""
+    probs, _, analysis, figs = drawn
+    ranking = analysis.rankings["tuned"]
+    ax = figs["ranks.png"].axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        tables.label(n, ranking.identical) for n in ranking.order
+    ]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [p.name for p in probs]
+    cells = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+    outlined = 0
+    for i, n in enumerate(ranking.order):
+        for j, p in enumerate(probs):
+            t = ranking.tables[p.name]
+            assert cells[(i, j)] == t.rank_set(n)
+            outlined += t.entry[n] in plots.best_set(t)
+    assert len([r for r in ax.patches if not r.get_fill()]) == outlined > 0
+    # the mean rank at the right, each row's marker in the contender's colour
+    assert [cells[(i, len(probs))] for i in range(len(ranking.order))] == [
+        f"{ranking.mean_rank(n):.2f}" for n in ranking.order
+    ]
+    markers = [ln for ln in ax.get_lines()]
+    assert [ln.get_color() for ln in markers] == [figures.contender_style(n)["color"] for n in ranking.order]
+
+
+def test_a_contender_has_one_look_in_every_figure_of_every_study(drawn):
+    """Issue 53, item 6: colours were reused across panels (red was sgd, adagrad, adam, lars or optax.sgd by
+    panel, by its place among the panel's lines): a contender's colour, line style and marker are its own, the
+    same in every figure, whichever contenders a study has and in whatever order."""
+    probs, recs, analysis, figs = drawn
+    seen: dict[str, set] = {}
+    for name in ("sensitivity.png", "curves.png", "loss.png"):
+        for ax in figs[name].axes:
+            if ax.get_legend() is None:
+                continue
+            for line, text in zip(ax.get_legend().get_lines(), ax.get_legend().get_texts(), strict=True):
+                n = text.get_text().split("  ")[0].split(" (= ")[0]
+                seen.setdefault(n, set()).add((line.get_color(), line.get_marker()))
+    for ax in figs["profile.png"].axes:
+        for line, text in zip(ax.get_legend().get_lines(), ax.get_legend().get_texts(), strict=True):
+            n = text.get_text().split(" (")[0]
+            seen.setdefault(n, set()).add((line.get_color(), line.get_marker()))
+    for p in probs:
+        ax = figs[plots.results_png(p.name)].axes[0]
+        table = analysis.table(p.name)
+        for line, n in zip(_errorbar_points(ax), table.order, strict=False):
+            seen.setdefault(n, set()).add((line.get_color(), line.get_marker()))
+    assert {"sgd", "adam", "nag"} <= set(seen)
+    for n, looks in seen.items():
+        want = figures.contender_style(n)
+        assert looks == {(want["color"], want["marker"])}, n
+    # another study, other contenders in another order: the same look
+    few = [r for r in recs if r.contender in ("nag", "adam") and r.problem == probs[0].name][::-1]
+    sels = [s for s in analysis.table(probs[0].name).selections if s.contender in ("nag", "adam")][::-1]
+    fig = plots.plot_curves(probs[0], few, sels)
+    for line, text in zip(
+        fig.axes[0].get_legend().get_lines(), fig.axes[0].get_legend().get_texts(), strict=True
+    ):
+        n = text.get_text().split("  ")[0]
+        assert line.get_color() == figures.contender_style(n)["color"]
+
+
+def test_every_builtin_contender_has_a_look_of_its_own():
+    """Issue 53, item 6: 26 contenders, each its own colour (the hue its family's) and, within a family, its own
+    line style and marker; a user's contender takes a look from its name, the same every time."""
+    from mxopt_jax.compare import contenders as C
+
+    names = [c.name for c in C.resolve(["all"])]
+    assert len(names) == 26 and set(names) == set(figures.CONTENDER_STYLES)
+    colours = [figures.contender_style(n)["color"] for n in names]
+    assert len(set(colours)) == len(colours)
+    for _, members in C.group_by_family(names):
+        looks = [
+            (figures.contender_style(n)["linestyle"], figures.contender_style(n)["marker"]) for n in members
+        ]
+        assert len(set(looks)) == len(looks)
+    assert not {"^", "v", "<", ">", "x"} & set(
+        figures.MARKERS
+    )  # shapes the figures give a meaning of their own
+    lion = figures.contender_style("optax.lion")
+    assert lion == figures.contender_style("optax.lion") and lion["color"] in figures.OTHER_COLORS
+
+
+def test_curves_off_the_axis_are_clipped_and_said_so():
+    """Issue 53, item 6: curves above the y range left the panel silently: the steps where a mean is above the
+    axis are marked at its top (one row per contender), each panel counts the curves clipped, the note says so."""
+    pytest.importorskip("matplotlib")
+    p = problem("logreg")
+    recs = synthetic_records(("adam", "sgd", "nag", "ftml", "adamw"), PROBLEMS[-1:], seed=5)
+    far = [
+        dataclasses.replace(r, val=r.val * 3.0, train_loss=r.train_loss * 3.0) if r.contender == "nag" else r
+        for r in recs
+    ]
+    sels = [P.select(r, p) for r in far]
+    for what in ("val", "loss"):
+        fig = plots.plot_curves(p, far, sels, what=what)
+        ax = fig.axes[0]
+        top = ax.get_ylim()[1]
+        marks = [ln for ln in ax.get_lines() if ln.get_marker() == "^"]
+        colours = {ln.get_color() for ln in marks}
+        assert figures.contender_style("nag")["color"] in colours
+        assert ax.get_legend().get_title().get_text() == f"△ {len(marks)} clipped above the axis"
+        nag = next(b for b in far if b.contender == "nag")
+        sel = next(s for s in sels if s.contender == "nag")
+        curve = mean_band(np.asarray(nag.val if what == "val" else nag.train_loss)[sel.index], axis=0).mean
+        mark = next(ln for ln in marks if ln.get_color() == figures.contender_style("nag")["color"])
+        assert len(mark.get_xdata()) == int((curve > top).sum()) > 0
+        assert "the curve is clipped there" in " ".join(fig.get_supxlabel().split())
+
+
+def test_every_figure_says_which_runs_and_split_it_shows(drawn):
+    """Issue 53, item 7: the curves showed validation and the tables test, unlabelled (lamb first in the test
+    table, worst in the curves): every figure names its split in its axis titles and its note, and the report's
+    captions say which runs and which split each figure shows."""
+    from mxopt_jax.compare.report import html
+
+    probs, _, _, figs = drawn
+    label_of = {
+        "sensitivity.png": "final validation",
+        "curves.png": "validation",
+        "loss.png": "training loss",
+    }
+    for name, words in label_of.items():
+        panels = [ax for ax in figs[name].axes if ax.get_visible()]
+        assert all(ax.get_ylabel().startswith(words) for ax in panels), name
+    notes = {name: " ".join(fig.get_supxlabel().split()) for name, fig in figs.items()}
+    assert "the tables report the test metric" in notes["sensitivity.png"]
+    assert "the tables report the test metric" in notes["curves.png"] and "validation" in notes["curves.png"]
+    assert "training loss" in notes["loss.png"] and "From the selection runs" in notes["profile.png"]
+    for p in probs:
+        ax = figs[plots.results_png(p.name)].axes[0]
+        assert ax.get_xlabel().startswith("test ") and "confirmation runs" in notes[plots.results_png(p.name)]
+    assert "test metric" in figs["ranks.png"].get_suptitle()
+    runs = ("selection runs", "confirmation", "reported runs")
+    for name in figs:
+        caption = html.caption(name)
+        assert any(w in caption for w in ("validation", "test metric", "training")), name
+        assert any(w in caption for w in runs), name
+
+
+def test_the_html_puts_each_figure_beside_its_table():
+    """Issue 53, item 6: the figures came after every table: the rank heatmap and the profile stand beside the
+    overall tables, each problem's picture beside its tables, the figures of the runs after the tables."""
+    from pathlib import Path
+
+    from mxopt_jax.compare.report import render
+    from mxopt_jax.compare.study import Study
+
+    golden = Study.from_json(Path(__file__).parent / "data" / "analysis_golden" / "study.json")
+    names = ["ranks.png", "profile.png", "sensitivity.png", "curves.png", "loss.png"]
+    names += [plots.results_png(p.name) for p in golden.problems]
+    page = render.study_html(golden, images={n: n.encode() for n in names})
+    sections = {s.split("</h2>", 1)[0]: s for s in page.split("<h2>")[1:]}
+
+    def figures_in(section: str) -> list[str]:
+        return re.findall(r"alt='([^']+)'", section)
+
+    overall = next(s for h, s in sections.items() if h.startswith("Overall ranking"))
+    assert "<div class='beside'>" in overall and figures_in(overall) == ["ranks.png", "profile.png"]
+    assert overall.index("<table>") < overall.index("alt='ranks.png'")
+    for p in golden.problems:
+        section = next(s for h, s in sections.items() if h.startswith(f"{p.name}:"))
+        assert figures_in(section) == [plots.results_png(p.name)] and "<div class='beside'>" in section
+    assert figures_in(sections["Figures"]) == ["sensitivity.png", "curves.png", "loss.png"]
+    assert sum(len(figures_in(s)) for s in sections.values()) == len(names)  # each once
+
+
+def _twins_study():
+    """Two problems: on the first sgd, lbsgd, ccsgd and test are identical; on the second lbsgd and test differ
+    from sgd and ccsgd but not from each other (the main job's recommender: lazy and dense updates round
+    differently)."""
+    names = ("sgd", "lbsgd", "ccsgd", "test", "adam")
+    probs = [problem("digits_mlp"), problem("logreg")]
+    recs = synthetic_records(names, [PROBLEMS[0], PROBLEMS[-1]])
+    recs = [
+        dataclasses.replace(r, val=r.val * 1.001, test=r.test * 1.001, train_loss=r.train_loss * 1.001)
+        if r.problem == "logreg" and r.contender in ("lbsgd", "test")
+        else r
+        for r in recs
+    ]
+    return _assembled(recs, probs)
+
+
+def test_contenders_identical_on_every_problem_are_one_row_whichever_the_tables_name_first():
+    """Issue 53, item 8: the main job's overall table listed lbsgd and test as two rows with the same numbers:
+    they are one entry in every problem's table, but under sgd on some problems and under lbsgd on the
+    recommender, and the identity over problems looked only for the first problem's representatives."""
+    from mxopt_jax.compare.analysis import common_identity
+    from mxopt_jax.compare.report import render
+
+    study = _twins_study()
+    assert study.identical_map("digits_mlp") == {"sgd": ["lbsgd", "ccsgd", "test"]}
+    assert study.identical_map("logreg") == {"sgd": ["ccsgd"], "lbsgd": ["test"]}
+    assert study.identical_everywhere() == {"sgd": ["ccsgd"], "lbsgd": ["test"]}
+    overall = render.format_study(study).split("== Overall: ")[1].split("\n\n")[0]
+    rows = [line.split("  ")[0] for line in overall.splitlines()[3:] if line and line[0].isalpha()]
+    assert "lbsgd (= test)" in rows and "sgd (= ccsgd)" in rows and "test" not in rows
+    # the rule, on the main job's maps (problem by problem) and on maps that name other representatives
+    mj = [{"sgd": ["lbsgd", "ccsgd", "test"]}] * 4 + [{"sgd": ["ccsgd"], "lbsgd": ["test"]}]
+    assert common_identity(mj) == {"sgd": ["ccsgd"], "lbsgd": ["test"]}
+    assert common_identity([{"a": ["b", "c"]}, {"b": ["c"]}]) == {"b": ["c"]}
+    assert common_identity([{"a": ["b"]}, {}]) == {} and common_identity([]) == {}
+    assert common_identity([{"a": ["b", "c"]}], names=["a", "c"]) == {"a": ["c"]}
+
+
+def test_the_omitted_interval_sentence_points_nowhere_it_cannot():
+    """Issue 53, item 8: "below, its 95 % interval covers ..." stood under the overall table with nothing below
+    it (it meant: below 9 problems): the sentence now says with how many problems."""
+    for n in (1, 2, 5, 8):
+        text = P.ranking_omitted(n)
+        assert "below" not in text and "with 2 problems" in text and "with 5 to 8" in text
+        assert text.startswith(f"The interval and P(best) are omitted: {n} problem(s) cannot support")
+
+
+def test_a_problem_with_embedding_tables_says_under_its_tables_who_ran_lazy_updates():
+    """Issue 53, item 8: on the recommender adam runs lazy_update=True and optax.adam does not, which the report
+    said only in the protocol, 800 lines later: under each table of a problem with embedding tables, right under
+    its rows, it says which contenders ran lazy updates there and which pairs are different updates there."""
+    from mxopt_jax.compare.direction import Direction
+    from mxopt_jax.compare.report import render
+
+    probs = [problem("movielens_mf"), problem("logreg")]
+    probs = [SimpleNamespace(**vars(p), direction=Direction("lower")) for p in probs]
+    probs[0].tables = ("users", "items")
+    recs = synthetic_records(("adam", "optax.adam", "nag"), [PROBLEMS[3], PROBLEMS[-1]])
+    study = _assembled(recs, probs)
+    text = render.format_study(study)
+    note = (
+        "Embedding tables (users, items): adam ran with lazy_update=True here (each step updates only the table "
+        "rows the mini-batch reads"
+    )
+    for mode in ("tuned", "one-shot"):
+        part = text.split(f"== movielens_mf: matrix factorization (row-sparse) [{mode}")[1].split("\n== ")[0]
+        flat = " ".join(part.split())
+        assert note in flat and "optax.adam take dense gradients and update every row" in flat
+        assert "adam and optax.adam are different updates on this problem." in flat
+        assert flat.index(note) < flat.index("claims") if "claims" in flat else True
+        assert flat.index("This table:") < flat.index(note)
+    logreg = text.split("== logreg:")[1]
+    assert "Embedding tables" not in logreg.split("\n== ")[0]
+    assert tables.sparse_note(probs[1], study.contenders) == ""
+    page = render.study_html(study, images={})
+    tables_part = page.split("<details")[0]  # the page's tables, before the folded protocol and text report
+    assert tables_part.count("Embedding tables (users, items)") == 2  # under both of its tables

@@ -19,15 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiny_problems import mlp_problem as _mlp_problem
+from traces import counting
 
 import mxopt_jax
-from mxopt_jax.compare import PRESETS, PROBLEMS, compare_studies, engine, search, study
+from mxopt_jax.compare import PRESETS, PROBLEMS, engine, result, search, study
 from mxopt_jax.compare import contenders as C
 from mxopt_jax.compare.analysis import analyse
+from mxopt_jax.compare.analysis.agreement import kendall_tau
 from mxopt_jax.compare.cli import build_parser, main
-from mxopt_jax.compare.protocol import Selection
-from mxopt_jax.compare.report.agreement import kendall_tau
-from mxopt_jax.compare.serialize import write_json
 from mxopt_jax.compare.space import Hyperparameter, kind
 from mxopt_jax.compare.study import _preset_target
 
@@ -306,9 +305,9 @@ def test_every_contender_takes_its_whole_search_space_traced(sparse):
 
 
 def test_trials_are_inputs_of_one_compiled_program():
-    """Two different draws run through the same compiled program: nothing recompiles (an ahead-of-time
-    compiled program cannot), and the values reach the optimizer (the runs made alone are equal to the
-    vmapped ones: ``test_study.py``)."""
+    """Two different draws run through the same compiled program: nothing is traced or compiled again (JAX's
+    own counts, through jax.monitoring; the first call's host-side key helpers aside), and the values reach the
+    optimizer (the runs made alone are equal to the vmapped ones: ``test_study.py``)."""
     prob = _mlp_problem(steps=10)
     adam = C.mxopt_contender("adam")
     names = search.tuned([adam], "random")
@@ -316,7 +315,11 @@ def test_trials_are_inputs_of_one_compiled_program():
     compiled = group.compiled
     a = search.configurations(adam, PRESETS["quick"], "random", 2, seed=0)
     b = search.configurations(adam, PRESETS["quick"], "random", 2, seed=1)
-    ra, rb = group.run(0, a, [0, 1]), group.run(0, b, [0, 1])
+    ra = group.run(0, a, [0, 1])
+    with counting() as n:
+        rb = group.run(0, b, [0, 1])
+        group.run(0, b, [5, 6, 7])  # other seeds, and more runs than one call holds
+    assert n.traces == 0 and n.compiles == 0, n
     assert group.compiled is compiled
     assert not np.array_equal(ra.val[1], rb.val[1])
     assert set(rb.hparams) == {"beta1", "beta2", "epsilon", "wd"}
@@ -365,10 +368,16 @@ def test_random_study_reports_every_chosen_hyperparameter(random_study, tmp_path
     assert (r.search, r.trials, r.schedule) == ("random", 3, "constant")
     sel = r.tuned["tiny"]["adam"]
     assert set(sel.config) == {"learning_rate", "beta1", "beta2", "epsilon", "wd"} and len(sel.lrs) == 3
-    conf = r.records["tiny"]["adam"]["confirmation"]
-    assert conf.config(0) == sel.config  # the confirmation runs the chosen configuration, every value of it
-    default = r.records["tiny"]["adam"]["default"]
-    assert default.config(0) == C.mxopt_contender("adam").defaults
+    roles = r.records["tiny"]["adam"]
+    assert set(roles) == {
+        "selection",
+        "report",
+    }  # the default configuration is the first trial: not run twice
+    adam = C.mxopt_contender("adam")
+    conf = result.shown(roles, "tuned", adam, sel)
+    assert conf.config(0) == sel.config  # the report runs of the chosen configuration, every value of it
+    default = result.shown(roles, "one-shot", adam, sel)
+    assert default.config(0) == adam.defaults and roles["report"].config(0) == adam.defaults
     assert set(r.tuned["tiny"]["adam b1"].config) == {"learning_rate", "b1"}
     assert len(r.programs) == 1
     text = r.report()
@@ -389,7 +398,7 @@ def test_identical_contenders_under_two_names_are_one_entry(random_study):
     tables fold them (before, each name drew its own trials: the twins ranked apart)."""
     r = random_study
     a, b = r.records["tiny"]["adam"], r.records["tiny"]["adam twin"]
-    for role in ("selection", "confirmation", "default"):
+    for role in ("selection", "report"):
         np.testing.assert_array_equal(a[role].lrs, b[role].lrs)
         assert all(np.array_equal(a[role].hparams[k], b[role].hparams[k]) for k in a[role].hparams)
         np.testing.assert_array_equal(a[role].val, b[role].val)
@@ -526,54 +535,28 @@ def test_kendall_tau_b_is_the_definition_with_ties_and_diverged(pairs):
         assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
 
 
-def _saved(path, preset, means):
-    sels = []
-    for problem, per in means.items():
-        for name, m in per.items():
-            sels.append(
-                Selection(
-                    contender=name, problem=problem, mode="tuned", lrs=np.array([1e-3]), index=0, lr=1e-3,
-                    scores=np.array([m]), val_final=np.array([m]), val_mean=m, val_ci=0.0, test=np.array([m]),
-                    test_mean=m, test_ci=0.0, best_val=np.array([m]), best_val_mean=m,
-                    steps_to_target=np.array([10.0]), time_to_target=10.0, reached=1, ms_per_step=1.0,
-                    on_edge=None, diverged=0, diverged_chosen=0, seeds=1, steps=10,
-                )
-            )  # fmt: skip
-    path.mkdir()
-    write_json(path / "study.json", {"selections": sels, "preset": preset})
-    return path
+def test_agreement_kendall_and_top3_with_contenders_in_one_only():
+    """The analysis of ``mxopt-jax agree`` (:mod:`mxopt_jax.compare.analysis.agreement`) on tuned means: tau-b,
+    its p-value, the top-3 overlap, contenders and problems in one study only (the command itself, on saved
+    folders: tests/app/test_shared_folders.py)."""
+    from mxopt_jax.compare.analysis.agreement import agree, mean_tau, smallest_p
 
-
-def test_compare_studies_kendall_and_top3_with_contenders_in_one_only(tmp_path, capsys):
-    a = _saved(
-        tmp_path / "quick",
-        "quick",
-        {
-            "w1": {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "x": 0.5},
-            "w2": {"a": 1.0, "b": 2.0},
-            "wa": {"a": 1.0},
-        },
-    )
-    b = _saved(
-        tmp_path / "full",
-        "full",
-        {"w1": {"a": 1.0, "b": 3.0, "c": 2.0, "d": math.inf, "y": 0.1}, "w2": {"a": 2.0, "b": 1.0}},
-    )
-    agr = compare_studies(a, b)
-    w1, w2 = agr.problems
+    a = {
+        "w1": {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0, "x": 0.5},
+        "w2": {"a": 1.0, "b": 2.0},
+        "wa": {"a": 1.0},
+    }
+    b = {"w1": {"a": 1.0, "b": 3.0, "c": 2.0, "d": math.inf, "y": 0.1}, "w2": {"a": 2.0, "b": 1.0}}
+    w1, w2 = agree(a, b)
     assert w1.common == ["a", "b", "c", "d"] and w1.only_a == ["x"] and w1.only_b == ["y"]
     assert w1.tau == pytest.approx(4 / 6) and w1.top_a == ["a", "b", "c"] and w1.top_b == ["a", "c", "b"]
-    assert w1.overlap == 3 and w2.tau == -1.0 and agr.only_a == ["wa"] and agr.only_b == []
-    assert agr.mean_tau == pytest.approx((4 / 6 - 1) / 2)
-    assert main(["agree", str(a), str(b / "study.json")]) == 0
-    out = capsys.readouterr().out
-    assert "Kendall" in out and "+0.67" in out and "only in A: x; only in B: y" in out
-    assert main(["agree", str(a), str(tmp_path / "nothing")]) == 2
-    assert "no study.json" in capsys.readouterr().err
-    # the old spelling still works, with a notice
-    assert main(["compare", "--compare-presets", str(a), str(b / "study.json")]) == 0
-    captured = capsys.readouterr()
-    assert "+0.67" in captured.out and "deprecated; it is now mxopt-jax agree DIR_A DIR_B" in captured.err
+    assert w1.overlap == 3 and w2.tau == -1.0
+    assert mean_tau([w1, w2]) == pytest.approx((4 / 6 - 1) / 2)
+    # what tau can show: 4 contenders have 24 orders, and even the same order has p = 2/24
+    assert w1.orders == 24 and w1.smallest_p == pytest.approx(2 / 24) and w1.p == pytest.approx(1 / 3)
+    assert smallest_p(5) == pytest.approx(2 / 120) and math.isnan(smallest_p(1))
+    with pytest.raises(ValueError, match="k must be an int >= 1"):
+        agree(a, b, k=0)
 
 
 def test_the_tables_mark_each_flagged_hyperparameter(random_study):

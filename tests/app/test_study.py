@@ -25,7 +25,7 @@ from tiny_problems import sparse_problem as _sparse_problem
 
 import mxopt_jax
 from mxopt_jax.compare import contenders as C
-from mxopt_jax.compare import engine, protocol
+from mxopt_jax.compare import engine, protocol, result
 from mxopt_jax.compare.problems.base import Problem, Splits
 from mxopt_jax.compare.result import identical_groups
 from mxopt_jax.compare.study import study
@@ -284,12 +284,23 @@ def test_edge_of_grid_extends_then_flags(small_study):
 
 
 def test_reported_results_come_from_fresh_seeds(small_study):
+    """Every configuration tried runs on the selection seeds and on the fresh report seeds; the tables report the
+    chosen one's report runs, and every configuration's final test value is what the claims compare against."""
+    by = {c.name: c for c in small_study.contenders}
     for name, sel in small_study.tuned["tiny"].items():
         recs = small_study.records["tiny"][name]
         assert sel.report_seeds.tolist() == [1000, 1001, 1002] and recs["selection"].seeds.tolist() == [0, 1]
-        conf = recs["confirmation"]
+        report = recs["report"]
+        assert (
+            report.seeds.tolist() == [1000, 1001, 1002]
+            and report.lrs.tolist() == recs["selection"].lrs.tolist()
+        )
+        assert not np.isfinite(recs["selection"].test).any()  # selection never evaluates the test split
+        conf = result.shown(recs, "tuned", by[name], sel)
         assert conf.lrs.tolist() == [sel.lr] and conf.role == "confirmation"
         np.testing.assert_array_equal(sel.test, conf.test[0, :, -1])
+        np.testing.assert_array_equal(sel.report_grid[sel.index], sel.test)
+        assert sel.report_grid.shape == (len(report.lrs), 3)
     assert "3 seeds (1000-1002), disjoint from the selection seeds" in small_study.protocol.replace(
         "\n  ", " "
     )
@@ -342,7 +353,7 @@ def test_study_writes_csv_json_and_report(small_study, tmp_path):
     assert len(rows) == 1 + n_runs
     assert rows[0].startswith("problem,contender,study,role,")
     roles = {line.split(",")[3] for line in rows[1:]}
-    assert roles == {"selection", "confirmation", "default"}
+    assert roles == {"selection", "report"}  # every run once: the tables' runs are rows of the report runs
 
 
 def test_bad_arguments(tiny):
@@ -491,4 +502,8 @@ def test_independent_studies_run_through_the_same_programs(monkeypatch):
     rec = again.records["tiny"]["sgd"]["selection"]
     assert rec.study == 1 and rec.seeds.tolist() == [100, 101]
     text = two.report()
-    assert text.startswith("== Across 2 independent studies") and "== tiny [tuned] across 2" in text
+    # the verdict first, then the tables across the studies
+    assert text.startswith("== Verdict") and text.index("== Across 2 independent studies") < text.index(
+        "== Overall"
+    )
+    assert "== tiny [tuned] across 2" in text

@@ -201,6 +201,91 @@ def test_bad_multipliers_fail_at_init(name, case, kw, exc, msg):
         tx.init(params)
 
 
+# =========================================================================== optax.inject_hyperparams
+INJECT_BAD = [
+    ("lr_mult", dict(lr_mult=lambda path, leaf: 0.5), "lr_mult"),
+    ("wd_mult", dict(wd_mult=lambda path, leaf: 0.0 if path.endswith("bias") else 1.0), "wd_mult"),
+    ("lr_scheduler", dict(learning_rate=None, lr_scheduler=mxopt_jax.lr_scheduler.FactorScheduler(step=10)), "lr_scheduler"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "kw", "arg"), INJECT_BAD, ids=[c[0] for c in INJECT_BAD])
+@pytest.mark.parametrize("name", NAMES)
+def test_inject_hyperparams_without_static_args_names_them(name, case, kw, arg):
+    """optax.inject_hyperparams calls every callable argument as a schedule of the step count unless it is in
+    `static_args`: an lr_mult / wd_mult callable (path, leaf) fails with mxopt_jax's message naming the
+    argument and static_args, as an lr_scheduler's does, not with its own missing argument; with static_args
+    the same arguments work."""
+    params = params_for(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(TypeError, match=rf"mxopt_jax\.\w+: `{arg}` .*static_args=\('{arg}',\)"):
+            optax.inject_hyperparams(mxopt_jax.OPTIMIZERS[name])(**kw).init(params)
+        static = (arg, "seed") if name == "sgld" else (arg,)
+        optax.inject_hyperparams(mxopt_jax.OPTIMIZERS[name], static_args=static)(**kw).init(params)
+
+
+def test_a_negative_learning_rate_is_refused_wherever_it_is_concrete():
+    """inject_hyperparams: a negative rate is refused when the transform is made (init) and on every update
+    outside jit (the constructor's check runs on the concrete value); inside a jitted step the value is traced
+    and cannot be checked: it is used as given, as the docs say (docs/interop.md, the inject_hyperparams row)."""
+    params = {"w": jnp.ones(3)}
+    g = {"w": jnp.ones(3)}
+    refused = r"mxopt_jax.sgd: `learning_rate` must be in \[0.0, inf\], got -1.0"
+    with pytest.raises(ValueError, match=refused):
+        optax.inject_hyperparams(mxopt_jax.sgd)(learning_rate=-1.0).init(params)
+    tx = optax.inject_hyperparams(mxopt_jax.sgd)(learning_rate=0.1)
+    state = tx.init(params)
+    state.hyperparams["learning_rate"] = jnp.asarray(-1.0, jnp.float32)
+    with pytest.raises(ValueError, match=refused):
+        tx.update(g, state, params)
+    u, _ = jax.jit(tx.update)(g, state, params)  # traced: not checkable; the step ascends
+    np.testing.assert_allclose(u["w"], 1.0)
+
+
+def test_facade_refuses_a_negative_rate_however_it_is_set():
+    """The facade's numbers are on the host: its setters check them at once, and every update checks the
+    learning rate and weight decay of each index (an attribute written directly, a scheduler's output, a
+    param_dict multiplier) before anything runs, leaving the counts, weights and states as they were."""
+    opt = mxopt_jax.create("sgd", learning_rate=0.1, momentum=0.9)
+    with pytest.raises(
+        ValueError, match=r"SGD.set_learning_rate: `lr` must be in \[0.0, inf\], got -1.0 \(MXNet"
+    ):
+        opt.set_learning_rate(-1.0)
+    with pytest.raises(
+        ValueError, match=r"SGD.set_lr_mult: `lr_mult\[0\]` must be in \[0.0, inf\], got -2.0"
+    ):
+        opt.set_lr_mult({0: -2.0})
+    with pytest.raises(ValueError, match=r"SGD.set_wd_mult: `wd_mult\['fc_weight'\]` must be in .*got NaN"):
+        opt.set_wd_mult({"fc_weight": NAN})
+    with pytest.raises(TypeError, match=r"SGD.set_lr_mult: expected a dict of index or name -> multiplier"):
+        opt.set_lr_mult([2.0])
+    assert opt.lr == 0.1 and opt.lr_mult == {} and opt.wd_mult == {}
+
+    class Mult:
+        lr_mult, wd_mult = -1.0, 1.0
+
+    cases = [
+        ("lr", -0.5, r"the learning rate \(the rate times its lr_mult\) of index 0 is -0.5; it must be in \[0.0, inf\]"),
+        ("wd", -1e-4, r"the weight decay \(wd times its wd_mult\) of index 0 is -0.0001"),
+        ("lr", NAN, r"the learning rate .* of index 0 is nan"),
+        ("lr_scheduler", lambda n: 0.1 if n <= 1 else -0.25, r"the learning rate .* of index 0 is -0.25"),
+        ("param_dict", {0: Mult()}, r"the learning rate .* of index 0 is -0.1"),
+    ]  # fmt: skip
+    for fused in (True, False):
+        for attr, value, msg in cases:
+            opt = mxopt_jax.create("sgd", learning_rate=0.1, momentum=0.9, use_fused_step=fused)
+            upd = mxopt_jax.get_updater(opt)
+            w = upd(0, jnp.ones(3), jnp.ones(3))
+            setattr(opt, attr, value)
+            states, count = jax.tree.map(np.asarray, dict(upd.states)), opt.num_update
+            with pytest.raises(ValueError, match=rf"SGD: {msg}.*MXNet does not check this value"):
+                upd(0, jnp.ones(3), w)
+            assert opt.num_update == count and opt.index_update_counts == {0: count}
+            chex_equal = jax.tree.map(np.array_equal, dict(upd.states), states)
+            assert all(jax.tree.leaves(chex_equal))
+
+
 # =========================================================================== parameters / update call
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize(
@@ -396,9 +481,13 @@ def test_facade_create_rejects_bad_arguments(name, case, kw, exc, msg):
         (None, TypeError, r"`name` must be an optimizer name \(str\).*got NoneType None"),
         (b"adam", TypeError, r"`name` must be an optimizer name \(str\)"),
         (mxopt_jax.adam, TypeError, r"`name` must be an optimizer name \(str\)"),
-        ("adamz", ValueError, r"Cannot find optimizer adamz; registered optimizers: adabelief, .*test"),
+        (
+            "adamz",
+            ValueError,
+            r"Cannot find optimizer adamz \(did you mean 'adam'\?\); registered optimizers: adabelief, .*test",
+        ),
         ("", ValueError, r"Cannot find optimizer ; registered optimizers"),
-        ("adam ", ValueError, r"Cannot find optimizer adam ; registered"),
+        ("adam ", ValueError, r"Cannot find optimizer adam  \(did you mean 'adam'\?\); registered"),
     ],
     ids=["int", "none", "bytes", "function", "unknown", "empty", "trailing-space"],
 )

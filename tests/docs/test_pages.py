@@ -71,3 +71,51 @@ def test_the_readme_says_how_optimizers_names_map_to_constructors():
         assert getattr(mxopt_jax, documented) is ctor, (name, documented, ctor.__name__)
         assert (documented == name) == (ctor.__name__ == name), name
     assert exceptions == {"groupadagrad": "group_adagrad"}
+
+
+def _expanded(extra: str) -> set[str]:
+    """The distributions an extra installs, its references to the project's own extras (``mxopt_jax[study]``)
+    expanded, names lower case."""
+    out: set[str] = set()
+    for req in EXTRAS[extra]:
+        name = re.split(r"[<>=!~ ;\[]", req, maxsplit=1)[0].lower().replace("_", "-")
+        if name == "mxopt-jax":
+            for inner in re.findall(r"\[([\w,\s-]+)\]", req)[0].split(","):
+                out |= _expanded(inner.strip())
+        else:
+            out.add(name)
+    return out
+
+
+def test_the_notebooks_extra_installs_what_runs_the_notebooks():
+    """Issue 53, item 9: re-running the notebooks needed an executor that no extra installed: the `notebooks`
+    extra has the command's executor and kernel and every package the notebooks import, and notebooks/README.md's
+    command installs that extra."""
+    import ast
+    import sys
+
+    import nbformat
+
+    distribution = {"sklearn": "scikit-learn", "IPython": "ipython", "PIL": "pillow"}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = {re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower() for r in project["dependencies"]}
+    have = _expanded("notebooks") | runtime
+    imported: set[str] = set()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            code = "\n".join(ln for ln in cell.source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+            for node in ast.walk(ast.parse(code)):
+                if isinstance(node, ast.Import):
+                    imported |= {a.name.split(".")[0] for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    imported.add(str(node.module).split(".")[0])
+    needed = {distribution.get(m, m).lower() for m in imported if m not in sys.stdlib_module_names}
+    needed -= {"mxopt-jax", "mxopt_jax"}
+    assert {"flax", "scikit-learn", "ipython", "matplotlib"} <= needed
+    assert needed <= have, needed - have
+    assert {"nbformat", "nbclient", "ipykernel", "pandas", "tqdm"} <= have
+    text = " ".join((ROOT / "notebooks" / "README.md").read_text().split())
+    rerun = text.split("To re-run a notebook", 1)[1]
+    assert "pip install -q -e '.[notebooks]'" in rerun and "the `notebooks` extra" in rerun

@@ -119,6 +119,33 @@ def test_readme_study_block_calls_the_api_as_it_is(monkeypatch):
     assert seen == [["adam", "ftml", "optax.adam", "optax.lion"]]
 
 
+def test_the_readme_study_can_show_a_difference(monkeypatch):
+    """Issue 53, item 9: the block reported four contenders on 3 seeds, where no pair of a table can be shown to
+    differ (6 pairs under Holm need 8 report seeds; its own report said so): it reports on enough seeds for its
+    table's pairs to be separable."""
+    from mxopt_jax import compare
+    from mxopt_jax.compare import stats
+    from mxopt_jax.compare.contenders import resolve
+    from mxopt_jax.compare.plan import SETTINGS, Plan
+
+    seen: list = []
+
+    def checked(problems, contenders=None, plan=None, **kwargs):
+        settings = {k: v for k, v in kwargs.items() if k in SETTINGS}
+        seen.append((len(resolve(contenders)), plan if isinstance(plan, Plan) else Plan.make(**settings)))
+        raise _Checked
+
+    monkeypatch.setattr(compare, "study", checked)
+    with pytest.raises(_Checked):
+        exec(compile(_block("compare.study("), "README.md (study block)", "exec"), {})
+    ((contenders, plan),) = seen
+    pairs = contenders * (contenders - 1) // 2
+    assert len(plan.confirm_seeds) >= stats.min_seeds(pairs), (
+        len(plan.confirm_seeds),
+        stats.min_seeds(pairs),
+    )
+
+
 @pytest.mark.slow
 def test_readme_study_block_runs_on_a_tiny_problem():
     """The whole block (a study, its report, its frames), on the tests' tiny problem instead of logreg."""

@@ -372,7 +372,7 @@ def test_transform_mapped_over_indices_is_a_clear_error():
     w, g = _table_and_grad()
     tx = optax.chain(optax.scale(0.5), mxopt_jax.adam(lazy_update=True))
     state = tx.init({"t": w})
-    with pytest.raises(TypeError, match="mapped over its indices"):
+    with pytest.raises(TypeError, match="float32 row indices: an optax transform mapped over them"):
         tx.update({"t": g}, state, {"t": w})
 
 

@@ -228,21 +228,63 @@ def _run(tx, grads, n=1, params=None):
 
 def test_optax_clip_by_global_norm_fails_loudly_on_the_integer_indices():
     """Regression: it must never run silently (it would count the row indices in the norm). The int32 indices
-    of the RowSparse make optax's select fail; the counterpart in mxopt_jax.sparse is the remedy."""
-    tx = optax.chain(optax.clip_by_global_norm(1.0), mxopt_jax.adam(lazy_update=True))
-    with pytest.raises(TypeError, match=r"int32"):
+    of the RowSparse make optax's select fail, inside optax, where no mxopt_jax code runs: JAX's own words,
+    as docs/sparse.md quotes them; the counterpart in mxopt_jax.sparse is the remedy."""
+    for tx in (
+        optax.chain(optax.clip_by_global_norm(1.0), mxopt_jax.adam(lazy_update=True)),
+        optax.chain(mxopt_jax.adam(lazy_update=True), optax.clip_by_global_norm(1.0)),
+    ):
+        with pytest.raises(TypeError, match=r"lax.select requires arguments to have the same dtypes.*int32"):
+            _run(tx, G)
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [optax.adam(0.1), optax.trace(0.9), optax.add_decayed_weights(1e-4)],
+    ids=["optax.adam", "optax.trace", "optax.add_decayed_weights"],
+)
+def test_optax_transforms_with_dense_state_fail_on_the_tree_structure(foreign):
+    """What docs/sparse.md says of optax's transforms whose state (or the parameters) is dense: JAX's
+    tree-structure ValueError (its words differ by JAX version), inside optax."""
+    tx = optax.chain(foreign, mxopt_jax.sgd(learning_rate=0.1, lazy_update=True))
+    with pytest.raises(ValueError, match=r"pytree structure error|Custom node type mismatch"):
         _run(tx, G)
+
+
+def _mapped(where):
+    """The error for a RowSparse whose indices an optax transform turned into floats, raised at ``where``."""
+    return (
+        rf"{where}.* has float32 row indices: an optax transform mapped over them.*"
+        r"mxopt_jax.sparse.clip_by_global_norm for optax.clip_by_global_norm, mxopt_jax.sparse.MultiSteps for "
+        r"optax.MultiSteps, mxopt_jax's optimizers \(lazy_update=True for a lazy update\) for optax's"
+    )
 
 
 def test_element_wise_optax_transform_with_a_float_factor_names_the_counterparts():
+    """Every place mxopt_jax reads a RowSparse that an optax transform turned into floats says so and names
+    the row-sparse-aware counterparts: the lazy update, the sparse clip and MultiSteps, apply_updates,
+    todense."""
     for foreign in (optax.scale(0.5), optax.clip(0.5)):
         tx = optax.chain(foreign, mxopt_jax.adam(lazy_update=True))
-        with pytest.raises(TypeError, match=r"indices.*mxopt_jax.sparse.clip_by_global_norm"):
+        with pytest.raises(TypeError, match=_mapped(r"mxopt_jax.adam: the RowSparse gradient for 't'")):
             _run(tx, G)
-    # after the lazy update: optax.apply_updates refuses the float indices
-    tx = optax.chain(mxopt_jax.adam(lazy_update=True), optax.scale(-1.0))
-    with pytest.raises(TypeError, match=r"RowSparse indices have dtype float32"):
+    tx = optax.chain(optax.scale(0.5), sp.clip_by_global_norm(1.0), mxopt_jax.adam(lazy_update=True))
+    with pytest.raises(
+        TypeError, match=_mapped("mxopt_jax.sparse.clip_by_global_norm: a RowSparse gradient")
+    ):
         _run(tx, G)
+    tx = optax.chain(optax.scale(0.5), sp.MultiSteps(mxopt_jax.adam(lazy_update=True), 2, tables="t"))
+    with pytest.raises(
+        TypeError, match=_mapped("mxopt_jax.sparse.MultiSteps: the RowSparse gradient at 't'")
+    ):
+        _run(tx, G)
+    # after the lazy update, or an optax optimizer on the gradient: optax.apply_updates refuses the float indices
+    for tx in (optax.chain(mxopt_jax.adam(lazy_update=True), optax.scale(-1.0)), optax.sgd(0.1)):
+        with pytest.raises(TypeError, match=_mapped(r"optax.apply_updates \(dense \+ RowSparse\)")):
+            _run(tx, G)
+    floated = jax.tree.map(lambda x: x * 0.5, G)
+    with pytest.raises(TypeError, match=_mapped(r"RowSparse.todense\(\)")):
+        floated.todense()
 
 
 def test_sparse_clip_by_global_norm_equals_optax_on_the_dense_gradient():

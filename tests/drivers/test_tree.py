@@ -375,6 +375,33 @@ def test_learning_rate_schedule_uses_optax_count():
     np.testing.assert_allclose(seen, [0.1, 0.2, 0.3], rtol=1e-6)
 
 
+def test_schedules_change_the_rate_inside_one_program():
+    """A schedule as ``learning_rate``, MXNet's ``lr_scheduler`` and a schedule as another float
+    hyperparameter are evaluated inside the step from the update count: the step changes every update, and the
+    jitted step is traced once."""
+    params, g = {"w": jnp.ones((3,))}, {"w": jnp.ones((3,))}
+    sched = mxopt_jax.lr_scheduler.FactorScheduler(step=1, factor=0.5, base_lr=0.1)
+    for tx in (
+        mxopt_jax.sgd(learning_rate=lambda count: 0.1 / (count + 1.0)),
+        mxopt_jax.sgd(learning_rate=None, lr_scheduler=sched),
+        mxopt_jax.sgd(learning_rate=0.1, momentum=optax.linear_schedule(0.0, 0.9, 3)),
+    ):
+        traces = []
+
+        @jax.jit
+        def step(p, s, tx=tx, traces=traces):
+            traces.append(1)  # a Python side effect: once per trace
+            u, s = tx.update(g, s, p)
+            return optax.apply_updates(p, u), s
+
+        p, s, seen = params, tx.init(params), [params["w"]]
+        for _ in range(4):
+            p, s = step(p, s)
+            seen.append(p["w"])
+        steps = np.diff([float(w[0]) for w in seen])
+        assert len(traces) == 1 and len(set(np.round(steps, 6))) == 4, steps
+
+
 def test_array_hyperparameters_do_not_recompile():
     params = {"w": jnp.ones((3,))}
     traces = []

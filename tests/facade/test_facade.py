@@ -20,6 +20,7 @@ import optax
 import pytest
 from golden import GOLDEN, TOL, config, expected, inputs, load
 from sampling import default_run, share
+from traces import counting
 
 import mxopt_jax
 from mxopt_jax import facade
@@ -485,6 +486,29 @@ def test_create_is_case_insensitive_and_unknown_lists_names():
         create("NoSuch")
 
 
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("adma", "'adam'"), ("adamm", "'adam'"), ("nadm", "'nadam'"), ("Sdg", "'sgd'"), ("ftlm", "'ftml'")],
+)
+def test_create_suggests_the_closest_name(typo, meant):
+    """A misspelt name gets the registered name it most likely meant (a swap of two letters is one edit:
+    'adma' is 'adam', not 'adamax'), and still the list of every name."""
+    with pytest.raises(
+        ValueError, match=rf"Cannot find optimizer {typo} \(did you mean {meant}\?\); registered"
+    ):
+        create(typo)
+
+
+def test_create_takes_the_constructors_spelling():
+    """``mxopt_jax.group_adagrad`` is registered as ``groupadagrad``; either spelling creates it, from the one
+    alias table (derived from the optimizer table)."""
+    assert mxopt_jax.ALIASES == {"group_adagrad": "groupadagrad"}
+    assert type(create("group_adagrad", learning_rate=0.1)) is facade.GroupAdaGrad
+    assert type(create("Group_AdaGrad")) is facade.GroupAdaGrad
+    for alias, name in mxopt_jax.ALIASES.items():
+        assert mxopt_jax.OPTIMIZERS[name].__name__ == alias and type(create(alias)) is type(create(name))
+
+
 def test_register_warns_on_override_and_returns_class():
     saved = dict(Optimizer.opt_registry)
     try:
@@ -617,27 +641,64 @@ def test_fp16_without_multi_precision_warns():
 def test_fused_step_never_recompiles_for_new_hyperparameter_values():
     sched = lrs.FactorScheduler(step=2, factor=0.5, base_lr=0.1)
     opt = create("adam", learning_rate=None, lr_scheduler=sched, wd=0.01)
-    from mxopt_jax._src.facade import rule_backed
-
-    fn = rule_backed._jitted(opt._rule, opt._prep.opts)
     upd = get_updater(opt)
     w = [jnp.ones((5, 3)), jnp.ones((4,))]
     g = [jnp.full((5, 3), 0.3), jnp.full((4,), -0.2)]
     w = upd([0, 1], g, w)
-    size = fn._cache_size()
-    w = upd([0, 1], g, w)  # scheduler output changes (step=2)
-    opt.set_lr_mult({0: 3.0})
-    opt.set_wd_mult({1: 0.0})
-    opt.rescale_grad = 0.25  # Gluon's Trainer mutates it every step
-    opt.wd = 0.5
-    opt.beta1 = 0.8
-    for _ in range(3):
-        w = upd([0, 1], g, w)
-    assert fn._cache_size() == size
-    opt2 = create("adam", learning_rate=0.3, beta2=0.9)  # another instance, same structure: shared program
-    upd2 = get_updater(opt2)
-    upd2([0, 1], g, w)
-    assert fn._cache_size() == size
+    with counting() as n:  # JAX's own counts (jax.monitoring)
+        w = upd([0, 1], g, w)  # scheduler output changes (step=2)
+        opt.set_lr_mult({0: 3.0})
+        opt.set_wd_mult({1: 0.0})
+        opt.rescale_grad = 0.25  # Gluon's Trainer mutates it every step
+        opt.wd = 0.5
+        opt.beta1 = 0.8
+        for _ in range(3):
+            w = upd([0, 1], g, w)
+        opt2 = create(
+            "adam", learning_rate=0.3, beta2=0.9
+        )  # another instance, same structure: shared program
+        upd2 = get_updater(opt2)
+        upd2([0, 1], g, w)
+    assert n.traces == 0 and n.compiles == 0, n
+
+
+#: Every way the facade changes a hyperparameter, as (optimizer, scale of the new value) -> None.
+_CHANGES = [
+    lambda opt, k: opt.set_learning_rate(0.05 * k),
+    lambda opt, k: setattr(opt, "lr", 0.02 * k),
+    lambda opt, k: opt.set_lr_mult({0: 3.0 * k}),
+    lambda opt, k: opt.set_wd_mult({1: 0.1 * k}),
+    lambda opt, k: setattr(opt, "wd", 0.5 * k),
+    lambda opt, k: setattr(opt, "rescale_grad", 0.25 * k),
+    lambda opt, k: setattr(opt, "beta1", 0.8 * k),
+]
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused_step", "step"])
+def test_every_way_to_change_a_hyperparameter_traces_and_compiles_nothing(fused):
+    """The facade's setters (set_learning_rate, set_lr_mult, set_wd_mult), its attributes (lr, wd,
+    rescale_grad, an optimizer's own such as beta1) and a scheduler's next rate change the numbers of the next
+    update, never its program: JAX traces and compiles nothing (its own counts, through jax.monitoring), and
+    the changes reach the updates. ``fused_step`` runs one compiled program from the first change on; the
+    eager ``step`` runs op by op, and a value that takes another branch there (``rescale_grad`` leaving 1)
+    compiles its operations once, so it is counted on a second round of new values."""
+    sched = lrs.FactorScheduler(step=1, factor=0.5, base_lr=0.1)
+    g = [jnp.full((5, 3), 0.3), jnp.full((4,), -0.2)]
+    for opt in (
+        create("adam", learning_rate=0.1, wd=0.01, use_fused_step=fused),
+        create("adam", learning_rate=None, lr_scheduler=sched, use_fused_step=fused),
+    ):
+        upd = get_updater(opt)
+        seen = [upd([0, 1], g, [jnp.ones((5, 3)), jnp.ones((4,))])]  # the first call prepares the programs
+        for r, scale in enumerate((1.0, 0.5)):
+            with counting() as n:
+                for change in _CHANGES[2 if opt.lr_scheduler is not None else 0 :]:  # a scheduler sets lr
+                    change(opt, scale)
+                    seen.append(upd([0, 1], g, seen[-1]))
+            if fused or r:
+                assert n.traces == 0 and n.compiles == 0, (n, opt.lr_scheduler, r)
+        steps = np.diff([float(x[1][0]) for x in seen])
+        assert len(set(np.round(steps, 7))) > len(steps) // 2, steps  # the changes reached the updates
 
 
 @pytest.mark.parametrize("mp", [False, True], ids=["float32", "float16-multi_precision"])
@@ -646,7 +707,6 @@ def test_restored_states_compile_the_step_once(committed, mp):
     """Restored states follow their weights as MXNet's ``sync_state_context`` does, without committing the
     states of uncommitted weights: a committed state beside an uncommitted weight made the first call's
     outputs committed, so the second call compiled the step again (every resumed run paid it twice)."""
-    from mxopt_jax._src.facade import rule_backed
 
     dtype = np.float16 if mp else np.float32
 
@@ -666,13 +726,12 @@ def test_restored_states_compile_the_step_once(committed, mp):
     # states someone placed on the device: an uncommitted weight still gets them uncommitted
     if not committed:
         upd.states = jax.tree.map(lambda x: jax.device_put(x, jax.devices()[0]), upd.states)
-    fn = rule_backed._jitted(upd.optimizer._rule, upd.optimizer._prep.opts)
     w = upd([0, 1], g, w)
     assert all(s.committed == committed for s in jax.tree.leaves(upd.states))
-    size = fn._cache_size()
-    for _ in range(2):
-        w = upd([0, 1], g, w)
-    assert fn._cache_size() == size
+    with counting() as n:  # JAX's own counts (jax.monitoring)
+        for _ in range(2):
+            w = upd([0, 1], g, w)
+    assert n.traces == 0 and n.compiles == 0, n
     assert all(x.committed == committed and x.dtype == dtype for x in w)
 
 

@@ -234,7 +234,8 @@ def test_resume_under_jit_continues_mxnet(case):
             else:
                 master = None
                 if tree[layer][leaf].dtype == jnp.float16:
-                    master = np.asarray(state.master[n])
+                    i = ckpt.index(n)  # the state is keyed by MXNet's name of index i
+                    master = np.asarray(state.master[ckpt.optimizer.idx2name.get(i, str(i))])
                 errs.append(_check_step(case, meta, data, k, n, tree[layer][leaf], master))
     assert int(state.count) == meta["cont"]
 

@@ -10,6 +10,9 @@ orbax checkpoint to keep the checkpointer's overhead to a single save/restore.
 
 from __future__ import annotations
 
+import doctest
+import pathlib
+import re
 import warnings
 
 import chex
@@ -19,7 +22,8 @@ import numpy as np
 import optax
 import orbax.checkpoint as ocp
 import pytest
-from flax import serialization
+from compat import nnx_leaves, nnx_optimizer, nnx_update
+from flax import nnx, serialization
 from interop_common import NAMES, make, params_for, run
 
 import mxopt_jax
@@ -101,6 +105,88 @@ def test_flax_serialization_rejects_a_state_of_another_optimizer():
     blob = serialization.to_bytes(make("adam").init(params))
     with pytest.raises(ValueError):
         serialization.from_bytes(make("ftml").init(params), blob)
+
+
+def _page_recipe() -> dict:
+    """docs/interop.md's flax.serialization recipe (``pure``, ``save``, ``restore``), as the page writes it."""
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "interop.md").read_text()
+    block = next(b for b in re.findall(r"^```pycon\n(.*?)^```", page, re.S | re.M) if "def restore(" in b)
+    ns: dict = {}
+    for example in doctest.DocTestParser().get_examples(block):
+        exec(compile(example.source, "docs/interop.md (flax.serialization)", "exec"), ns)
+    return ns
+
+
+class _MLP(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs) -> None:
+        self.hidden = nnx.Linear(3, 4, rngs=rngs)
+        self.out = nnx.Linear(4, 2, rngs=rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        return self.out(jax.nn.relu(self.hidden(x)))
+
+
+def test_flax_serialization_recipe_resumes_nnx_and_linen_states_bit_exactly():
+    """The page's recipe writes what ``flax.serialization`` alone cannot (an NNX-split state: ``can not
+    serialize 'State'``) and resumes bit for bit: a functional optimizer on ``nnx.split`` parameters, an
+    ``nnx.Optimizer``, linen's dict parameters; a state of another optimizer is refused. Runs on the newest flax
+    and on the floor (0.10.0, where ``nnx.to_pure_dict`` is the ``nnx.State`` method)."""
+    recipe = _page_recipe()
+    save, restore = recipe["save"], recipe["restore"]
+    x = jnp.linspace(-1.0, 1.0, 15).reshape(5, 3)
+
+    # nnx.split parameters (an nnx.State) and a functional optimizer, jitted
+    graphdef, params0 = nnx.split(_MLP(nnx.Rngs(0)), nnx.Param)
+    tx = mxopt_jax.ftml(learning_rate=0.05, wd=1e-3)
+
+    @jax.jit
+    def step(params, state):
+        grads = jax.grad(lambda p: jnp.mean(nnx.merge(graphdef, p)(x) ** 2))(params)
+        updates, state = tx.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+
+    params, state = params0, tx.init(params0)
+    for _ in range(2):
+        params, state = step(params, state)
+    with pytest.raises(TypeError, match="can not serialize 'State'"):
+        serialization.to_bytes(state)
+    p_mid, s_mid = params, state
+    for _ in range(2):
+        params, state = step(params, state)
+    p_res, s_res = restore(params0, save(p_mid)), restore(tx.init(params0), save(s_mid))
+    assert type(s_res) is type(s_mid) and jax.tree.structure(s_res) == jax.tree.structure(s_mid)
+    for _ in range(2):
+        p_res, s_res = step(p_res, s_res)
+    chex.assert_trees_all_equal((p_res, s_res), (params, state))
+    with pytest.raises(ValueError):
+        restore(mxopt_jax.adam().init(params0), save(s_mid))
+
+    # an nnx.Optimizer's state with its model's, restored into a fresh pair
+    def make_opt(seed):
+        model = _MLP(nnx.Rngs(seed))
+        return model, nnx_optimizer(model, mxopt_jax.adam(learning_rate=0.05))
+
+    def train(model, opt):
+        nnx_update(opt, model, nnx.grad(lambda m: jnp.mean(m(x) ** 2))(model))
+
+    model, opt = make_opt(0)
+    for _ in range(2):
+        train(model, opt)
+    blob = save((nnx.state(model), nnx.state(opt)))
+    other, fresh = make_opt(1)
+    m, o = restore((nnx.state(other), nnx.state(fresh)), blob)
+    nnx.update(other, m)
+    nnx.update(fresh, o)
+    for pair in ((model, opt), (other, fresh)):
+        train(*pair)
+    chex.assert_trees_all_equal(nnx_leaves(nnx.state(other)), nnx_leaves(nnx.state(model)))
+    chex.assert_trees_all_equal(nnx_leaves(nnx.state(fresh)), nnx_leaves(nnx.state(opt)))
+
+    # linen-style dict parameters: the same functions
+    lparams = params_for("adam")
+    ltx = make("adam")
+    lstate = run(ltx, lparams, steps=2)[1]
+    chex.assert_trees_all_equal(restore(ltx.init(lparams), save(lstate)), lstate)
 
 
 def test_optax_wrappers_checkpoint_and_resume(tmp_path):

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from ..numerics import compute_dtype
-from ..rowsparse import RowSparse, gather_rows, scatter_rows, unique_rows
+from ..rowsparse import RowSparse, check_indices, gather_rows, scatter_rows, unique_rows
 from ..rule import Rule, Slot, StepContext, check_state, hparams, leaf_update, pre_step
 from ..validation import concrete_value, is_static_zero
 from . import dense
@@ -53,14 +53,7 @@ def update(ctx: StepContext, slot: Slot) -> tuple[Any, tuple, Any]:
     """The rule on the listed rows (lazy) or on the densified gradient (standard)."""
     rule, opts, owner, path = ctx.rule, ctx.opts, ctx.owner, slot.path
     g, w, s, master = slot.grad, slot.weight, slot.state, slot.master
-    if not jnp.issubdtype(g.indices.dtype, jnp.integer):
-        raise TypeError(
-            f"{owner}: the RowSparse gradient for {path!r} has {g.indices.dtype} indices: a transform earlier "
-            "in the chain mapped over its indices. Element-wise optax transforms (scale, clip, ...) must not "
-            "precede or follow a row-sparse update (mxopt_jax.sparse.clip_by_global_norm and "
-            "mxopt_jax.sparse.MultiSteps are the row-sparse-aware counterparts of optax's); apply lazy updates "
-            "with optax.apply_updates"
-        )
+    check_indices(g, owner, f"the RowSparse gradient for {path!r}")  # what an optax transform made of one
     ref = w if w is not None else master
     if ref is not None and tuple(ref.shape) != tuple(g.shape):
         raise ValueError(

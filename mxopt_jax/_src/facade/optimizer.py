@@ -17,9 +17,10 @@ import numpy as np
 
 from ..hyperparams import resolve_learning_rate
 from ..numerics import is_low_precision
+from ..registry import ALIASES
 from ..rule import FP16_WARNING
-from ..signature import habit_error, parameters_hint
-from ..validation import warn
+from ..signature import habit_error, parameters_hint, stricter_than_mxnet
+from ..validation import check_range, close_names, either, warn
 
 Index = int | str
 
@@ -149,13 +150,20 @@ class Optimizer:
         return self.lr
 
     def set_learning_rate(self, lr: float) -> None:
-        """Set the learning rate; raises ``UserWarning`` (as an exception, as MXNet) if a scheduler is set."""
+        """Set the learning rate; raises ``UserWarning`` (as an exception, as MXNet) if a scheduler is set.
+
+        Raises:
+          ValueError: ``lr`` is negative or NaN (MXNet takes any value; mxopt_jax refuses it here, as its
+            constructors do, and at every update whatever set it: docs/differences.md #19).
+        """
         if self.lr_scheduler is not None:
             raise UserWarning(
                 "LRScheduler of the optimizer has already been defined. Note that set_learning_rate can "
                 "mutate the value of the learning rate of the optimizer only when the LRScheduler of the "
                 "optimizer is undefined."
             )
+        with stricter_than_mxnet():
+            check_range(f"{type(self).__name__}.set_learning_rate", "lr", lr, low=0.0)
         self.lr = lr
 
     # ------------------------------------------------------------------ multipliers
@@ -169,14 +177,28 @@ class Optimizer:
         return out
 
     def set_lr_mult(self, args_lr_mult: dict) -> None:
-        """Replace the learning-rate multipliers (keys: indices or names; ``sym``'s ``__lr_mult__`` first)."""
+        """Replace the learning-rate multipliers (keys: indices or names; ``sym``'s ``__lr_mult__`` first);
+        each must be a number ``>= 0`` (``ValueError`` otherwise, as the functional ``lr_mult``)."""
+        self._check_mults("set_lr_mult", args_lr_mult)
         self.lr_mult = self._sym_mults("__lr_mult__")
         self.lr_mult.update(args_lr_mult)
 
     def set_wd_mult(self, args_wd_mult: dict) -> None:
-        """Replace the weight-decay multipliers (keys: indices or names; ``sym``'s ``__wd_mult__`` first)."""
+        """Replace the weight-decay multipliers (keys: indices or names; ``sym``'s ``__wd_mult__`` first);
+        each must be a number ``>= 0`` (``ValueError`` otherwise, as the functional ``wd_mult``)."""
+        self._check_mults("set_wd_mult", args_wd_mult)
         self.wd_mult = self._sym_mults("__wd_mult__")
         self.wd_mult.update(args_wd_mult)
+
+    def _check_mults(self, setter: str, mults: Any) -> None:
+        if not isinstance(mults, Mapping):
+            raise TypeError(
+                f"{type(self).__name__}.{setter}: expected a dict of index or name -> multiplier, got "
+                f"{type(mults).__name__}"
+            )
+        with stricter_than_mxnet():
+            for key, value in mults.items():
+                check_range(f"{type(self).__name__}.{setter}", f"{setter[4:]}[{key!r}]", value, low=0.0)
 
     def _mult(self, index: Index, table: dict, attr: str) -> float:
         if index in self.param_dict:
@@ -467,11 +489,14 @@ def register(klass: type) -> type:
 def create(name: str, *args: Any, **kwargs: Any) -> Optimizer:
     """Instantiate the optimizer registered as ``name`` (case-insensitive), e.g. ``create('adam', wd=1e-4)``.
 
+    A functional constructor's name is taken for its registry name where the two differ
+    (``create('group_adagrad')`` is ``create('groupadagrad')``: ``mxopt_jax.ALIASES``).
+
     Raises:
       TypeError: ``name`` is not a string; arguments that are not the optimizer's (the message names the
         optimizer and, for ``lr=``, ``eps=``, ``weight_decay=``, ... MXNet's keyword); positional
         arguments (MXNet's ``create`` takes keywords; parameters go to the :class:`Updater`).
-      ValueError: unknown name (the message lists the registered names).
+      ValueError: unknown name (the message suggests the closest registered names and lists them all).
 
     Examples:
       >>> import mxopt_jax
@@ -484,10 +509,13 @@ def create(name: str, *args: Any, **kwargs: Any) -> Optimizer:
             f"create: `name` must be an optimizer name (str), one of {', '.join(sorted(Optimizer.opt_registry))}; "
             f"got {type(name).__name__} {name!r}"
         )
-    klass = Optimizer.opt_registry.get(name.lower())
+    registered = Optimizer.opt_registry
+    klass = registered.get(name.lower()) or registered.get(ALIASES.get(name.lower(), ""))
     if klass is None:
+        near = close_names(name, sorted(registered))
+        hint = f" (did you mean {either(near)}?)" if near else ""
         raise ValueError(
-            f"Cannot find optimizer {name}; registered optimizers: {', '.join(sorted(Optimizer.opt_registry))}"
+            f"Cannot find optimizer {name}{hint}; registered optimizers: {', '.join(sorted(registered))}"
         )
     if args:
         raise TypeError(

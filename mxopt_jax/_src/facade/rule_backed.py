@@ -14,7 +14,7 @@ import dataclasses
 import inspect
 import secrets
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +27,7 @@ from ..numerics import is_low_precision
 from ..rowsparse import RowSparse
 from ..rule import Rule, Slot, StepContext, leaf_init
 from ..signature import _looks_like_parameters, habit_error, parameters_hint, prepare
-from ..validation import check_float_leaf, warn
+from ..validation import STRICTER_THAN_MXNET, check_float_leaf, warn
 from .optimizer import Index, Optimizer, _float_dtype, register
 
 _BASE_ONLY = ("param_idx2name", "sym", "param_dict")
@@ -144,6 +144,12 @@ def _apply(spec: CallSpec, weights: list, grads: list, states: list, packed: Any
         new_w.append((w + update).astype(w.dtype))
         new_s.append((nm, nf) if mp[i] else nf)
     return new_w, new_s
+
+
+def param_name(idx2name: dict, index: Any) -> str:
+    """The name a rule sees for parameter ``index`` (LARS's exemptions read it): ``idx2name[index]``, else
+    ``str(index)``, as MXNet names it."""
+    return str(idx2name.get(index, str(index)))
 
 
 def as_array(x: Any) -> Any:
@@ -297,10 +303,12 @@ class _RuleOptimizer(Optimizer):
             self._update_count(indices)
             lrs = self._get_lrs(indices)
         wds = self._get_wds(indices)
+        if not (all(v >= 0 for v in lrs) and all(v >= 0 for v in wds)):  # NaN fails too
+            self._refuse_rate(indices, lrs, wds)  # whatever set them: the numbers entering the step
         counts = self._index_update_count
         ts = [counts[i] for i in indices]
         idx2name = self.idx2name
-        names = tuple([str(idx2name.get(i, str(i))) for i in indices])
+        names = tuple([param_name(idx2name, i) for i in indices])
         if self.multi_precision:
             mp = tuple([bool(is_low_precision(w.dtype)) for w in weights])
         else:
@@ -330,6 +338,24 @@ class _RuleOptimizer(Optimizer):
                 calls.specs.clear()
             spec = calls.specs[skey] = CallSpec(rule, self._prep.opts, names, mp, hkeys)
         return spec, packed, keys
+
+    def _refuse_rate(self, indices: list, lrs: list, wds: list) -> NoReturn:
+        """The ``ValueError`` for the first index whose learning rate or weight decay is negative or NaN (called
+        only when one is)."""
+        index, what, value = next(
+            (i, what, v)
+            for i, lr, wd in zip(indices, lrs, wds, strict=True)
+            for what, v in (
+                ("learning rate (the rate times its lr_mult)", lr),
+                ("weight decay (wd times its wd_mult)", wd),
+            )
+            if not v >= 0
+        )
+        raise ValueError(
+            f"{type(self).__name__}: the {what} of index {index!r} is {float(value)!r}; it must be in [0.0, inf], "
+            "however it was set (set_learning_rate, the lr or wd attribute, the lr_scheduler, set_lr_mult / "
+            f"set_wd_mult, param_dict) ({STRICTER_THAN_MXNET})"
+        )
 
     def _run(self, fused: bool, indices, weights, grads, states) -> tuple[list, list]:
         indices = list(indices)

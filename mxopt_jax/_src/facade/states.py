@@ -210,11 +210,11 @@ class _PendingScheduler:
         self.name, self.attrs = name, attrs
 
 
-def _scheduler(value: Any, num_update: int) -> Any:
+def _scheduler(value: Any, num_update: int, lr: Any) -> Any:
     if not isinstance(value, _PendingScheduler):
         return value
     try:
-        return lr_scheduler.restore(value.name, value.attrs, "set_states", num_update, what="archived")
+        return lr_scheduler.restore(value.name, value.attrs, "set_states", num_update, what="archived", lr=lr)
     except ValueError as exc:
         msg = str(exc)
         raise ValueError(msg if msg.startswith("set_states") else f"set_states: {msg}") from None
@@ -511,7 +511,9 @@ def load(states: bytes, optimizer: Optimizer, max_bytes: int | None = None) -> d
                 _check_attr(opt, k, v)
         _check_against_class(opt, attrs)
         if "lr_scheduler" in attrs:
-            attrs["lr_scheduler"] = _scheduler(attrs["lr_scheduler"], attrs.get("num_update", opt.num_update))
+            attrs["lr_scheduler"] = _scheduler(
+                attrs["lr_scheduler"], attrs.get("num_update", opt.num_update), attrs.get("lr", opt.lr)
+            )
         if attrs.get("lr_scheduler", opt.lr_scheduler) is None and "lr" in attrs and attrs["lr"] is None:
             attrs["lr"] = 0.01  # as the constructor reads learning_rate=None without a scheduler
         for k, v in attrs.items():

@@ -140,6 +140,23 @@ def check_counts(a: dict, where: str) -> None:
                 )
 
 
+#: The largest magnitude a float32 holds: MXNet's kernels take every hyperparameter as a float32, in which a
+#: larger value is infinite (the first step's weights non-finite).
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_float32(name: str, v: Any, where: str) -> None:
+    """Refuse a number read from the file that float32 cannot hold (``name``: the attribute, for the message);
+    anything else (``None``, a bool, an array) passes."""
+    if not _is_num(v) or isinstance(v, (bool, np.bool_)) or abs(v) <= FLOAT32_MAX:
+        return
+    raise ValueError(
+        f"{where}: the optimizer's attribute {name} = {kind_of(v)} is past float32's largest value "
+        f"({FLOAT32_MAX:.4g}): MXNet's kernels take it as a float32, in which it is infinite, and an update "
+        "made with it is non-finite (or not the one meant): refused"
+    )
+
+
 @contextlib.contextmanager
 def file_errors(where: str) -> Iterator[None]:
     """Inside: an error raised on the file's data becomes a ``ValueError`` naming the file (the documented

@@ -76,6 +76,9 @@ class TrainerCheckpoint:
         ``-0.0`` on the frozen ones, so ``optax.apply_updates`` leaves them bit-unchanged; ``opt_state`` holds
         the file's states and count. ``tx.update(grads, opt_state, params)`` under ``jax.jit`` continues
         MXNet's run. The state is the :class:`updater`'s current one (call it before or after facade steps).
+        The transform sees each parameter under the name MXNet's optimizer (and the facade) gives index ``i``,
+        ``idx2name[i]``, else ``str(i)`` (a Trainer's files have no ``idx2name``): the name LARS's exemptions
+        read, and the key of the parameter's entries in ``opt_state``.
 
         Args:
           params: the parameter pytree (default: :attr:`params`, a dict keyed by ``.params`` name).
@@ -85,13 +88,14 @@ class TrainerCheckpoint:
 
         Raises:
           ValueError: a name without a leaf, a leaf without a name, a shape that differs, per-index update
-            counts that differ (the functional state has one count), or an optimizer with no functional form.
+            counts that differ (the functional state has one count), two parameters of one MXNet name, or an
+            optimizer with no functional form.
         """
         import jax
         import jax.numpy as jnp
         import optax
 
-        from ..facade.rule_backed import CLASSES
+        from ..facade.rule_backed import CLASSES, param_name
         from ..validation import path_name
 
         opt = self.updater.optimizer
@@ -137,6 +141,15 @@ class TrainerCheckpoint:
                 "one count: continue with the facade updater"
             )
         count = counts.pop() if counts else opt.begin_num_update
+        # the transform sees each parameter under the name the facade's rule sees (LARS's exemptions read it):
+        # idx2name's, else str(index), as MXNet names it; never the .params name
+        key = {n: param_name(opt.idx2name, idx[n]) for n in trainable}
+        if len(set(key.values())) != len(key):
+            twice = sorted({k for k in key.values() if list(key.values()).count(k) > 1})
+            raise ValueError(
+                f"to_optax: parameters share the name {twice} (idx2name, or str(index) where it names none), "
+                "which the functional state keys them by: continue with the facade updater"
+            )
         kw = {p: getattr(opt, p) for p in opt._own}
         kw.update(
             learning_rate=None if opt.lr_scheduler is not None else opt.lr,
@@ -146,8 +159,8 @@ class TrainerCheckpoint:
             clip_gradient=opt.clip_gradient,
             multi_precision=opt.multi_precision,
             begin_num_update=int(count),
-            lr_mult={n: float(opt._mult(idx[n], opt.lr_mult, "lr_mult")) for n in trainable},
-            wd_mult={n: float(opt._mult(idx[n], opt.wd_mult, "wd_mult")) for n in trainable},
+            lr_mult={key[n]: float(opt._mult(idx[n], opt.lr_mult, "lr_mult")) for n in trainable},
+            wd_mult={key[n]: float(opt._mult(idx[n], opt.wd_mult, "wd_mult")) for n in trainable},
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -158,7 +171,7 @@ class TrainerCheckpoint:
         def pick(tree: Any) -> dict:
             leaves, _ = jax.tree_util.tree_flatten_with_path(tree)
             by_path = {path_name(p): x for p, x in leaves}
-            return {n: by_path[p] for p, n in train_paths.items()}
+            return {key[n]: by_path[p] for p, n in train_paths.items()}
 
         def init_fn(params: optax.Params) -> optax.OptState:
             return inner.init(pick(params))
@@ -170,12 +183,12 @@ class TrainerCheckpoint:
             leaves, treedef = jax.tree_util.tree_flatten_with_path(updates if params is None else params)
             out = []
             for p, x in leaves:
-                key = path_name(p)
-                out.append(jnp.full_like(x, -0.0) if key in frozen_paths else new[train_paths[key]])
+                at = path_name(p)
+                out.append(jnp.full_like(x, -0.0) if at in frozen_paths else new[key[train_paths[at]]])
             return jax.tree_util.tree_unflatten(treedef, out), state
 
         tx = optax.GradientTransformation(init_fn, update_fn)
-        sub = {n: jnp.asarray(leaf_of[path_of[n]]) for n in trainable}
+        sub = {key[n]: jnp.asarray(leaf_of[path_of[n]]) for n in trainable}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             template = inner.init(sub)
@@ -185,10 +198,10 @@ class TrainerCheckpoint:
         for n in trainable:
             if idx[n] not in self.updater.states:  # fresh: the state create_state makes, as the template's
                 tm = getattr(template, "master", None)
-                masters[n] = None if tm is None else tm[n]
+                masters[n] = None if tm is None else tm[key[n]]
                 for fname in rule.fields:
                     tmpl = getattr(template, fname)
-                    fields[fname][n] = None if tmpl is None or tmpl[n] is None else tmpl[n]
+                    fields[fname][n] = None if tmpl is None or tmpl[key[n]] is None else tmpl[key[n]]
                 continue
             st = self.updater.states[idx[n]]
             mp = opt.multi_precision and jnp.dtype(self.params[n].dtype).itemsize < 4
@@ -202,12 +215,12 @@ class TrainerCheckpoint:
             if tmpl is None:
                 continue
             repl[fname] = {
-                n: (None if tmpl[n] is None else jnp.asarray(fields[fname][n], tmpl[n].dtype))
+                key[n]: (None if tmpl[key[n]] is None else jnp.asarray(fields[fname][n], tmpl[key[n]].dtype))
                 for n in trainable
             }
         if getattr(template, "master", None) is not None:
             repl["master"] = {
-                n: (None if template.master[n] is None else jnp.asarray(masters[n], jnp.float32))
+                key[n]: (None if template.master[key[n]] is None else jnp.asarray(masters[n], jnp.float32))
                 for n in trainable
             }
         if rule.uses_key:

@@ -6,8 +6,10 @@ without blocking and checked again on the open descriptor (so a path swapped for
 is refused too), and read up to its size; a file that turns out longer than its size (a pseudo-file, or one
 growing while it is read) is read on only within the budget it would have. Every read is capped: a file larger
 than ``max_bytes`` is refused from its size, before a byte is read. Files of the kernel's pseudo-filesystems
-(``/proc``, ``/sys``: ``/proc/self/mem`` is a regular file by its mode, whose size says nothing) are refused as
-not regular, and a read that fails (``EIO``) or cannot be held in memory is a ``ValueError`` naming the file.
+(anything under ``/proc`` or ``/sys``, and any mount of the types in :data:`PSEUDO_TYPES`, such as cgroup files
+under ``/sys/fs/cgroup``: ``/proc/self/mem`` is a regular file by its mode, whose size says nothing) are refused
+as not regular before they are opened, and a read that fails (``EIO``) or cannot be held in memory is a
+``ValueError`` naming the file.
 """
 
 from __future__ import annotations
@@ -40,35 +42,70 @@ def _not_regular(where: str, mode: int) -> ValueError:
 
 
 _PSEUDO = ("/proc", "/sys")
+#: The kernel's pseudo-filesystems: files whose size says nothing of their content, which read the kernel's
+#: state (or change it), never a checkpoint.
+PSEUDO_TYPES = frozenset(
+    {"proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "bpf", "configfs", "pstore",
+     "efivarfs", "fusectl", "binfmt_misc", "mqueue", "devpts", "selinuxfs", "smackfs", "hugetlbfs", "nsfs",
+     "rpc_pipefs", "autofs"}
+)  # fmt: skip
 
 
-def _pseudo_devices() -> set[int]:
-    """The devices of the kernel's pseudo-filesystems mounted here (``/proc``, ``/sys``)."""
+def _root_devices() -> frozenset[int]:
+    """The devices of ``/proc`` and ``/sys`` themselves."""
     out = set()
     for root in _PSEUDO:
         try:
             out.add(os.stat(root).st_dev)
         except OSError:
             pass
-    return out
+    return frozenset(out)
 
 
 #: The devices of /proc and /sys, found once when the module is imported.
-_PSEUDO_DEVICES = frozenset(_pseudo_devices())
+_ROOT_DEVICES = _root_devices()
+
+
+def _pseudo_devices() -> frozenset[int]:
+    """The devices of the kernel's pseudo-filesystems mounted here, read from this process's mount table
+    (``/proc/self/mountinfo``: a cgroup, debugfs or tracefs mount under ``/sys`` is a device of its own, and
+    one may be mounted elsewhere), and of ``/proc`` and ``/sys`` themselves. The table is read at every call:
+    mounts come and go."""
+    out = set(_ROOT_DEVICES)
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                head, sep, tail = line.partition(" - ")
+                fields, fstype = head.split(), tail.split()[:1]
+                if sep and len(fields) > 2 and fstype and fstype[0] in PSEUDO_TYPES:
+                    major, _, minor = fields[2].partition(":")
+                    if major.isdecimal() and minor.isdecimal():
+                        out.add(os.makedev(int(major), int(minor)))
+    except OSError:
+        pass
+    return frozenset(out)
+
+
+def _in_pseudo_tree(path: str) -> bool:
+    """Whether ``path`` (links followed) lies under ``/proc`` or ``/sys``, whatever is mounted there."""
+    real = os.path.realpath(path)
+    return any(real == root or real.startswith(root + "/") for root in _PSEUDO)
 
 
 def _pseudo(where: str) -> ValueError:
     return ValueError(
-        f"{where}: refused: the path is a file of the kernel's pseudo-filesystems (/proc, /sys), not a regular "
-        "file (its size says nothing of its content; /proc/self/mem reads the process's own memory)"
+        f"{where}: refused: the path is a file of the kernel's pseudo-filesystems (/proc, /sys, cgroup, "
+        "debugfs, ...), not a regular file (its size says nothing of its content; /proc/self/mem reads the "
+        "process's own memory); nothing was read"
     )
 
 
 def source(path_or_bytes: Any, what: str, max_bytes: int | None = None) -> tuple[bytes, str]:
     """``(the bytes, how messages name them)`` of a path or of bytes given directly.
 
-    A path must name a regular file (links are followed) outside ``/proc`` and ``/sys``: anything else is
-    refused with a ``ValueError`` naming the path, before it is opened. At most ``max_bytes`` bytes are read
+    A path must name a regular file (links are followed) outside the kernel's pseudo-filesystems (``/proc``,
+    ``/sys``, cgroup, ...): anything else is refused with a ``ValueError`` naming the path, before it is
+    opened. At most ``max_bytes`` bytes are read
     (default: the default budget of the file's size, :func:`~.limits.default_budget`); a file whose size is
     already past ``max_bytes``, or that cannot be held in memory, is refused with a ``ValueError``; bytes given
     directly longer than ``max_bytes`` likewise."""
@@ -84,8 +121,8 @@ def source(path_or_bytes: Any, what: str, max_bytes: int | None = None) -> tuple
     st = os.stat(path_or_bytes)
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(where, st.st_mode)
-    pseudo = _PSEUDO_DEVICES
-    if st.st_dev in pseudo:
+    pseudo = _pseudo_devices()
+    if st.st_dev in pseudo or _in_pseudo_tree(where):
         raise _pseudo(where)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path_or_bytes, flags)

@@ -21,15 +21,16 @@ from .attributes import summary
 MAX_CATCH_UP = schedulers.MAX_CATCH_UP
 
 
-def scheduler(obj: Any, where: str, num_update: int) -> Any:
+def scheduler(obj: Any, where: str, num_update: int, lr: Any = None) -> Any:
     """The mxopt_jax scheduler of a pickled MXNet one, at its position (``None`` for none); ``num_update``: the
-    optimizer's restored count (the scheduler's next query is ``num_update + 1``). Every field is checked by
+    optimizer's restored count (the scheduler's next query is ``num_update + 1``); ``lr``: the optimizer's
+    ``lr``, which MXNet's optimizer writes into the scheduler's ``base_lr``. Every field is checked by
     :func:`mxopt_jax._src.schedulers.restore` (the facade's own state format is checked by the same code)."""
     if obj is None:
         return None
     if not is_scheduler(obj) or obj.mx_class not in schedulers.RESTORABLE:
         raise ValueError(f"{where}: unsupported learning-rate scheduler {obj!r}")
-    return schedulers.restore(obj.mx_class, vars(obj), where, num_update, what="pickled")
+    return schedulers.restore(obj.mx_class, vars(obj), where, num_update, what="pickled", lr=lr)
 
 
 def file_scheduler(a: Mapping, where: str, lr_scheduler: Any) -> Any:
@@ -46,4 +47,4 @@ def file_scheduler(a: Mapping, where: str, lr_scheduler: Any) -> Any:
             f"the optimizer, states and counts still load from the file (the scheduler's attributes: "
             f"{summary(obj)})"
         )
-    return scheduler(obj, where, int(a.get("num_update", a.get("begin_num_update", 0)) or 0))
+    return scheduler(obj, where, int(a.get("num_update", a.get("begin_num_update", 0)) or 0), a.get("lr"))

@@ -4,13 +4,12 @@ checked against the state mxopt_jax creates for the weight.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
+from ..facade.updater import ShapeCache, fits
 from .allowlist import _MX_OPTIMIZERS, MXNetObject
-from .limits import Budget
 
 _REGISTRY_NAME = {n: n.lower() for n in _MX_OPTIMIZERS}
 # 1.9.1 attribute names of our constructor arguments
@@ -158,77 +157,12 @@ def _names(dts: set) -> str:
     return ", ".join(sorted(np.dtype(d).name for d in dts))
 
 
-#: What each distinct shape and dtype of a file's state arrays is counted at: the state the optimizer would
-#: create for such a weight and for one a column wider, evaluated abstractly (traced, never compiled nor
-#: allocated; about 5 kB kept and 0.6 ms each, measured; bytes).
-SHAPE_COST = 64 * 2**10
-
-
 def distinct_shapes(states: dict) -> int:
     """How many distinct (shape, dtype) the state arrays of a file hold."""
     return len({(a.shape, a.dtype.str) for st in states.values() for a in _arrays(st)})
 
 
-class _ShapeCache:
-    """What an optimizer creates for a weight shape and dtype, evaluated abstractly (``jax.eval_shape``: no
-    program is compiled, nothing allocated) and asked once per shape in a load: mxopt_jax's own optimizers
-    (``create_state`` not overridden) make the same state for every index of a shape; a class of the user's
-    own is asked every time, each evaluation counted against ``budget`` (:data:`SHAPE_COST`; the distinct shapes
-    of a file are counted before, :func:`distinct_shapes`)."""
-
-    def __init__(self, opt: Any, budget: Budget | None = None) -> None:
-        from ..facade.rule_backed import CLASSES
-
-        cls = next((k for k in type(opt).__mro__ if k in set(CLASSES.values())), None)
-        t = type(opt)
-        self.opt = opt
-        self.budget = budget
-        self.on = cls is not None and all(
-            getattr(t, m) is getattr(cls, m) for m in ("create_state", "create_state_multi_precision")
-        )
-        self.refs: dict[tuple, tuple] = {}
-
-    def _charge(self, shape: tuple) -> None:
-        if self.budget is not None and not self.on:
-            self.budget.charge(SHAPE_COST, f"the optimizer's state for a weight of shape {shape[:8]}")
-
-    def state_shapes(self, idx: Any, shape: tuple, dtype: Any) -> list | None:
-        """The shapes of the state ``create_state_multi_precision`` makes for such a weight (``None``: it
-        cannot tell)."""
-        import jax
-
-        from ..numerics import is_low_precision
-
-        if not self.on:
-            self._charge(shape)
-            return _state_shapes(self.opt, idx, shape, dtype)
-        # mxopt_jax's own create_state_multi_precision: (float32 master, create_state(master)) for a 16-bit
-        # weight with multi_precision, else create_state(weight)
-        master = bool(self.opt.multi_precision) and is_low_precision(dtype)
-        ref = self.ref(idx, shape, np.float32 if master else dtype)
-        return ([shape] if master else []) + [tuple(r.shape) for r in jax.tree.leaves(ref)]
-
-    def ref(self, idx: Any, shape: tuple, dtype: Any) -> tuple:
-        """The fields ``create_state`` makes for such a weight: ``jax.ShapeDtypeStruct`` or ``None`` each."""
-        import jax
-
-        key = (shape, np.dtype(dtype).str)
-        if self.on and key in self.refs:
-            return self.refs[key]
-        self._charge(shape)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            w = jax.ShapeDtypeStruct(shape, dtype)
-            try:
-                ref = tuple(jax.eval_shape(lambda x: tuple(self.opt.create_state(idx, x)), w))
-            except Exception:  # noqa: BLE001 - a create_state of the user's own that cannot be traced: run it
-                ref = tuple(self.opt.create_state(idx, np.zeros(shape, dtype)))
-        if self.on:
-            self.refs[key] = ref
-        return ref
-
-
-def to_host(opt: Any, idx: Any, conv: Any, is_mp: bool, where: str, cache: _ShapeCache) -> Any:
+def to_host(opt: Any, idx: Any, conv: Any, is_mp: bool, where: str, cache: ShapeCache) -> Any:
     """The converted fields (``conv``, NumPy) checked against the state mxopt_jax would create for that
     weight and cast to its dtypes, still on the host (one transfer moves every index's state at the end)."""
     master, fields = conv if is_mp else (None, conv)
@@ -268,37 +202,8 @@ def to_host(opt: Any, idx: Any, conv: Any, is_mp: bool, where: str, cache: _Shap
     return (np.asarray(master, np.float32), fields) if is_mp else fields
 
 
-def _state_shapes(opt: Any, idx: Any, shape: tuple, dtype: Any) -> list | None:
-    """The shapes of the state ``opt`` creates for a weight of ``shape`` / ``dtype`` (traced, nothing
-    allocated); ``None`` if it cannot tell."""
-    import jax
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            st = jax.eval_shape(
-                lambda w: opt.create_state_multi_precision(idx, w), jax.ShapeDtypeStruct(shape, dtype)
-            )
-    except Exception:  # noqa: BLE001 - a custom create_state that cannot be traced: no check
-        return None
-    return [tuple(x.shape) for x in jax.tree.leaves(st)]
-
-
-def _stored_shapes(state: Any) -> list:
-    import jax
-
-    return [tuple(x.shape) for x in jax.tree.leaves(state)]
-
-
-def _fits(opt: Any, idx: Any, state: Any, shape: tuple, dtype: Any, cache: _ShapeCache | None = None) -> bool:
-    """Whether ``state`` is what ``opt`` keeps for a weight of this shape and dtype."""
-    shape = tuple(shape)
-    want = _state_shapes(opt, idx, shape, dtype) if cache is None else cache.state_shapes(idx, shape, dtype)
-    return want is None or want == _stored_shapes(state)
-
-
 def _weight_shape(
-    opt: Any, idx: Any, state: Any, cache: _ShapeCache | None = None, dtype: Any = None
+    opt: Any, idx: Any, state: Any, cache: ShapeCache | None = None, dtype: Any = None
 ) -> tuple | None:
     """The shape of the weight (of ``dtype``, default: the state's first array's) an mxopt_jax state was made
     for, where the state determines it (its first array's shape, unless the state would be the same for
@@ -312,6 +217,6 @@ def _weight_shape(
     shape = tuple(leaves[0].shape)
     dtype = leaves[0].dtype if dtype is None else dtype
     other = (*shape[:-1], shape[-1] + 1)
-    if not _fits(opt, idx, state, shape, dtype, cache) or _fits(opt, idx, state, other, dtype, cache):
+    if not fits(opt, idx, state, shape, dtype, cache) or fits(opt, idx, state, other, dtype, cache):
         return None
     return shape

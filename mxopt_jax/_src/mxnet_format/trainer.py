@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
+from ..facade.updater import ShapeCache, fits, stored_shapes
 from .arrays import _read_params
 from .attributes import file_errors
 from .checkpoint import TrainerCheckpoint
 from .files import source
 from .limits import Budget, check_max_bytes
-from .states import _fits, _ShapeCache, _stored_shapes
 from .unpickler import _read_states
 from .updater import _warn, resume
 
@@ -59,7 +60,8 @@ def load_trainer(
 
     Parameters are paired by name, as MXNet loads them. The ``.params`` names are read as ``load_parameters``
     / ``Block.load_dict`` reads them: MXNet's legacy ``arg:`` / ``aux:`` prefixes are stripped (two names that
-    strip to one are refused), and the order of the file's records is irrelevant. The order rule, one for
+    strip to one are refused), and a name held twice keeps its last array (as MXNet's ``nd.load``, with a
+    ``UserWarning``). The order rule, one for
     both MXNet versions: MXNet's ``Trainer`` numbers the parameters in the order of
     ``sorted(net.collect_params().keys())``. In MXNet 2.0 those keys are the ``.params`` names
     (``'0.weight'``, string-sorted: ``'10.weight'`` before ``'2.weight'``), so the files tell everything. In
@@ -67,10 +69,13 @@ def load_trainer(
     ``save_parameters`` drops: pass ``names=list(net.collect_params().keys())`` or a dict
     ``{params_name: collect_params_key}``. A list is paired with the file's names by name: each key with the
     parameter whose leaf name (``'weight'``, ``'alpha_weight'``: the longest that ends the key) it ends with;
-    among parameters of one leaf name, in the net's order (``collect_params()`` order: blocks depth first, a
-    Sequential's numbered children in numeric order, other children in the order the file first names them),
-    never the file's record order. A key that matches no parameter, or more keys than parameters of a leaf
-    name, is refused.
+    among parameters of one leaf name, in the net's order, ``collect_params()``'s: blocks depth first, a
+    block's own parameters first, its children in the order they were registered. A Sequential's numbered
+    child ``'k'`` (``add()`` names it ``str(k)``, in ASCII digits) was registered k-th, whatever the records'
+    order; a named child (``net.head = ...``) sits where the records put it among its siblings, as
+    ``save_parameters`` writes them in registration order. Records whose numbered children are out of order
+    cannot say where a named sibling sat: refused when that decides a pairing (pass a dict). A key that
+    matches no parameter, or more keys than parameters of a leaf name, is refused.
 
     Parameters the file holds no optimizer state for are :attr:`~TrainerCheckpoint.frozen` when MXNet never
     updates them (grad_req ``'null'``: BatchNorm's running statistics, or the names passed as ``frozen``):
@@ -271,22 +276,60 @@ def _strip_prefixes(arrays: dict[str, np.ndarray], pwhere: str) -> dict[str, np.
     return out
 
 
-def _net_order(file_names: list[str]) -> list[str]:
-    """The file's names in the net's order (``collect_params()``'s: depth first, a block's own parameters
-    before its children, a Sequential's numbered children in numeric order, other children and a block's
-    own parameters in the order the file first names them), whatever the order of the file's records."""
-    first: dict[str, int] = {}
+#: The name MXNet gives a Sequential's child in ``add()``: ``str(len(self._children))``, ASCII digits without a
+#: leading zero (``'²'`` or ``'٣'`` are names a user gave: named children).
+_NUMBERED = re.compile(r"0|[1-9][0-9]*")
+
+
+def _net_order(file_names: list[str], pwhere: str) -> list[str]:
+    """The file's names in the net's order (``collect_params()``'s): depth first, a block's own parameters
+    before its children, children in the order they were registered.
+
+    A Sequential's numbered child ``'k'`` was registered k-th (``add()`` names it ``str(len(children))``), so
+    numbered children follow their numbers; a named child (``net.head = ...``, ``register_child``) sits where
+    the file's records put it among its siblings, as ``save_parameters`` writes them in ``collect_params()``
+    order; a block's own parameters, and named children among themselves, in the order the file first names
+    them. Records whose numbered children are out of their order (a file rewritten by name, which
+    ``load_parameters`` accepts) do not say where a named child sat among the numbered ones: refused when it
+    matters (a leaf name both have), since MXNet pairs in registration order."""
+    first: dict[tuple, int] = {}
+    kids: dict[tuple, list[str]] = {}
+    leaves: dict[tuple, set[str]] = {}
     for n in file_names:
-        parts = n.split(".")
+        parts = tuple(n.split("."))
         for k in range(1, len(parts) + 1):
-            first.setdefault(".".join(parts[:k]), len(first))
+            first.setdefault(parts[:k], len(first))
+        for k in range(len(parts) - 1):
+            sibs = kids.setdefault(parts[:k], [])
+            if parts[k] not in sibs:
+                sibs.append(parts[k])
+            leaves.setdefault(parts[: k + 1], set()).add(parts[-1])
+    rank: dict[tuple, dict[str, int]] = {}
+    for parent, sibs in kids.items():
+        numbered = [c for c in sibs if _NUMBERED.fullmatch(c)]
+        order = sibs
+        if numbered != sorted(numbered, key=int):
+            named = [c for c in sibs if not _NUMBERED.fullmatch(c)]
+            shared = sorted(
+                set().union(*(leaves[(*parent, c)] for c in named))
+                & set().union(*(leaves[(*parent, c)] for c in numbered))
+            )
+            if shared:
+                raise ValueError(
+                    f"load_trainer: the records of {pwhere} are not in the net's order (under "
+                    f"{'.'.join(parent) or 'the net'!r}, the numbered children come as {numbered[:8]}), so where "
+                    f"the named children {named[:8]} sat among the numbered ones cannot be told, and both hold "
+                    f"parameters named {shared[:8]}: MXNet pairs them in registration order. Pass names as a "
+                    "dict {params_name: collect_params_key}"
+                )
+            slots = iter(sorted(numbered, key=int))
+            order = [next(slots) if _NUMBERED.fullmatch(c) else c for c in sibs]
+        rank[parent] = {c: r for r, c in enumerate(order)}
 
     def key(n: str) -> tuple:
-        parts = n.split(".")
-        out: list[tuple] = []
-        for k, p in enumerate(parts[:-1]):
-            out.append((0, int(p), 0) if p.isdigit() else (1, 0, first[".".join(parts[: k + 1])]))
-        out.append((-1, 0, first[n]))  # a block's own parameters before its children
+        parts = tuple(n.split("."))
+        out = [(1, rank[parts[:k]][parts[k]]) for k in range(len(parts) - 1)]
+        out.append((0, first[parts]))  # a block's own parameters before its children
         return tuple(out)
 
     return sorted(file_names, key=key)
@@ -302,7 +345,7 @@ def _pair_by_name(keys: list[str], file_names: list[str], pwhere: str) -> dict[s
     """``{.params name: collect_params() key}`` for ``keys`` in ``collect_params()`` order (MXNet 1.x): each key
     with a parameter of the leaf name it ends with, in the net's order among those (:func:`_net_order`)."""
     groups: dict[str, list[str]] = {}
-    for n in _net_order(file_names):
+    for n in _net_order(file_names, pwhere):
         groups.setdefault(n.rsplit(".", 1)[-1], []).append(n)
     leaves = set(groups)
     key_of: dict[str, str] = {}
@@ -382,7 +425,7 @@ def _pair_states(
             f"parameters (indices 0..{len(order) - 1}): not the files of one run? Index order: {rule}"
         )
     layout, frozen, fresh = {}, {}, set()
-    cache = _ShapeCache(opt)
+    cache = ShapeCache(opt)
     for i, n in enumerate(order):
         a = arrays[n]
         if n in null and i in updater.states:
@@ -393,8 +436,8 @@ def _pair_states(
         if i in updater.states:
             st = updater.states[i]
             _check_dtype(opt, i, n, a.dtype, updater.layout[i][2], swhere)
-            if not _fits(opt, i, st, tuple(a.shape), a.dtype, cache):
-                shape = updater.layout[i][1] or _stored_shapes(st)[0]
+            if not fits(opt, i, st, tuple(a.shape), a.dtype, cache):
+                shape = updater.layout[i][1] or stored_shapes(st)[0]
                 raise ValueError(
                     f"load_trainer: index {i} (parameter {n!r}) has a state of shape {tuple(shape)} in {swhere}, "
                     f"but the parameter has shape {tuple(a.shape)}: the wrong order or the wrong names? "

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 
 from .. import facade
+from ..facade.updater import SHAPE_COST, ShapeCache
 from ..validation import warn
 from .allowlist import MXNetObject, is_unknown
-from .attributes import check_optimizer, file_errors, summary
+from .attributes import FLOAT32_MAX, check_float32, check_optimizer, file_errors, summary
 from .files import source
 from .limits import Budget, check_max_bytes
 from .scheduler_state import file_scheduler
@@ -22,10 +23,8 @@ from .states import (
     _ALIASES_19,
     _MASTER_LAST_19,
     _REGISTRY_NAME,
-    SHAPE_COST,
     _convert_state,
     _Mismatch,
-    _ShapeCache,
     _weight_shape,
     distinct_shapes,
     to_host,
@@ -158,16 +157,19 @@ def load_updater(
 
     Raises:
       ValueError: the file is not a readable/safe ``.states`` pickle, an attribute or a state does not fit the
-        optimizer or is not what MXNet writes (a scheduler's position, update counts, a state's dtypes; the
-        message names the file and the attribute or index), the optimizer is unknown, or ``optimizer`` is
-        missing for a states-only file.
+        optimizer or is not what MXNet writes (a scheduler's position or a rate its schedule never holds,
+        update counts, a state's dtypes; a hyperparameter or multiplier past float32's range, which MXNet's
+        float32 kernels would make infinite; the message names the file and the attribute or index), the
+        optimizer is unknown, or ``optimizer`` is missing for a states-only file.
       TypeError: ``optimizer`` is not an mxopt_jax optimizer where one is needed.
 
     Warns:
       UserWarning: when the run cannot continue with MXNet's exact math, naming the difference: a 1.9.1
         optimizer whose update differs from MXNet 2.0 for the stored hyperparameters (the run continues with
         MXNet 2.0 math), MXNet 2.0 paths mxopt_jax does not reproduce (LAMB's non-aggregated double count,
-        ...), and Nadam's shared momentum schedule.
+        ...), and Nadam's shared momentum schedule; states whose index has no update count (a states-only file
+        with a fresh optimizer: the count restarts at ``begin_num_update``, as MXNet counts); a
+        ``clip_gradient`` past float32's range (infinite in MXNet's kernels: no clipping, continued without).
 
     Examples:
       >>> import jax.numpy as jnp
@@ -254,7 +256,7 @@ def resume(
         if mxo is None and sched is not None:
             opt.lr_scheduler = sched
         elif mxo is not None and is_unknown(mxo):
-            _restore_bookkeeping(opt, mxo, sched)
+            _restore_bookkeeping(opt, mxo, sched, where)
     if params is not None:
         opt.param_dict = params
     updater = facade.Updater(opt)
@@ -264,6 +266,7 @@ def resume(
     updater.order_rule = _ORDER_RULE
     for d in diffs:
         _warn(f"{where}: resumed with MXNet 2.0 / mxopt_jax math; {d}.")
+    updater._warn_uncounted(f"load_updater: {where}")
     return updater
 
 
@@ -319,7 +322,7 @@ def _convert_states(
 
     host: dict = {}
     dtypes: dict = {}
-    cache = _ShapeCache(opt, budget)
+    cache = ShapeCache(opt, budget)
     for idx, st in states.items():
         if isinstance(idx, bytes):
             idx = idx.decode()
@@ -364,9 +367,12 @@ def _rule_name(opt: Any) -> str:
     return type(opt).__name__.lower()
 
 
-def _restore_bookkeeping(opt: Any, o: MXNetObject, sched: Any) -> None:
+def _restore_bookkeeping(opt: Any, o: MXNetObject, sched: Any, where: str) -> None:
     """Into a substitute optimizer: the file's counts, multipliers, names, rescale_grad and scheduler."""
     a = vars(o)
+    _check_float32s(
+        {k: a[k] for k in ("lr_mult", "wd_mult") if k in a}, {}, _rescale(a.get("rescale_grad", 1.0)), where
+    )
     if sched is not None:
         opt.lr_scheduler = sched
     opt.rescale_grad = _rescale(a.get("rescale_grad", opt.rescale_grad))
@@ -426,10 +432,17 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
             "for dense gradients; row_sparse gradients get the standard, non-lazy update)"
         )
     rescale = _rescale(a.get("rescale_grad", 1.0))
+    _check_float32s(a, kw, rescale, where)
     clip = a.get("clip_gradient")
     if clip is not None and not clip > 0:
         _warn(
             f"{where}: clip_gradient={clip} turns clipping off in MXNet's fused kernels; continuing without it"
+        )
+        clip = None
+    elif clip is not None and clip > FLOAT32_MAX:
+        _warn(
+            f"{where}: clip_gradient={clip} is infinite as the float32 MXNet's kernels take: it clips nothing; "
+            "continuing without it"
         )
         clip = None
     agg = a.get("aggregate_num", 1)
@@ -466,6 +479,15 @@ def _build_optimizer(name: str, v1: bool, o: MXNetObject, where: str, lr_schedul
     opt.wd_mult = dict(a.get("wd_mult") or {})
     _restore_counts(opt, a)
     return opt
+
+
+def _check_float32s(a: Mapping, kw: Mapping, rescale: float, where: str) -> None:
+    """Refuse hyperparameters (and multipliers) that float32, MXNet's kernels' type, cannot hold."""
+    for p, v in [("'lr'", a.get("lr")), ("'wd'", a.get("wd")), ("'rescale_grad'", rescale), *kw.items()]:
+        check_float32(p if p.startswith("'") else repr(p), v, where)
+    for table in ("lr_mult", "wd_mult"):
+        for k, m in (a.get(table) or {}).items():
+            check_float32(f"{table}[{k!r}]", m, where)
 
 
 #: mxopt_jax's constructor arguments that MXNet's class of that name does not have (a file holding one was not

@@ -16,10 +16,19 @@ import numpy as np
 
 from .. import stats
 from ..direction import LOWER, Direction
-from ..protocol import LEVEL, TEST, TEST_LEVEL, Selection, compare_table, paired_values
+from ..protocol import (
+    LEVEL,
+    TEST,
+    TEST_LEVEL,
+    Selection,
+    compare_table,
+    paired_values,
+    search_table,
+    searchable,
+)
 from ..stats import ci_halfwidth
 
-__all__ = ["AcrossStudies", "across_studies", "median_inf"]
+__all__ = ["AcrossStudies", "across_studies", "common_identity", "median_inf", "random_effects"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +58,12 @@ class AcrossStudies:
         (:class:`~mxopt_jax.compare.direction.Direction`).
       identical: ``{representative: [others]}``: contenders identical to a representative in *every* study,
         folded into its entry (in no array; a table labels the representative with them).
+      family: Holm's family of ``p_adjusted`` when it is not this table's pairs (0): the report-wide family,
+        every pair of every table the report claims on (``--family report``).
+      model_effect, model_low, model_high: ``(C, C)`` a model-based reading, never a claim: the random-effects
+        estimate of ``[i, j]`` (``i`` minus ``j``, raw units) over the studies, each study's mean paired
+        difference weighted by its precision and the studies' spread, with the Hartung-Knapp 95 % interval
+        (:func:`random_effects`); NaN where fewer than two studies have finite differences.
     """
 
     problem: str
@@ -74,6 +89,10 @@ class AcrossStudies:
     p: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
     effects: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0, 0)))
     margin: float = 0.0
+    family: int = 0
+    model_effect: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
+    model_low: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
+    model_high: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def pairs(self) -> int:
@@ -246,11 +265,7 @@ def across_studies(
     if not common:
         raise ValueError("across_studies: no contender ran in every study")
     # contenders identical in every study are one entry (a duplicate would count twice in the family)
-    everywhere: dict[str, list[str]] = {}
-    for rep in common:
-        others = [o for o in common if o != rep and all(o in (ident or {}).get(rep, ()) for ident in idents)]
-        if others and not any(rep in v for v in everywhere.values()):
-            everywhere[rep] = others
+    everywhere = common_identity(idents, common)
     folded = {o for v in everywhere.values() for o in v}
     common = [n for n in common if n not in folded]
     N, C = len(per), len(common)
@@ -263,12 +278,22 @@ def across_studies(
     orient = Direction(words[0]).orient
     i, j = np.triu_indices(C, 1)
     medians = np.zeros((len(i), N))
+    within = np.full(
+        (len(i), N), np.nan
+    )  # each study's mean paired difference and its variance (model-based)
+    means = np.full((len(i), N), np.nan)
     for k, (sels, ident) in enumerate(zip(per, idents, strict=True)):
-        table = compare_table(sels, ident, level, test, rtol)
+        # a study's own claims: about the optimizers under its search where it ran every configuration on the
+        # report seeds, else about its chosen (or default) configurations
+        table = (search_table if searchable(sels) else compare_table)(sels, ident, level, test, rtol)
         by = {s.contender: s for s in sels}
         values, _ = paired_values([by[n] for n in common])
         d, _ = stats._rounded(orient(values[i]), orient(values[j]), rtol)
         medians[:, k] = [median_inf(row) for row in d]
+        finite = np.isfinite(d).all(axis=-1)
+        if d.shape[-1] >= 2:
+            means[finite, k] = d[finite].mean(axis=-1)
+            within[finite, k] = d[finite].var(axis=-1, ddof=1) / d.shape[-1]
         for a, n in enumerate(common):
             s = by[n]
             lr[k, a] = s.lr
@@ -294,6 +319,15 @@ def across_studies(
     sgn = Direction(words[0]).sign
     effects[:, i, j] = sgn * medians.T
     effects[:, j, i] = -sgn * medians.T
+    est, lo, hi = random_effects(means, within, LEVEL)
+    model = np.full((3, C, C), np.nan)  # raw units, [i, j] of i - j
+    for layer, x in enumerate((est, lo, hi)):
+        model[layer, i, j] = sgn * x
+    model[0, j, i] = -model[0, i, j]
+    model[1, j, i], model[2, j, i] = -model[2, i, j], -model[1, i, j]
+    if sgn < 0:  # oriented bounds swap when the metric is better higher
+        model[1, i, j], model[2, i, j] = model[2, i, j].copy(), model[1, i, j].copy()
+        model[1, j, i], model[2, j, i] = -model[2, i, j], -model[1, i, j]
     replicated = np.asarray(better.all(axis=0))
     contradicted = np.asarray(better.any(axis=0) & better.transpose(0, 2, 1).any(axis=0))
     study_ci = np.array([ci_halfwidth(mean[:, a], LEVEL) for a in range(C)])
@@ -321,7 +355,84 @@ def across_studies(
         level=level,
         test=test,
         direction=Direction(words[0]),
+        model_effect=model[0],
+        model_low=model[1],
+        model_high=model[2],
     )
+
+
+def random_effects(
+    means: np.ndarray, variances: np.ndarray, level: float = LEVEL
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A random-effects estimate of each row's effect over the studies, with the Hartung-Knapp interval: the
+    model-based reading of ``N`` studies, shown as an effect with its interval and never as a claim.
+
+    ``means`` ``(P, N)``: each study's mean paired difference of a pair (oriented), ``variances`` ``(P, N)``
+    its squared standard error (the seeds' variance over their count); NaN where a study has none (a diverged
+    seed). Per row: DerSimonian and Laird's between-study variance ``tau^2``, the weighted mean with weights
+    ``1 / (v_k + tau^2)``, and Hartung and Knapp's (2001) interval: the weighted spread of the studies around
+    that mean over ``N - 1``, with Student's t on ``N - 1`` degrees of freedom (IntHout, Ioannidis and Borm
+    2014: it keeps its coverage with few studies where the DerSimonian-Laird normal interval does not). Rows with
+    fewer than two usable studies are NaN. A study whose seeds all agree exactly (zero variance) is weighted as
+    if its variance were a millionth of the largest one's, so it cannot take every weight.
+
+    Returns ``(estimate, low, high)``, each ``(P,)``, oriented as ``means``.
+    """
+    P, N = means.shape
+    est, low, high = np.full(P, np.nan), np.full(P, np.nan), np.full(P, np.nan)
+    for r in range(P):
+        ok = np.isfinite(means[r]) & np.isfinite(variances[r])
+        y, v = means[r][ok], variances[r][ok]
+        k = len(y)
+        if k < 2:
+            continue
+        v = np.maximum(v, 1e-6 * v.max() if v.max() > 0 else 1e-300)
+        w = 1.0 / v
+        yw = float((w * y).sum() / w.sum())
+        q = float((w * (y - yw) ** 2).sum())
+        c = float(w.sum() - (w**2).sum() / w.sum())
+        tau2 = max(0.0, (q - (k - 1)) / c) if c > 0 else 0.0
+        ws = 1.0 / (v + tau2)
+        mu = float((ws * y).sum() / ws.sum())
+        spread = float((ws * (y - mu) ** 2).sum() / (k - 1))
+        se = (spread / ws.sum()) ** 0.5
+        half = stats.t_quantile((1 + level) / 2, k - 1) * se
+        est[r], low[r], high[r] = mu, mu - half, mu + half
+    return est, low, high
+
+
+def common_identity(
+    maps: Sequence[Mapping[str, Sequence[str]] | None], names: Sequence[str] | None = None
+) -> dict[str, list[str]]:
+    """The contenders identical in *every* one of ``maps`` (each ``{representative: [others]}``: one per problem,
+    per mode or per study), as ``{representative: [others]}``.
+
+    Two contenders are one group when every map puts them in the same group, whichever representative each map
+    names: a map that folds ``lbsgd`` and ``test`` into ``sgd``'s group and one that keeps ``[sgd, ccsgd]`` and
+    ``[lbsgd, test]`` apart give ``{"sgd": ["ccsgd"], "lbsgd": ["test"]}``. Groups and their members come in the
+    order met (each map's groups in turn, representative first), the first met the representative; ``names``
+    restricts them to those contenders. No map: no group.
+
+    >>> common_identity([{"sgd": ["lbsgd", "ccsgd", "test"]}, {"sgd": ["ccsgd"], "lbsgd": ["test"]}])
+    {'sgd': ['ccsgd'], 'lbsgd': ['test']}
+    """
+    groups_of: list[dict[str, str]] = []
+    met: dict[str, None] = {}
+    for m in maps:
+        group: dict[str, str] = {}
+        for rep, others in (m or {}).items():
+            for n in (rep, *others):
+                group[n] = rep
+                met.setdefault(n)
+        groups_of.append(group)
+    if not groups_of:
+        return {}
+    allowed = set(met if names is None else names)
+    together: dict[tuple[str, ...], list[str]] = {}
+    for n in met:
+        if n in allowed and all(n in g for g in groups_of):
+            together.setdefault(tuple(g[n] for g in groups_of), []).append(n)
+    return {g[0]: g[1:] for g in together.values() if len(g) > 1}
 
 
 def median_inf(row: np.ndarray) -> float:

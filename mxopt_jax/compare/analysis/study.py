@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
@@ -12,10 +13,19 @@ from typing import Protocol
 import numpy as np
 
 from .. import stats
-from ..protocol import LEVEL, Selection, TableComparison, compare_table, report_family
-from .across import AcrossStudies, across_studies, median_inf
+from ..protocol import (
+    LEVEL,
+    Selection,
+    TableComparison,
+    compare_table,
+    report_family,
+    search_table,
+    searchable,
+)
+from .across import AcrossStudies, across_studies, common_identity, median_inf
 from .overall import Ranking, analyse_ranking
 from .table import Claim, TableAnalysis, analyse_table
+from .verdict import Verdict, verdict
 
 __all__ = ["MODES", "StudyAnalysis", "across_claims", "analyse", "analyse_study"]
 
@@ -68,6 +78,28 @@ class StudyAnalysis:
     identical_both: dict[str, list[str]]
     across: tuple[AcrossStudies, ...] = ()
 
+    @functools.cached_property
+    def verdicts(self) -> dict[tuple[str, str], Verdict]:
+        """``{(problem, mode): Verdict}``: each table's best set and what narrowing it would cost
+        (:func:`~mxopt_jax.compare.analysis.verdict.verdict`), in :attr:`tables`' order."""
+        return {key: verdict(t) for key, t in self.tables.items()}
+
+    def verdict(self, problem: str, mode: str = "tuned") -> Verdict:
+        """The verdict of ``problem``'s table in ``mode``."""
+        return self.verdicts[(problem, mode)]
+
+    def in_best_sets(self, mode: str = "tuned") -> dict[str, int]:
+        """``{contender: in how many of mode's best sets}`` over the problems, every contender of the mode's
+        tables (a contender folded into an entry counts with it), most first, then in the tables' order."""
+        count: dict[str, int] = {}
+        for (_, m), t in self.tables.items():
+            if m != mode:
+                continue
+            best = set(self.verdicts[(t.problem, m)].best)
+            for s in t.selections:
+                count[s.contender] = count.get(s.contender, 0) + int(t.entry[s.contender] in best)
+        return dict(sorted(count.items(), key=lambda kv: -kv[1]))
+
     def table(self, problem: str, mode: str = "tuned") -> TableAnalysis:
         """The analysis of ``problem``'s table in ``mode``."""
         return self.tables[(problem, mode)]
@@ -83,6 +115,12 @@ class StudyAnalysis:
     def claims(self) -> list[Claim]:
         """Every tested pair of every table, in :meth:`all_tables`' order."""
         return [c for t in self.all_tables() for c in t.claims]
+
+    def configuration_claims(self) -> list[Claim]:
+        """Every tested pair of the chosen configurations alone, for the tables whose claims are about the
+        optimizers under their searches (:attr:`TableAnalysis.configuration_claims`), in :meth:`all_tables`'
+        order."""
+        return [c for t in self.all_tables() for c in t.configuration_claims]
 
     def across_claims(self) -> list[Claim]:
         """Every tested pair of every table read across the independent studies (:func:`across_claims`), the
@@ -138,7 +176,7 @@ def across_claims(a: AcrossStudies) -> list[Claim]:
                     effect=size.median,
                     n=N,
                     units=units,
-                    about="optimizers",
+                    about="defaults" if a.mode == "one-shot" else "optimizers",
                     better=better,
                     equal=bool(np.all(eff == 0)),
                     level=a.level,
@@ -146,9 +184,14 @@ def across_claims(a: AcrossStudies) -> list[Claim]:
                     low=size.low,
                     high=size.high,
                     confidence=size.confidence,
-                    family=a.pairs,
+                    family=a.family or a.pairs,
                     agree=int((np.sign(oriented) == way).sum()),
                     study=None,
+                    model=(
+                        (float(a.model_effect[i, j]), float(a.model_low[i, j]), float(a.model_high[i, j]))
+                        if a.model_effect.size
+                        else (math.nan, math.nan, math.nan)
+                    ),
                 )
             )
     return out
@@ -191,7 +234,10 @@ def analyse(
             table = by_mode[mode].get(p)
             if table:
                 ident = (identical_by_problem or {}).get(p, {}).get(mode, flat)
-                tested[(p, mode)] = (table, ident, compare_table(table, ident))
+                # claims about the optimizers under their searches where every configuration ran on the
+                # report seeds; else about the chosen (or default) configurations
+                test = search_table if searchable(table) else compare_table
+                tested[(p, mode)] = (table, ident, test(table, ident))
     # the report's error control: a family per table (as printed by default) or every table's pairs one family
     decided = report_family([t for _, _, t in tested.values()], family)
     tables: dict[tuple[str, str], TableAnalysis] = {
@@ -204,11 +250,8 @@ def analyse(
         of = {p: t for (p, m), t in tables.items() if m == mode}
         if of:
             rankings[mode] = analyse_ranking(of, everywhere[mode], family=family)
-    both = {
-        rep: [o for o in others if o in everywhere["one-shot"].get(rep, [])]
-        for rep, others in everywhere["tuned"].items()
-    }
-    return StudyAnalysis(tables, rankings, everywhere, {k: v for k, v in both.items() if v})
+    both = common_identity([everywhere["tuned"], everywhere["one-shot"]])
+    return StudyAnalysis(tables, rankings, everywhere, both)
 
 
 def _by_problem(selections: Iterable[Selection]) -> dict[str, list[Selection]]:
@@ -248,4 +291,73 @@ def analyse_study(result: _Result) -> StudyAnalysis:
                         [list(t[p].values()) for t in per], [s.identical_map(p, mode) for s in studies]
                     )
                 )
+    if str(getattr(result, "family", "table")) == "report":
+        out, across = _one_family(out, across)
     return dataclasses.replace(out, across=tuple(across))
+
+
+def _one_family(
+    analysis: StudyAnalysis, across: list[AcrossStudies]
+) -> tuple[StudyAnalysis, list[AcrossStudies]]:
+    """The report-wide family (``--family report``) over everything the report claims: every pair of every
+    table of the first study *and* of every table read across the studies, corrected together by Holm's method
+    at the tables' level, so that the chance of any false claim in the whole report is at most that level. A
+    report-wide claim is also a per-table one (its adjusted p-value is never smaller)."""
+    tables = list(analysis.tables.values())
+    raws = [t.comparison.comparison.p[np.triu_indices(len(t.entries), 1)] for t in tables]
+    raws += [a.p[np.triu_indices(len(a.names), 1)] for a in across]
+    flat = np.concatenate(raws) if raws else np.zeros(0)
+    if not flat.size:
+        return analysis, across
+    level = tables[0].level if tables else across[0].level
+    adj = stats._holm(flat)
+    m = int(np.sum(~np.isnan(flat)))
+    start = 0
+    new_tables: dict[tuple[str, str], TableAnalysis] = {}
+    for key, t in zip(analysis.tables, tables, strict=True):
+        k = len(raws[len(new_tables)])
+        c = t.comparison.comparison
+        decided = stats._decided(
+            c.p,
+            c.statistic,
+            c.direction,
+            c.equal,
+            c.median,
+            adj[start : start + k],
+            m,
+            c.test,
+            level,
+            c.margin,
+            c.rtol,
+        )
+        start += k
+        comp = dataclasses.replace(
+            t.comparison,
+            comparison=decided,
+            searches=None
+            if t.comparison.searches is None
+            else t.comparison.searches._replace(comparison=decided),
+        )
+        new_tables[key] = analyse_table(
+            list(t.selections), t.identical, comparison=comp, configurations=t.configurations
+        )
+    new_across = []
+    for a in across:
+        C = len(a.names)
+        iu = np.triu_indices(C, 1)
+        k = len(iu[0])
+        p_adj = np.full((C, C), np.nan)
+        p_adj[iu] = p_adj[iu[1], iu[0]] = adj[start : start + k]
+        start += k
+        new_across.append(
+            dataclasses.replace(a, p_adjusted=p_adj, shown=a.shown & (p_adj <= a.level), family=m)
+        )
+    rankings = {
+        mode: analyse_ranking(
+            {p: t for (p, md), t in new_tables.items() if md == mode},
+            analysis.identical[mode],
+            family="report",
+        )
+        for mode in analysis.rankings
+    }
+    return dataclasses.replace(analysis, tables=new_tables, rankings=rankings), new_across

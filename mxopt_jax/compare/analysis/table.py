@@ -17,14 +17,27 @@ import numpy as np
 
 from .. import stats
 from ..direction import Direction
-from ..protocol import LEVEL, TEST, TEST_LEVEL, Selection, TableComparison, compare_table, paired_values
+from ..protocol import (
+    LEVEL,
+    TEST,
+    TEST_LEVEL,
+    Selection,
+    TableComparison,
+    compare_table,
+    paired_values,
+    search_table,
+    searchable,
+)
 from .across import median_inf
 
 __all__ = ["About", "Claim", "TableAnalysis", "analyse_table"]
 
-#: What a claim speaks of: ``"configurations"`` (a study's own tests hold the chosen configurations fixed) or
-#: ``"optimizers"`` (a test with the independent study as the unit, whatever the tuning's luck).
-About = Literal["configurations", "optimizers"]
+#: What a claim speaks of: ``"optimizers"`` (in one study: each contender under its search and budget, the one
+#: shown better at its chosen configuration beating the other at every configuration the other's search tried;
+#: across studies: the study as the unit, whatever the tuning's luck), ``"configurations"`` (a study's chosen
+#: configurations, held fixed: the tuning's luck is inside the claim) or ``"defaults"`` (the default
+#: configurations, no tuning: the one-shot mode).
+About = Literal["configurations", "optimizers", "defaults"]
 
 
 def _num(v: float, digits: int = 3) -> str:
@@ -62,6 +75,17 @@ class Claim:
       agree: how many of the ``n`` units went the way of the claim (the better one lower where lower is better);
         for a pair not shown to differ, the way of the median.
       study: the study the claim comes from (0 for the first), or ``None`` for a claim across the studies.
+      search, tried, chosen, versus, steps, selection_seeds, edge: what a claim about the optimizers in one study
+        rests on (``about == "optimizers"``, ``study`` not ``None``): ``search`` the search's name for its
+        configurations (``"rates"``, ``"trials"``), ``tried`` how many configurations ``a``'s and ``b``'s
+        searches tried, ``chosen`` their chosen configurations in words (``"lr 0.01"``), ``versus`` for a shown
+        claim the worse one's configuration that came closest to the better one's (in words; the claim's effect
+        and interval are measured against it), ``steps`` the training budget, ``selection_seeds`` the seeds the
+        configurations were chosen on, ``edge`` whether a chosen configuration the claim rests on sits on the
+        edge of what its search tried (the best may lie beyond it).
+      model: across studies, the model-based reading of ``a - b`` (raw units): the random-effects estimate with
+        its Hartung-Knapp 95 % interval, ``(estimate, low, high)`` (:func:`mxopt_jax.compare.analysis.across.
+        random_effects`); an effect with an interval, never a claim; NaN elsewhere.
 
     Extending it (a new test, an interval): add fields with defaults after these, so every construction stays
     valid, and say in this docstring what they hold.
@@ -89,43 +113,90 @@ class Claim:
     family: int = 0
     agree: int = 0
     study: int | None = 0
+    search: str = ""
+    tried: tuple[int, int] = (0, 0)
+    chosen: tuple[str, str] = ("", "")
+    versus: str = ""
+    steps: int = 0
+    selection_seeds: int = 0
+    edge: bool = False
+    model: tuple[float, float, float] = (math.nan, math.nan, math.nan)
 
     @property
     def what(self) -> str:
-        """What the claim is about, in words: ``"the configurations this study chose"`` or ``"the optimizers,
-        over N independent tunings"``."""
-        if self.about == "optimizers":
+        """What the claim is about, in words: ``"the optimizers under this search and budget"`` (one study),
+        ``"the optimizers, over N independent tunings"``, ``"the default configurations, over N independent
+        studies"``, ``"the configurations this study chose"`` or ``"the default configurations"``."""
+        if self.study is None:
+            if self.mode == "one-shot":
+                return f"the default configurations, over {self.n} independent studies"
             return f"the optimizers, over {self.n} independent tunings"
+        if self.about == "optimizers":
+            return "the optimizers under this search and budget"
+        if self.about == "defaults" or self.mode == "one-shot":
+            return "the default configurations"
         return "the configurations this study chose"
 
+    def _side(self, name: str) -> str:
+        """``"adam (lr 0.01, chosen from 7 rates on 5 seeds, 200 steps)"`` for a claim about the optimizers."""
+        k = 0 if name == self.a else 1
+        if not self.chosen[k]:
+            return name
+        return (
+            f"{name} ({self.chosen[k]}, chosen from {self.tried[k]} {self.search} on {self.selection_seeds} "
+            f"seeds, {self.steps} steps)"
+        )
+
     def sentence(self, metric: str = "") -> str:
-        """The claim as a reader would cite it: ``"adam is better than nag on logreg (tuned, median paired
-        difference -0.0085 [95 % interval -0.011, -0.006] log-loss, p_adj 0.003, 5 of 5 studies)"``; for a
-        pair not shown to differ, ``"adam and nag are not shown to differ ..."``. The interval is the
-        Hodges-Lehmann one of ``a - b`` (or ``b - a``, following the sentence's order)."""
+        """The claim as a reader would cite it, naming what it is about:
+
+        * about the optimizers, one study: ``"adam (lr 0.01, chosen from 7 rates on 5 seeds, 200 steps) is
+          better than nag at every one of nag's 7 rates on logreg (16 seeds, p_adj 0.003; median paired
+          difference -0.0085 [95.6 % interval -0.011, -0.006] log-loss against nag's lr 0.0316, 16 of 16
+          seeds)"``;
+        * the chosen configurations: ``"adam is better than nag at their chosen rates on logreg (...)"``;
+        * the default configurations: ``"... at their default configurations ..."``;
+        * across studies: ``"... over 5 independent tunings ..."`` (``"studies"`` for the one-shot mode).
+
+        For a pair not shown to differ, ``"adam and nag are not shown to differ ..."``. The interval is the
+        Hodges-Lehmann one of the difference (in the sentence's order)."""
         if self.better is not None:
-            first, second = self.better, self.worse
-            verb = "is better than"
+            first, second = self.better, self.worse or ""
         else:
             first, second = self.a, self.b
-            verb = ""
         sign = 1.0 if first == self.a else -1.0
         eff, lo, hi = sign * self.effect, sign * self.low, sign * self.high
         if sign < 0:
             lo, hi = hi, lo
-        unit = "studies" if self.about == "optimizers" else "seeds"
+        across = self.study is None
+        unit = "studies" if across else "seeds"
         interval = (
             f" [{100 * self.confidence:.3g} % interval {_num(lo)}, {_num(hi)}]"
             if math.isfinite(self.confidence) and not math.isnan(lo)
             else ""
         )
-        detail = (
-            f"{self.mode}, median paired difference {_num(eff)}{interval}{' ' + metric if metric else ''}, "
-            f"p_adj {_num(self.p_adjusted, 2)}, {self.agree} of {self.n} {unit}"
-        )
+        size = f"median paired difference {_num(eff)}{interval}{' ' + metric if metric else ''}"
+        edge = "; a chosen configuration on its search's edge" if self.edge else ""
+        if self.about == "optimizers" and not across:
+            if self.better is None:
+                return (
+                    f"{first} and {second} are not shown to differ under their searches on {self.problem} "
+                    f"({self.n} seeds, p_adj {_num(self.p_adjusted, 2)}; at their chosen configurations {size})"
+                )
+            k = 1 if second == self.b else 0
+            return (
+                f"{self._side(first)} is better than {second} at every one of {second}'s {self.tried[k]} "
+                f"{self.search} on {self.problem} ({self.n} seeds, p_adj {_num(self.p_adjusted, 2)}; {size} "
+                f"against {second}'s {self.versus}, {self.agree} of {self.n} seeds{edge})"
+            )
+        if across:
+            at = f"over {self.n} independent {'studies' if self.mode == 'one-shot' else 'tunings'}"
+        else:
+            at = "at their default configurations" if self.mode == "one-shot" else "at their chosen rates"
+        detail = f"{size}, p_adj {_num(self.p_adjusted, 2)}, {self.agree} of {self.n} {unit}"
         if self.better is not None:
-            return f"{first} {verb} {second} on {self.problem} ({detail})"
-        return f"{first} and {second} are not shown to differ on {self.problem} ({detail})"
+            return f"{first} is better than {second} {at} on {self.problem} ({detail})"
+        return f"{first} and {second} are not shown to differ {at} on {self.problem} ({detail})"
 
     @property
     def shown(self) -> bool:
@@ -157,6 +228,13 @@ class TableAnalysis:
         the worst value (:func:`mxopt_jax.compare.protocol.quartiles`).
       needed_seeds: the fewest report seeds on which the exact signed-rank test can show a difference in a
         family of this table's pairs (:func:`mxopt_jax.compare.stats.min_seeds`; 0 for fewer than 2 entries).
+      configurations: for a table whose claims are about the optimizers under their searches
+        (``comparison.searches``), the tests of the chosen configurations alone
+        (:func:`~mxopt_jax.compare.protocol.compare_table`) and their claims, ``configuration_claims``
+        (``about="configurations"``: claims.csv keeps them; the tuning's luck is inside them); else ``None`` and
+        empty.
+      hopeless: the entries that diverged on every report seed at every configuration they tried (the claims
+        against them need no test; the report sums them up in one line).
 
     The rank sets, letters and display order are the comparison's, by contender name (a folded contender
     answers with its representative's).
@@ -170,6 +248,14 @@ class TableAnalysis:
     claims: tuple[Claim, ...]
     quartiles: dict[str, tuple[float, float, float]]
     needed_seeds: int = 0
+    configurations: TableComparison | None = None
+    configuration_claims: tuple[Claim, ...] = ()
+    hopeless: tuple[str, ...] = ()
+
+    @property
+    def about(self) -> str:
+        """What the table's claims speak of (:attr:`~mxopt_jax.compare.protocol.TableComparison.about`)."""
+        return self.comparison.about
 
     # ------------------------------------------------------------------ what the tests decided
     @property
@@ -241,6 +327,12 @@ class TableAnalysis:
         """Whether ``a``'s entry was shown better than ``b``'s."""
         return self.comparison.shown_better(a, b)
 
+    @property
+    def best(self) -> tuple[str, ...]:
+        """The entries no other entry was shown better than (their rank set starts at 1), in display order:
+        the table's best set (:class:`~mxopt_jax.compare.analysis.verdict.Verdict`, the figures' shading)."""
+        return tuple(n for n in self.order if self.rank(n) == 1)
+
     # ------------------------------------------------------------------ the selections
     def selection(self, name: str) -> Selection:
         """``name``'s selection (folded contenders included)."""
@@ -259,43 +351,65 @@ class TableAnalysis:
         return [c for c in self.claims if c.shown]
 
 
-def analyse_table(
-    selections: Sequence[Selection],
-    identical: Mapping[str, Sequence[str]] | None = None,
-    level: float = TEST_LEVEL,
-    test: str = TEST,
-    comparison: TableComparison | None = None,
-) -> TableAnalysis:
-    """One table's analysis: :func:`~mxopt_jax.compare.protocol.compare_table` once (``identical`` folded before
-    testing; or ``comparison``, the table's tests already run, e.g. re-decided as one family with the report's
-    other tables by :func:`~mxopt_jax.compare.protocol.report_family`), every pair's :class:`Claim`, every
-    contender's quartiles.
+def _words(s: Selection, row: int | None = None) -> str:
+    """A configuration of ``s``'s search in words: ``"lr 0.01"`` (the chosen one, or row ``row`` of its report
+    grid; a random search's other hyperparameters are not named)."""
+    lr = s.lr if row is None else float(np.asarray(s.lrs)[row])
+    return f"lr {lr:.3g}"
 
-    Raises
-    ------
-    ValueError
-        as :func:`~mxopt_jax.compare.protocol.compare_table`.
-    """
-    sels = list(selections)
-    if comparison is None:
-        comparison = compare_table(sels, identical, level, test)
+
+def _claims(
+    comparison: TableComparison,
+    sels: Sequence[Selection],
+    values: np.ndarray,
+    seeds: np.ndarray,
+) -> list[Claim]:
+    """One :class:`Claim` per pair of ``comparison``'s entries (``values``: every selection's report values,
+    paired by ``seeds``, rows in ``sels``' order)."""
     c = comparison.comparison
-    values, seeds = paired_values(sels)
     row = {s.contender: k for k, s in enumerate(sels)}
+    by = {s.contender: s for s in sels}
     entries = comparison.entries
     units = tuple(int(x) for x in seeds)
-    claims = []
+    searches = comparison.searches
+    about = comparison.about
+    direction = Direction(comparison.better)
+    out = []
     for i in range(len(entries)):
         for j in range(i + 1, len(entries)):
             a, b = entries[i], entries[j]
-            d = stats.differences(values[row[a]], values[row[b]])
             shown = a if c.better[i, j] else b if c.better[j, i] else None
+            va, vb = values[row[a]], values[row[b]]
+            extra: dict = {}
+            if searches is not None:
+                sa, sb = by[a], by[b]
+                extra = {
+                    "search": "trials" if sa.edges or sb.edges else "rates",
+                    "tried": (int(searches.configurations[i]), int(searches.configurations[j])),
+                    "chosen": (_words(sa), _words(sb)),
+                    "steps": int(sa.steps),
+                    "selection_seeds": len(sa.val_final),
+                    "edge": sa.on_edge is not None or sb.on_edge is not None or bool(sa.edges or sb.edges),
+                }
+                if shown is not None:  # the effect against the worse one's configuration that came closest
+                    k = int(searches.binding[i, j] if shown == a else searches.binding[j, i])
+                    worse = sb if shown == a else sa
+                    grid = np.asarray(worse.report_grid, np.float64)[
+                        :, np.argsort(np.asarray(worse.report_seeds, np.int64), kind="stable")
+                    ]
+                    closest = np.where(np.isfinite(grid[k]), grid[k], worse.sign * np.inf)
+                    extra["versus"] = _words(worse, k)
+                    if shown == a:
+                        vb = closest
+                    else:
+                        va = closest
+            d = stats.differences(va, vb)
             size = stats.effect(d, LEVEL)
-            oriented = Direction(comparison.better).orient(d)  # lower: a better
+            oriented = direction.orient(d)  # lower: a better
             # the claim's way: a lower (better) is a negative oriented difference; unshown: the median's way
             way = -1.0 if shown == a else 1.0 if shown == b else float(np.sign(median_inf(oriented))) or -1.0
             agree = int((np.sign(oriented) == way).sum())
-            claims.append(
+            out.append(
                 Claim(
                     problem=comparison.problem,
                     mode=comparison.mode,
@@ -308,7 +422,7 @@ def analyse_table(
                     effect=median_inf(d),
                     n=len(units),
                     units=units,
-                    about="configurations",
+                    about=about,  # type: ignore[arg-type]
                     better=shown,
                     equal=bool(c.equal[i, j]),
                     level=c.level,
@@ -318,8 +432,51 @@ def analyse_table(
                     confidence=size.confidence,
                     family=c.family or c.pairs,
                     agree=agree,
+                    **extra,
                 )
             )
+    return out
+
+
+def analyse_table(
+    selections: Sequence[Selection],
+    identical: Mapping[str, Sequence[str]] | None = None,
+    level: float = TEST_LEVEL,
+    test: str = TEST,
+    comparison: TableComparison | None = None,
+    configurations: TableComparison | None = None,
+) -> TableAnalysis:
+    """One table's analysis: its tests once and every pair's :class:`Claim`, every contender's quartiles.
+
+    A tuned table whose contenders ran every configuration on the report seeds is compared under their searches
+    (:func:`~mxopt_jax.compare.protocol.search_table`: claims about the optimizers), and its chosen
+    configurations alone as well (:func:`~mxopt_jax.compare.protocol.compare_table`, the
+    ``configuration_claims``); any other table by :func:`~mxopt_jax.compare.protocol.compare_table` (``identical``
+    folded before testing). ``comparison`` / ``configurations``: the tests already run (e.g. re-decided as one
+    family with the report's other tables by :func:`~mxopt_jax.compare.protocol.report_family`).
+
+    Raises
+    ------
+    ValueError
+        as :func:`~mxopt_jax.compare.protocol.compare_table`.
+    """
+    sels = list(selections)
+    if comparison is None:
+        comparison = (search_table if searchable(sels) else compare_table)(sels, identical, level, test)
+    if comparison.searches is not None and configurations is None:
+        configurations = compare_table(sels, identical, level, test)
+    values, seeds = paired_values(sels)
+    claims = _claims(comparison, sels, values, seeds)
+    config_claims = _claims(configurations, sels, values, seeds) if configurations is not None else []
+    c = comparison.comparison
+    by = {s.contender: s for s in sels}
+    hopeless = tuple(
+        n
+        for n in comparison.entries
+        if not np.isfinite(
+            np.asarray(by[n].report_grid if by[n].report_grid is not None else by[n].test, np.float64)
+        ).any()
+    )
     return TableAnalysis(
         problem=comparison.problem,
         mode=comparison.mode,
@@ -329,4 +486,7 @@ def analyse_table(
         claims=tuple(claims),
         quartiles={s.contender: s.test_quartiles for s in sels},
         needed_seeds=stats.min_seeds(c.pairs, c.level) if c.pairs else 0,
+        configurations=configurations,
+        configuration_claims=tuple(config_claims),
+        hopeless=hopeless,
     )

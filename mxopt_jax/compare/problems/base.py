@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 
 import jax
 
-from ..checks import finite_number
+from ..checks import finite_number, printable
 from ..direction import WORDS, Direction
 
 __all__ = ["Batch", "Params", "Problem", "Splits", "State"]
@@ -179,6 +179,8 @@ class Problem:
                 raise TypeError(
                     f"Problem {self.name!r}: `{field}` must be a str, got {getattr(self, field)!r}"
                 )
+        for field in ("name", "title", "description", "metric_name"):  # printed by every report: no escapes
+            printable(getattr(self, field), f"Problem {self.name!r}: `{field}`", lines=field == "description")
         if self.init_state is not None and not callable(self.init_state):
             raise TypeError(
                 f"Problem {self.name!r}: `init_state` must be None or callable, got {type(self.init_state).__name__}"

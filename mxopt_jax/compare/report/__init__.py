@@ -10,7 +10,7 @@ figures need matplotlib (imported lazily).
 
 from . import export, plots, render, tables, text
 from .export import records_equal, write_csv, write_summary_csv
-from .plots import plot_curves, plot_profile, plot_sensitivity, save_all
+from .plots import plot_curves, plot_profile, plot_ranks, plot_results, plot_sensitivity, save_all
 from .render import describe_study, format_study, study_document, write_study
 from .tables import (
     format_modes,
@@ -31,6 +31,8 @@ __all__ = [
     "format_study",
     "plot_curves",
     "plot_profile",
+    "plot_ranks",
+    "plot_results",
     "plot_sensitivity",
     "plots",
     "render",

@@ -1,67 +1,30 @@
-"""How far two saved studies agree (``mxopt-jax agree DIR_A DIR_B``; it names the studies it compares, and
-``--study-a``/``--study-b`` pick them in a folder of several independent studies).
+"""How far two saved studies agree, rendered (``mxopt-jax agree DIR_A DIR_B``; it names the studies it compares,
+and ``--study-a``/``--study-b`` pick them in a folder of several independent studies, numbered from 1 as the
+report numbers them).
 
 The quick preset's budget is a fraction of the full one's, so its tables rank early progress; whether a
 ranking survives a longer budget (or another search, schedule or seed set) is a measurement, not an
-assumption. :func:`compare_studies` reads two ``study.json`` files (:func:`~mxopt_jax.compare.serialize.read_document`) and, per
-problem, compares the tuned test means of the contenders both ran: Kendall's tau-b of the two orders (ties,
-such as identical contenders or two diverged ones, counted as ties) and the overlap of the top ``k`` (by mean,
-name breaking ties). Contenders in one study only are listed and left out of both numbers.
+assumption. :func:`compare_studies` reads each study exactly as ``mxopt-jax report`` does
+(:meth:`mxopt_jax.compare.result.StudyResult.from_json`: every field checked, the result recomputed from its
+records, stored selections that disagree with them refused), and renders the agreement the analysis computes
+(:mod:`mxopt_jax.compare.analysis.agreement`: per problem, Kendall's tau-b of the tuned test means with its
+p-value, what tau can show at that size, and the overlap of the top ``k``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.stats
 
-from ..direction import Direction
-from ..protocol import Selection
-from ..serialize import read_document
+from ..analysis.agreement import ProblemAgreement, agree, mean_tau, smallest_p, tuned_means
+from ..result import StudyResult
 
-__all__ = ["Agreement", "ProblemAgreement", "compare_studies", "kendall_tau"]
-
-
-def kendall_tau(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
-    """Kendall's tau-b of two paired samples (ties in either corrected for; ``+inf`` equals ``+inf``).
-
-    ``scipy.stats.kendalltau(a, b, variant="b")`` with the inputs checked. 1: the same order; -1: reversed;
-    NaN with fewer than two pairs or when one sample is all ties.
-    """
-    x, y = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"kendall_tau: need two 1-D samples of the same length, got {x.shape} and {y.shape}")
-    if np.isnan(x).any() or np.isnan(y).any():
-        raise ValueError("kendall_tau: NaN has no order (a diverged result is +inf)")
-    if len(x) < 2 or (x == x[0]).all() or (y == y[0]).all():
-        return math.nan
-    return float(scipy.stats.kendalltau(x, y, variant="b")[0])
-
-
-@dataclasses.dataclass
-class ProblemAgreement:
-    """One problem's agreement between studies ``a`` and ``b``.
-
-    Attributes:
-      problem: the problem; ``common``: the contenders both ran on it; ``only_a``/``only_b``: those one ran.
-      tau: Kendall's tau-b of the tuned test means over ``common`` (NaN with fewer than two).
-      top_a, top_b: the ``k`` best of ``common`` in each study (lowest mean first).
-      overlap: ``len(set(top_a) & set(top_b))``.
-    """
-
-    problem: str
-    common: list[str]
-    only_a: list[str]
-    only_b: list[str]
-    tau: float
-    top_a: list[str]
-    top_b: list[str]
-    overlap: int
+__all__ = ["Agreement", "compare_studies"]
 
 
 @dataclasses.dataclass
@@ -78,21 +41,23 @@ class Agreement:
 
     @property
     def mean_tau(self) -> float:
-        """The mean of the problems' taus (those defined)."""
-        taus = [w.tau for w in self.problems if math.isfinite(w.tau)]
-        return float(np.mean(taus)) if taus else math.nan
+        """The mean of the problems' taus (those defined): descriptive, not a test."""
+        return mean_tau(self.problems)
 
     def format(self) -> str:
-        """The comparison as text: one row per problem, then what only one study ran."""
+        """The comparison as text: one row per problem, what tau can show at the sizes compared, then what only
+        one study ran."""
         lines = [
             f"Agreement of the tuned test means: A = {self.a}, B = {self.b}",
-            "(Kendall's tau-b over the contenders both ran, 1 = the same order; top-k overlap, k = "
+            "(Kendall's tau-b over the contenders both ran, 1 = the same order, -1 = reversed; p: its two-sided "
+            "p-value, the chance of a tau this far from 0 if the two orders were unrelated; top-k overlap, k = "
             f"{self.k})",
         ]
         head = [
             "problem",
             "contenders",
             "tau",
+            "p",
             f"top-{self.k} overlap",
             f"top-{self.k} A",
             f"top-{self.k} B",
@@ -102,6 +67,7 @@ class Agreement:
                 w.problem,
                 str(len(w.common)),
                 f"{w.tau:+.2f}" if math.isfinite(w.tau) else "-",
+                f"{w.p:.2g}" if math.isfinite(w.p) else "-",
                 f"{w.overlap}/{min(self.k, len(w.common))}",
                 ", ".join(w.top_a),
                 ", ".join(w.top_b),
@@ -113,7 +79,10 @@ class Agreement:
         lines.append("-" * len(lines[-1]))
         lines += ["  ".join(f"{c:<{w}}" for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
         mean = self.mean_tau
-        lines.append(f"mean tau: {mean:+.2f}" if math.isfinite(mean) else "mean tau: -")
+        lines.append(
+            f"mean tau: {mean:+.2f} (descriptive, not a test)" if math.isfinite(mean) else "mean tau: -"
+        )
+        lines += _what_tau_shows(sorted({len(w.common) for w in self.problems if len(w.common) >= 2}))
         for w in self.problems:
             if w.only_a or w.only_b:
                 lines.append(
@@ -138,15 +107,36 @@ class Agreement:
         return self.format()
 
 
+def _what_tau_shows(sizes: list[int]) -> list[str]:
+    """What tau can show at each number of contenders compared: the orders there are and the smallest p-value
+    (:func:`~mxopt_jax.compare.analysis.agreement.smallest_p`), and where that is above 5 %, that it cannot."""
+    out = []
+    for n in sizes:
+        p = smallest_p(n)
+        line = (
+            f"tau over {n} contenders: {math.factorial(n):,} possible orders; even the same order (tau = +1) has "
+            f"p = {p:.2g}"
+        )
+        if p > 0.05:
+            line += (
+                f", so {n} contenders cannot show that two rankings agree at the 5 % level (it takes 5: p = "
+                f"{smallest_p(5):.2g} at best); read tau here as a description"
+            )
+        out.append(line)
+    return out
+
+
 def _load(
-    study: str | Path | Mapping[str, Any], index: int = 0
+    study: str | Path | Mapping[str, Any], number: int
 ) -> tuple[str, dict[str, dict[str, float]], set[int]]:
-    """``(label, {problem: {contender: tuned test mean, lower is better}}, seeds)`` of study ``index`` of a saved
-    plan (a folder holding ``study.json``, the file, or :func:`~mxopt_jax.compare.serialize.read_document`'s
-    dict): ``seeds`` every selection and report seed that study ran on; the label names the study (``study 2
-    of 3``)."""
+    """``(label, {problem: {contender: tuned test mean, lower is better}}, seeds)`` of study ``number`` (from 1)
+    of a saved plan (a folder holding ``study.json``, the file, or
+    :func:`~mxopt_jax.compare.serialize.read_document`'s dict), read as ``mxopt-jax report`` reads it
+    (:meth:`~mxopt_jax.compare.result.StudyResult.from_json`): ``seeds`` every selection and report seed that
+    study ran on; the label names the study (``study 2 of 3``)."""
     if isinstance(study, Mapping):
-        doc, label = study, str(study.get("preset") or "study")
+        result = StudyResult.from_document(study, "the study document")
+        label = result.plan.preset.name
     else:
         path = Path(study)
         if path.is_dir():
@@ -155,50 +145,26 @@ def _load(
             raise FileNotFoundError(
                 f"compare_studies: no study.json at {path} (write one with `mxopt-jax compare`)"
             )
-        doc = read_document(path)
-        meta = doc.get("meta") or {}
-        plan = meta.get("plan") or meta  # study.json before format 3 kept the settings in meta itself
-        how = f"preset {doc.get('preset')}" + (f", {plan['search']} search" if plan.get("search") else "")
-        if plan.get("trials"):
-            how += f" ({plan['trials']} trials)"
-        if plan.get("schedule", "constant") != "constant":
-            how += f", {plan['schedule']} schedule"
+        result = StudyResult.from_json(path)
+        plan = result.plan
+        how = f"preset {plan.preset.name}, {plan.search} search"
+        if plan.search == "random":
+            how += f" ({plan.trials} trials)"
+        if plan.schedule != "constant":
+            how += f", {plan.schedule} schedule"
         label = f"{path.parent.name or path.name} ({how})"
-    # every mean as lower-is-better (a problem whose metric is better higher is negated)
-    sign = {
-        name: Direction((info or {}).get("better") or "lower").sign
-        for name, info in ((doc.get("meta") or {}).get("problems") or {}).items()
-    }
-    studies = sorted({int(getattr(r, "study", 0) or 0) for r in doc.get("records", ())}) or [0]
-    if isinstance(index, bool) or not isinstance(index, int) or index not in range(len(studies)):
+    studies = result.studies()
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= len(studies):
         raise ValueError(
             f"compare_studies: {label} holds {len(studies)} independent stud{'y' if len(studies) == 1 else 'ies'} "
-            f"(0 to {len(studies) - 1}), got study {index!r}"
+            f"(numbered 1 to {len(studies)}, as its report numbers them), got study {number!r}"
         )
-    label += f", study {index} of {len(studies)} (numbered from 0)"
-    if len(studies) > 1 or index:
-        from ..result import StudyResult
-
-        selections = StudyResult.from_document(doc).studies()[index].selections()
-        number = studies[index]
-    else:
-        selections = [
-            s if isinstance(s, Selection) else Selection.from_dict(s) for s in doc.get("selections", ())
-        ]
-        number = studies[0]
-    seeds = {
-        int(x)
-        for r in doc.get("records", ())
-        if int(getattr(r, "study", 0) or 0) == number
-        for x in np.asarray(getattr(r, "seeds", ())).ravel()
-    }
-    means: dict[str, dict[str, float]] = {}
-    for sel in selections:
-        if sel.mode != "tuned":
-            continue
-        mean = sign.get(sel.problem, 1.0) * sel.test_mean if math.isfinite(sel.test_mean) else math.inf
-        means.setdefault(sel.problem, {})[sel.contender] = float(mean)
-        seeds |= {int(x) for x in np.asarray(sel.report_seeds).ravel()}
+    label += f", study {number} of {len(studies)}"
+    chosen = studies[number - 1]
+    selections = chosen.selections("tuned")
+    seeds = {int(x) for r in chosen.all_records() for x in np.asarray(r.seeds).ravel()}
+    seeds |= {int(x) for sel in selections for x in np.asarray(sel.report_seeds).ravel()}
+    means = tuned_means(selections)
     if not means:
         raise ValueError(f"compare_studies: {label} holds no tuned selections")
     return label, means, seeds
@@ -208,52 +174,34 @@ def compare_studies(
     a: str | Path | Mapping[str, Any],
     b: str | Path | Mapping[str, Any],
     k: int = 3,
-    study_a: int = 0,
-    study_b: int = 0,
+    study_a: int = 1,
+    study_b: int = 1,
 ) -> Agreement:
-    """How far two saved studies agree, per problem both ran: Kendall's tau-b of the tuned test means and
-    the overlap of the top ``k``, over the contenders both ran (a diverged mean, ``inf``, ties with another).
+    """How far two saved studies agree, per problem both ran: Kendall's tau-b of the tuned test means with its
+    p-value and the overlap of the top ``k``, over the contenders both ran (a diverged mean, ``inf``, ties with
+    another); the text says what tau can show at the sizes compared.
 
     ``a`` and ``b``: folders written by ``mxopt-jax compare`` (or :meth:`Study.write`), their ``study.json``
-    files, or :func:`~mxopt_jax.compare.serialize.read_document`'s dicts; ``study_a``, ``study_b``: which of a
-    folder's independent studies (``--studies``; 0 the first, as ``summary.csv``'s ``study`` column). The labels
-    name the studies compared. Contenders and problems in one study only are listed. Two studies that ran on
-    some of the same seeds are not independent (on the same seeds and configuration they are the same runs):
-    :attr:`Agreement.shared_seeds` lists those seeds and the text warns.
+    files, or :func:`~mxopt_jax.compare.serialize.read_document`'s dicts, each read as ``mxopt-jax report``
+    reads it (:meth:`~mxopt_jax.compare.result.StudyResult.from_json`); ``study_a``, ``study_b``: which of a
+    folder's independent studies (``--studies``), numbered from 1 as the report numbers them (summary.csv's
+    ``study`` column counts from 0). The labels name the studies compared. Contenders and problems in one study
+    only are listed. Two studies that ran on some of the same seeds are not independent (on the same seeds and
+    configuration they are the same runs): :attr:`Agreement.shared_seeds` lists those seeds and the text warns.
 
     Raises
     ------
     ValueError
-        ``k`` not an int >= 1; a study number outside the folder's studies; a study without tuned selections.
+        ``k`` not an int >= 1; a study number outside the folder's studies; a study without tuned selections; a
+        ``study.json`` that cannot be read as a study (naming the file and the field).
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"compare_studies: k must be an int >= 1, got {k!r}")
     label_a, ma, seeds_a = _load(a, study_a)
     label_b, mb, seeds_b = _load(b, study_b)
-    rows = []
-    for problem in [p for p in ma if p in mb]:
-        xa, xb = ma[problem], mb[problem]
-        common = [c for c in xa if c in xb]
-        tau = kendall_tau([xa[c] for c in common], [xb[c] for c in common])
-        top_a = sorted(common, key=lambda c: (xa[c], c))[:k]
-        top_b = sorted(common, key=lambda c: (xb[c], c))[:k]
-        rows.append(
-            ProblemAgreement(
-                problem=problem,
-                common=common,
-                only_a=[c for c in xa if c not in xb],
-                only_b=[c for c in xb if c not in xa],
-                tau=tau,
-                top_a=top_a,
-                top_b=top_b,
-                overlap=len(set(top_a) & set(top_b)),
-            )
-        )
     return Agreement(
         a=label_a,
         b=label_b,
         k=k,
-        problems=rows,
+        problems=agree(ma, mb, k),
         only_a=[p for p in ma if p not in mb],
         only_b=[p for p in mb if p not in ma],
         shared_seeds=sorted(seeds_a & seeds_b),

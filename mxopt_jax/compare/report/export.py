@@ -2,7 +2,9 @@
 summary CSV (:func:`write_summary_csv`), and the same as pandas DataFrames (:func:`runs_frame`,
 :func:`summary_frame`; pandas is imported lazily, the app's ``study`` extra): one row per evaluation point of
 every run, one row per selection. The number formats and the JSON document are
-:mod:`mxopt_jax.compare.serialize`'s.
+:mod:`mxopt_jax.compare.serialize`'s; every text cell goes through
+:func:`~mxopt_jax.compare.serialize.csv_text`, so that a name such as ``=HYPERLINK(...)`` is never a formula
+in a spreadsheet (the DataFrames keep the names as they are).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 from ..analysis import Claim, TableAnalysis
 from ..checks import atomic_file
 from ..records import Records
-from ..serialize import csv_number, pandas, read_csv
+from ..serialize import csv_number, csv_text, csv_untext, pandas, read_csv
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -113,10 +115,10 @@ def write_csv(path: str | Path, records_list: Iterable[Records]) -> Path:
                     for e, step in enumerate(steps):
                         w.writerow(
                             [
-                                r.problem,
-                                r.contender,
+                                csv_text(r.problem),
+                                csv_text(r.contender),
                                 int(r.study),
-                                r.role,
+                                csv_text(r.role),
                                 csv_number(lr),
                                 int(seed),
                                 int(step),
@@ -167,15 +169,15 @@ def write_summary_csv(path: str | Path, tables: StudyTables) -> Path:
             q1, med, q3 = table.quartiles[n]
             w.writerow(
                 [
-                    s.problem,
-                    s.contender,
-                    s.mode,
+                    csv_text(s.problem),
+                    csv_text(s.contender),
+                    csv_text(s.mode),
                     study,
                     table.rank(n),
                     table.rank_high(n),
-                    table.letters(n),
+                    csv_text(table.letters(n)),
                     csv_number(s.lr),
-                    s.on_edge or "",
+                    csv_text(s.on_edge or ""),
                     csv_number(s.test_mean),
                     csv_number(s.test_ci),
                     *(csv_number(q) for q in (med, q1, q3)),
@@ -266,14 +268,27 @@ def summary_frame(tables: StudyTables) -> pd.DataFrame:
     with tempfile.TemporaryDirectory() as tmp:
         path = write_summary_csv(Path(tmp) / "summary.csv", tables)
         frame = read_csv(path, keep_default_na=False, na_values={c: ["nan", ""] for c in _numeric(path)})
-    return frame
+    return _untext(frame, SUMMARY_TEXT)
+
+
+#: The text columns of ``summary.csv`` (the others hold numbers).
+SUMMARY_TEXT = ("problem", "contender", "mode", "group", "on_edge", "report_seeds")
 
 
 def _numeric(path: Path) -> list[str]:
     """The columns of a summary CSV other than the text ones."""
     with path.open(newline="") as f:
         head = next(csv.reader(f), [])
-    return [c for c in head if c not in ("problem", "contender", "mode", "group", "on_edge", "report_seeds")]
+    return [c for c in head if c not in SUMMARY_TEXT]
+
+
+def _untext(frame: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
+    """``frame`` with its text ``columns`` as the names were (:func:`~mxopt_jax.compare.serialize.csv_untext`)."""
+    pd = pandas()
+    for c in columns:
+        if c in frame.columns and not pd.api.types.is_numeric_dtype(frame[c]):
+            frame[c] = frame[c].map(csv_untext)
+    return frame
 
 
 def summary_rows(tables: StudyTables) -> list[dict[str, str]]:
@@ -310,6 +325,13 @@ CLAIMS_COLUMNS = (
     "n",
     "agree",
     "units",
+    "tried_a",
+    "tried_b",
+    "versus",
+    "edge",
+    "model_effect",
+    "model_low",
+    "model_high",
     "sentence",
 )
 
@@ -324,8 +346,13 @@ def claims_rows(claims: Iterable[Claim], metrics: Mapping[str, str] | None = Non
     difference ``a - b`` in the metric's raw units (across studies: the median of the studies' medians),
     ``hodges_lehmann`` its Hodges-Lehmann estimate and ``[ci_low, ci_high]`` the exact signed-rank interval
     with the coverage it has (``ci_confidence``); ``n`` the seeds (or studies) used, ``units`` which,
-    ``agree`` how many went the claim's way; ``sentence`` the claim as the report says it (``metrics``:
-    ``{problem: metric name}``)."""
+    ``agree`` how many went the claim's way; for a claim about the optimizers from one study, ``tried_a`` and
+    ``tried_b`` the configurations each one's search tried, ``versus`` the worse one's configuration the
+    effect is measured against (the one that came closest) and ``edge`` whether a chosen configuration it
+    rests on sits on its search's edge; across studies, ``model_effect`` with ``[model_low, model_high]`` the
+    model-based reading of ``a - b`` (a random-effects estimate with its Hartung-Knapp 95 % interval: an effect,
+    never a claim); ``sentence`` the claim as the report says it (``metrics``: ``{problem:
+    metric name}``)."""
     out = []
     for c in claims:
         out.append(
@@ -354,6 +381,13 @@ def claims_rows(claims: Iterable[Claim], metrics: Mapping[str, str] | None = Non
                 "n": str(c.n),
                 "agree": str(c.agree),
                 "units": " ".join(str(u) for u in c.units),
+                "tried_a": str(c.tried[0]) if c.tried[0] else "",
+                "tried_b": str(c.tried[1]) if c.tried[1] else "",
+                "versus": c.versus,
+                "edge": str(c.edge).lower() if c.tried[0] else "",
+                "model_effect": csv_number(c.model[0]),
+                "model_low": csv_number(c.model[1]),
+                "model_high": csv_number(c.model[2]),
                 "sentence": c.sentence((metrics or {}).get(c.problem, "")),
             }
         )
@@ -369,8 +403,33 @@ def write_claims_csv(
     with atomic_file(path, newline="") as f:  # whole or not at all (a full disk)
         w = csv.DictWriter(f, fieldnames=list(CLAIMS_COLUMNS))
         w.writeheader()
-        w.writerows(claims_rows(claims, metrics))
+        w.writerows(
+            {k: csv_text(v) if k in CLAIMS_TEXT else v for k, v in row.items()}
+            for row in claims_rows(claims, metrics)
+        )
     return path
+
+
+#: The text columns of ``claims.csv`` (the others hold numbers).
+CLAIMS_TEXT = frozenset(
+    {
+        "study",
+        "problem",
+        "mode",
+        "about",
+        "a",
+        "b",
+        "shown",
+        "better",
+        "worse",
+        "equal",
+        "test",
+        "units",
+        "sentence",
+        "versus",
+        "edge",
+    }
+)
 
 
 def claims_frame(claims: Iterable[Claim], metrics: Mapping[str, str] | None = None) -> pd.DataFrame:
@@ -378,7 +437,6 @@ def claims_frame(claims: Iterable[Claim], metrics: Mapping[str, str] | None = No
     pandas()
     with tempfile.TemporaryDirectory() as tmp:
         path = write_claims_csv(Path(tmp) / "claims.csv", claims, metrics)
-        text = {"study", "problem", "mode", "about", "a", "b", "shown", "better", "worse", "equal", "test"}
-        text |= {"units", "sentence"}
-        numeric = [c for c in CLAIMS_COLUMNS if c not in text]
-        return read_csv(path, keep_default_na=False, na_values={c: ["nan", ""] for c in numeric})
+        numeric = [c for c in CLAIMS_COLUMNS if c not in CLAIMS_TEXT]
+        frame = read_csv(path, keep_default_na=False, na_values={c: ["nan", ""] for c in numeric})
+    return _untext(frame, CLAIMS_TEXT)

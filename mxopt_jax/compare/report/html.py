@@ -1,11 +1,14 @@
 """A study as one self-contained HTML page: ``report.html`` beside ``report.txt``, and a notebook's display.
 
 :func:`html_report` renders the text report's sections in its order, as HTML tables: with independent
-studies the tables across them first, then the first study's (labelled with it): the overall ranking, each
-problem's tables (tuned and one-shot), one-shot against tuned; then "How to read these tables", the figures (PNG
-embedded as base64: the file needs nothing beside it), the batching check, the timings, the protocol as it ran
-and the whole text report (folded). A :class:`~mxopt_jax.compare.study.Study` shows it in a notebook
-(``_repr_html_``).
+studies the tables across them first, then the first study's (labelled with it): the overall ranking with its
+pictures beside it (the rank heatmap, ``ranks.png``, and the performance profile), each problem's tables (tuned
+and one-shot) with their picture beside them (``results_<problem>.png``), one-shot against tuned; then "How to
+read these tables", the figures of the runs (sensitivity, validation curves, training loss), the batching check,
+the timings, the protocol as it ran and the whole text report (folded). Figures are PNG embedded as base64 (the
+file needs nothing beside it), each with a caption saying which runs and which split it shows (:func:`caption`);
+"beside" is a wrapping row: on a narrow page the figure comes under its tables. A
+:class:`~mxopt_jax.compare.study.Study` shows it in a notebook (``_repr_html_``).
 
 The tables are the text report's (:func:`~mxopt_jax.compare.report.tables.problem_table`,
 :func:`~mxopt_jax.compare.report.tables.overall_table`, :func:`~mxopt_jax.compare.report.tables.modes_table`,
@@ -22,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..result import StudyResult
+from .plots import results_png
 from .tables import (
     Table,
     across_table,
@@ -29,31 +33,58 @@ from .tables import (
     modes_table,
     overall_table,
     problem_table,
+    sparse_note,
     study_label,
 )
 
-__all__ = ["FIGURE_CAPTIONS", "html_report"]
+__all__ = ["FIGURE_CAPTIONS", "RESULTS_CAPTION", "caption", "html_report"]
 
-#: What each figure shows (the captions under the embedded PNGs).
+#: What each figure shows: which runs it reads and which split (the captions under the embedded PNGs; a
+#: problem's ``results_<problem>.png`` takes :data:`RESULTS_CAPTION`).
 FIGURE_CAPTIONS = {
-    "sensitivity.png": "Final validation metric against the learning rate (the selection runs), one panel per "
-    "problem (and family), its legend naming each contender as that problem's table does: mean and 95 % "
-    "interval over seeds (a random search's trials as points); the chosen rate circled, a triangle pointing off "
-    "the grid (or the trials) when it is the lowest or highest rate tried; a mean above the axis drawn as an open "
-    "triangle at the top and counted per panel.",
-    "curves.png": "The reported runs (the chosen configuration on the confirmation seeds): validation metric "
-    "along training, mean and 95 % interval over seeds; one panel per problem (and family), its legend naming "
-    "each contender as that problem's table does, with the rate chosen on that problem.",
-    "loss.png": "The same runs' training loss (mean over the steps since the previous point), panels as in the "
-    "training curves.",
-    "profile.png": "Performance profiles, from the selection runs: the fraction of problems on which a "
-    "contender's fastest trial (per selection seed the fewest steps any rate tried needed, then a majority of "
-    "the seeds) reaches the validation target within tau times the fastest contender's steps.",
+    "ranks.png": "The overall tables as a picture: each contender's rank set on each problem, read from that "
+    "problem's table (the test metric of the confirmation runs: the chosen configuration on fresh seeds), "
+    "coloured by the middle of the rank set (dark: first), outlined where the contender is in the table's best "
+    "set (no entry shown better); rows in the overall table's order, its mean rank at the right; one panel per "
+    "mode.",
+    "sensitivity.png": "The selection runs (every rate tried, on the selection seeds): the final validation "
+    "metric against the learning rate (the tables report the test metric of other runs, the confirmation runs), "
+    "one panel per problem (and family), its legend naming each contender as that problem's table does: mean "
+    "and 95 % interval over seeds (a random search's trials as points); the chosen rate circled, a triangle "
+    "pointing off the grid (or the trials) when it is the lowest or highest rate tried; a mean above the axis "
+    "drawn as an open triangle at the top and counted per panel.",
+    "curves.png": "The reported runs (the chosen configuration on the confirmation seeds): the validation metric "
+    "along training (the tables report these runs' test metric at the end), mean and 95 % interval over seeds; "
+    "one panel per problem (and family), its legend naming each contender as that problem's table does, with "
+    "the rate chosen on that problem; a mean above the axis is clipped, marked by open triangles at the top and "
+    "counted per panel.",
+    "loss.png": "The same reported runs' training loss (on the training split: the mean over the steps since "
+    "the previous point), panels and clipping as in the validation curves.",
+    "profile.png": "Performance profiles, from the selection runs' validation metric: the fraction of problems "
+    "on which a contender's fastest trial (per selection seed the fewest steps any rate tried needed, then a "
+    "majority of the seeds) reaches the validation target within tau times the fastest contender's steps.",
 }
+#: The caption of a problem's ``results_<problem>.png`` (:func:`mxopt_jax.compare.report.plots.plot_results`).
+RESULTS_CAPTION = (
+    "The problem's tables as a picture: every entry's test metric from the confirmation runs (the chosen "
+    "configuration on fresh seeds), the mean with its 95 % Student-t interval, in the table's order, the best set "
+    "(no entry shown better) shaded; a mean beyond the axis is drawn on its edge with its value written."
+)
+
+
+def caption(name: str) -> str:
+    """The caption of the figure written as ``name`` (:data:`FIGURE_CAPTIONS`, :data:`RESULTS_CAPTION`)."""
+    if name.startswith("results_"):
+        return RESULTS_CAPTION
+    return FIGURE_CAPTIONS.get(name, name)
+
 
 _CSS = """
 .mxopt-study { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size: 14px; color: #222;
-  max-width: 1100px; line-height: 1.4; }
+  max-width: 1900px; line-height: 1.4; }
+.mxopt-study .beside { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 0 2em; }
+.mxopt-study .beside > div { max-width: 1150px; }
+.mxopt-study .beside figure { max-width: 600px; margin-top: 0.3em; }
 .mxopt-study h1 { font-size: 1.5em; margin: 0.4em 0; }
 .mxopt-study h2 { font-size: 1.2em; margin: 1.2em 0 0.3em; border-bottom: 1px solid #ddd; }
 .mxopt-study h3 { font-size: 1em; margin: 0.8em 0 0.2em; }
@@ -104,7 +135,7 @@ def _problem_table(study: StudyResult, problem: Any, mode: str) -> str:
     analysis = study.analysis.tables.get((problem.name, mode))
     if analysis is None:
         return ""
-    t = problem_table(analysis, problem)
+    t = problem_table(analysis, problem, notes=[sparse_note(problem, study.contenders)])
     s0 = analysis.selections[0]
     title = "tuned" if mode == "tuned" else "one-shot (default rate)"
     seeds = f"{s0.seeds} report seeds, {s0.steps} steps"
@@ -162,21 +193,37 @@ def _guide(study: StudyResult) -> list[str]:
 
 
 def render_images(study: StudyResult) -> dict[str, bytes]:
-    """The study's figures as PNG bytes (``{"sensitivity.png": ..., ...}``); empty without matplotlib."""
+    """The study's figures as PNG bytes (``{"ranks.png": ..., "sensitivity.png": ..., ...}``:
+    :func:`mxopt_jax.compare.report.plots.draw_report`); empty without matplotlib."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         return {}
     from .. import figures
-    from .plots import draw_study
+    from .plots import draw_report
 
-    figs = draw_study(
-        study.problems,
-        study.all_records("selection") + study.all_records("confirmation"),
-        study.analysis,
-        study.families,
-    )
+    with figures.plain_text():  # names as they are: a '$' in one is no mathtext
+        figs = draw_report(
+            study.problems,
+            study.all_records("selection") + study.shown_records("tuned"),
+            study.analysis,
+            study.families,
+        )
     return {name: figures.png_bytes(fig) for name, fig in figs.items()}
+
+
+def _figure(name: str, data: bytes) -> str:
+    """One embedded PNG with its caption."""
+    src = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+    return f"<figure><img src='{src}' alt='{_e(name)}'><figcaption>{_e(caption(name))}</figcaption></figure>"
+
+
+def _beside(tables: Sequence[str], figures: Sequence[str]) -> str:
+    """``tables`` with ``figures`` beside them (below them where the page is too narrow); the tables alone
+    when there is no figure."""
+    if not figures:
+        return "".join(tables)
+    return f"<div class='beside'><div>{''.join(tables)}</div><div>{''.join(figures)}</div></div>"
 
 
 def _seeds(seeds: Sequence[int]) -> str:
@@ -232,10 +279,19 @@ def html_report(
             f"<p class='note'>{_e(which[0].upper() + which[1:])}: its overall ranking and each problem's tables "
             "(the other studies enter only the tables across studies).</p>"
         )
+    images = dict(images)
+
+    def placed(*names: str) -> list[str]:
+        """The figures ``names`` that are there, each placed once."""
+        return [_figure(n, images.pop(n)) for n in names if n in images]
+
     if len(study.problems) > 0:
         parts.append(f"<h2>Overall ranking{_e(of)}</h2>")
-        for mode in ("tuned", "one-shot"):
-            parts.append(_overall(study, mode))
+        parts.append(
+            _beside(
+                [_overall(study, mode) for mode in ("tuned", "one-shot")], placed("ranks.png", "profile.png")
+            )
+        )
     for p in study.problems:
         parts.append(f"<h2>{_e(p.name)}: {_e(p.title)}{_e(of)}</h2>")
         better = p.direction.word
@@ -246,18 +302,17 @@ def html_report(
             f"{_e(f'{p.target:g}')}; practical margin {_e(f'{margin:g}' if margin else '0 (none)')}; "
             f"{_e(study.preset.steps(p))} steps, batch {_e(p.batch_size)}. {_e(p.description)}</p>"
         )
-        for mode in ("tuned", "one-shot"):
-            parts.append(_problem_table(study, p, mode))
+        parts.append(
+            _beside(
+                [_problem_table(study, p, mode) for mode in ("tuned", "one-shot")],
+                placed(results_png(p.name)),
+            )
+        )
     parts += _modes(study, of)
     parts += _guide(study)
-    if images:
+    if images:  # the figures of the runs (no table of their own): after the tables
         parts.append("<h2>Figures</h2>")
-        for name, data in images.items():
-            src = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-            caption = FIGURE_CAPTIONS.get(name, name)
-            parts.append(
-                f"<figure><img src='{src}' alt='{_e(name)}'><figcaption>{_e(caption)}</figcaption></figure>"
-            )
+        parts += placed(*images)
     parts.append("<h2>Checks and timings</h2>")
     parts += [f"<p>{_e(n)}</p>" for n in notes]
     parts.append(

@@ -1,26 +1,38 @@
 """Figures of a study (needs matplotlib: ``pip install 'mxopt_jax[plot]'``; imported lazily, Agg backend).
 
+The pictures of the tables, first (:func:`draw_tables`), read from the analysis like the tables:
+
+* :func:`plot_results` (``results_<problem>.png``): a problem's tables (tuned, one-shot) as a picture: every
+  entry's test value with its 95 % interval, in the table's order, the best set (:func:`best_set`) shaded;
+* :func:`plot_ranks` (``ranks.png``): the overall tables as a rank heatmap, contenders by problems.
+
+The figures of the runs (:func:`draw_study`):
+
 * :func:`plot_sensitivity`: final validation metric against the learning rate (log axis) over the selection
   seeds: the mean with its 95 % Student-t interval (the tables' interval), the chosen rate circled (a triangle
   pointing off the grid when it sits on the grid's edge, the tables' ``<``/``>``); a mean above the y range
   marked at the top (and counted); only when a run diverged, a grey strip at the top where such rates are
   marked ``x``;
 * :func:`plot_curves`: the reported runs (the chosen rate on the confirmation seeds): the validation metric
-  and the training loss against steps, mean with its 95 % interval; two rows per problem;
+  or the training loss against steps, mean with its 95 % interval; a mean above the y range clipped, marked at
+  the top and counted;
 * :func:`plot_profile`: the performance profiles (``rho`` against ``tau``), legend sorted by score; it needs
   two problems or more (on one problem a profile says nothing the table does not).
 
-Each figure has one row per problem (the curves: two; the profile: one row) and, when more than
-:data:`~mxopt_jax.compare.figures.ONE_PANEL_MAX` contenders are drawn, one column per family (at most eight
-lines per axes); the panels of a row share their y range, and log axes are labelled inside a decade
+Every figure names the split it shows (test for the tables' pictures, validation or training for the runs') in
+its axis titles and its note. The figures of the runs have one row per problem (the profile: one row) and, when
+more than :data:`~mxopt_jax.compare.figures.ONE_PANEL_MAX` contenders are drawn, one column per family (at most
+eight lines per axes); the panels of a row share their y range, and log axes are labelled inside a decade
 (:func:`~mxopt_jax.compare.figures.log_subs`). A short title on top, how to read the figure at the bottom.
-Colours, line styles, figure set-up and PNG writing are the app's one style
-(:mod:`mxopt_jax.compare.figures`), so a contender looks the same in every figure of the app.
+Colours, line styles, markers, figure set-up and PNG writing are the app's one style
+(:mod:`mxopt_jax.compare.figures`): a contender has one look in every figure of every study
+(:func:`~mxopt_jax.compare.figures.contender_style`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,8 +40,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import figures
-from ..analysis import Profile, StudyAnalysis, mean_band
+from ..analysis import Profile, Ranking, StudyAnalysis, TableAnalysis, mean_band
 from ..contenders import group_by_family
+from ..direction import Direction
 from ..protocol import LEVEL, Selection
 from ..records import Records
 from .tables import label
@@ -40,11 +53,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..problems.base import Problem
 
 __all__ = [
+    "best_set",
     "draw_all",
+    "draw_report",
     "draw_study",
+    "draw_tables",
     "plot_curves",
     "plot_profile",
+    "plot_ranks",
+    "plot_results",
     "plot_sensitivity",
+    "results_png",
     "save_all",
 ]
 
@@ -213,8 +232,9 @@ def _identity(
     return {k: list(v) for k, v in (identical or {}).items()}
 
 
-def _panel_legend(ax: Any) -> None:
-    """A small legend inside the panel: its contenders, named where the lines are."""
+def _panel_legend(ax: Any, title: str = "", entries: int | None = None) -> None:
+    """A small legend inside the panel: its contenders, named where the lines are (two columns for more than
+    five ``entries``, by default the panel's lines), under ``title`` when given."""
     ax.legend(
         loc="best",
         fontsize=6.5,
@@ -222,8 +242,10 @@ def _panel_legend(ax: Any) -> None:
         framealpha=0.8,
         borderpad=0.3,
         labelspacing=0.2,
-        ncol=2 if len(ax.lines) > 5 else 1,
+        ncol=2 if (len(ax.lines) if entries is None else entries) > 5 else 1,
         columnspacing=0.8,
+        title=title or None,
+        title_fontsize=6.5,
     )
 
 
@@ -236,8 +258,10 @@ def _final_stats(r: Records) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return mean, low, high, bad
 
 
-def _style(i: int, n: int) -> dict[str, Any]:
-    return figures.style(i, linewidth=1.4)
+def _look(name: str) -> dict[str, Any]:
+    """``name``'s line in these figures: its colour, line style and marker in every figure of every study
+    (:func:`mxopt_jax.compare.figures.contender_style`)."""
+    return figures.contender_style(name, linewidth=1.4)
 
 
 def _shown(
@@ -303,10 +327,10 @@ def plot_sensitivity(
             rising = [
                 n for n in members if n in means and (np.isfinite(means[n][0]) & (means[n][0] > hi)).any()
             ]
-            for i, n in enumerate(members):
+            for n in members:
                 if n not in means:
                     continue
-                style = _style(i, len(members))
+                style = _look(n)
                 mean, low, high, bad = means[n]
                 lrs = np.asarray(recs[n].lrs, np.float64)
                 # a random search's trials (other hyperparameters vary between them): points, no line or band
@@ -314,12 +338,7 @@ def plot_sensitivity(
                 any_trials |= trials
                 shape = {**style, "linestyle": "none"} if trials else style
                 artists = ax.plot(
-                    lrs,
-                    mean,
-                    marker="o",
-                    markersize=3.5 if trials else 2.5,
-                    label=label(n, ident),
-                    **shape,
+                    lrs, mean, markersize=3.5 if trials else 3.0, label=label(n, ident), **shape
                 )
                 if not trials:
                     artists.append(
@@ -391,15 +410,19 @@ def plot_sensitivity(
             ax.grid(True, **figures.GRID)
             ax.tick_params(labelsize=8)
             ax.set_title(f"{p.name} · {family}" if family else p.name, fontsize=9.5)
-            ax.set_ylabel(f"final val {p.metric_name}" + (" (log)" if logy else ""), fontsize=8.5)
+            ax.set_ylabel(f"final validation {p.metric_name}" + (" (log)" if logy else ""), fontsize=8.5)
             ax.set_xlabel("learning rate", fontsize=8.5)
             if ax.get_legend_handles_labels()[1]:
                 _panel_legend(ax)
-    note = f"Mean over the selection seeds, band: its {_PCT} interval; ○ the chosen rate"
+    note = (
+        "The selection runs' final validation metric (the tables report the test metric of the confirmation "
+        f"runs): mean over the selection seeds, band: its {_PCT} interval; ○ the chosen rate"
+    )
     if any_trials:
         note = (
-            "Mean over the selection seeds of each trial of a random search (points: the other hyperparameters "
-            "vary between them, so no line or band); ○ the chosen trial"
+            "The selection runs' final validation metric (the tables report the test metric of the confirmation "
+            "runs): mean over the selection seeds of each trial of a random search (points: the other "
+            "hyperparameters vary between them, so no line or band); ○ the chosen trial"
         )
     if any_edge:
         note += (
@@ -445,6 +468,7 @@ def plot_curves(
     names = _shown(per, sels, identical)
     fig, place, groups = _grid(probs, names, families, 2.6)
     fresh = all(n in conf[p.name] for p in probs for n in sels[p.name])
+    clipped = False
     for row, p in enumerate(probs):
         recs, chosen = per[p.name], sels[p.name]
         ident = _identity(p.name, identical, identical_by_problem)
@@ -464,41 +488,77 @@ def plot_curves(
             lo, hi, logy = _ylim(allv, finals, p.metric_name, p.target, factor=5.0)
         else:  # the loss axis as the metric's: around the final losses (a blow-up leaves the top)
             lo, hi, logy = _ylim(allv, finals, "", math.nan, 5.0)
+        any_off = False
         for col, (family, members) in enumerate(groups):
             ax = place[(row, col)]
-            for i, n in enumerate(members):
-                if n not in bands:
-                    continue
+            drawn_here = [n for n in members if n in bands]
+            off = {}  # contender -> the steps where its mean is above the axis (clipped there)
+            for n in drawn_here:
                 steps, (mean, low, high), bad = bands[n]
-                style = _style(i, len(members))
+                style = _look(n)
                 if what == "loss" and logy:
                     low = np.where(low > 0, low, np.nan)
                 rate = f"{chosen[n].lr:.3g}" + (f", {bad} diverged" if bad else "")
-                ax.plot(steps, mean, label=f"{label(n, ident)}  {rate}", **style)
+                every = max(1, len(steps) // 8)
+                ax.plot(
+                    steps,
+                    mean,
+                    label=f"{label(n, ident)}  {rate}",
+                    markersize=3.0,
+                    markevery=(drawn_here.index(n) % every, every),
+                    **style,
+                )
                 ax.fill_between(steps, low, high, color=style["color"], alpha=figures.BAND_ALPHA, linewidth=0)
+                above = np.isfinite(mean) & (mean > hi)
+                if above.any():
+                    off[n] = steps[above]
+            for k, (n, at) in enumerate(off.items()):  # one row of marks per clipped contender, at the top
+                ax.plot(
+                    at,
+                    np.full(len(at), 0.985 - 0.025 * k),
+                    transform=ax.get_xaxis_transform(),
+                    linestyle="none",
+                    marker="^",
+                    markersize=3.5,
+                    markerfacecolor="none",
+                    markeredgewidth=0.9,
+                    color=_look(n)["color"],
+                    zorder=4,
+                    clip_on=False,
+                )
+            any_off |= bool(off)
             if what == "val":
                 _target_line(ax, p.target)
             _set_y(ax, lo, hi, logy)
             ax.grid(True, **figures.GRID)
             ax.tick_params(labelsize=8)
             ax.set_title(f"{p.name} · {family}" if family else p.name, fontsize=9.5)
-            unit = f"val {p.metric_name}" if what == "val" else "train loss"
+            unit = f"validation {p.metric_name}" if what == "val" else "training loss"
             ax.set_ylabel(unit + (" (log)" if logy else ""), fontsize=8.5)
             ax.set_xlabel("step", fontsize=8.5)
-            if ax.get_legend_handles_labels()[1]:
-                _panel_legend(ax)
+            if (
+                drawn_here
+            ):  # the count of curves clipped heads the legend (text in the panel would hide lines)
+                _panel_legend(ax, f"△ {len(off)} clipped above the axis" if off else "", len(drawn_here))
+        clipped |= any_off
     runs = "the chosen rate on the confirmation seeds" if fresh else "the chosen rate on the selection seeds"
     shown = (
-        "validation metric"
+        "the validation metric (the tables report the test metric)"
         if what == "val"
-        else "training loss (mean over the steps since the previous point)"
+        else "the training loss (mean over the steps since the previous point)"
     )
     figures.titles(
         fig,
-        "Training curves of the reported runs" if what == "val" else "Training loss of the reported runs",
+        "Validation curves of the reported runs" if what == "val" else "Training loss of the reported runs",
         f"Runs at {runs}: {shown}, mean over seeds, band: its {_PCT} interval; each panel's legend: contender "
         "(= those identical to it in that problem's table) and the rate chosen on that problem"
-        + ("; dashed: the target." if what == "val" else "."),
+        + ("; dashed: the target" if what == "val" else "")
+        + (
+            "; △ at the top: the mean is above the axis at that step (the curve is clipped there), one row per "
+            "contender, counted at the head of the panel's legend."
+            if clipped
+            else "."
+        ),
     )
     return fig
 
@@ -527,14 +587,16 @@ def plot_profile(
 
     for ax, (family, members) in zip(axes, groups, strict=True):
         order = sorted(members, key=lambda n: (-scores[n], n))
-        for n in order:
-            i = members.index(n)  # the colour a contender has in the other figures
+        every = max(1, len(taus) // 6)
+        for k, n in enumerate(order):  # each contender in its look of the other figures
             ax.plot(
                 taus,
                 rho[n],
                 drawstyle="steps-post",
                 label=f"{label(n, identical)} ({scores[n]:.2f})",
-                **_style(i, len(members)),
+                markersize=3.5,
+                markevery=((k * every) // max(len(order), 1), every),
+                **_look(n),
             )
         ax.set_xlim(1, tau_max)
         ax.set_ylim(-0.03, 1.03)
@@ -551,11 +613,322 @@ def plot_profile(
     figures.titles(
         fig,
         f"Performance profiles over {profile.problems} problems",
-        "rho(tau): the fraction of problems on which a contender's fastest trial (per seed the fastest rate, "
-        "then the steps by which a majority of the seeds reached it) reaches the validation target within tau times the fastest contender's steps; "
-        "legend: contender (AlgoPerf score: normalized area, 1 = fastest everywhere).",
+        "From the selection runs: rho(tau), the fraction of problems on which a contender's fastest trial (per "
+        "seed the fastest rate, then the steps by which a majority of the seeds reached it) reaches the "
+        "validation target within tau times the fastest contender's steps; legend: contender (AlgoPerf score: "
+        "normalized area, 1 = fastest everywhere).",
     )
     return fig
+
+
+# --------------------------------------------------------------------------- the pictures of the tables
+def best_set(table: TableAnalysis) -> tuple[str, ...]:
+    """The entries of ``table`` no other entry was shown better than (their rank set starts at 1), in the
+    table's order: what the figures mark as the problem's best, the verdict's best set
+    (:attr:`~mxopt_jax.compare.analysis.TableAnalysis.best`)."""
+    return table.best
+
+
+def _reported(s: Selection) -> tuple[float, float, str]:
+    """What a table's test column says of ``s``: ``(mean, half-width, note)``, over the finite seeds with a
+    note ``"k/n finite"`` when some diverged; ``(nan, nan, "diverged")`` when every seed did."""
+    if s.finite == len(np.asarray(s.test)):
+        return float(s.test_mean), float(s.test_ci), ""
+    if s.finite == 0:
+        return math.nan, math.nan, "diverged"
+    return float(s.finite_mean), float(s.finite_ci), f"{s.finite}/{s.seeds} finite"
+
+
+def _value_range(
+    ends: np.ndarray, means: np.ndarray, target: float, direction: Direction
+) -> tuple[float, float]:
+    """A linear value axis for a table's picture, ``(low, high)``: from the best end of any interval (or the
+    target) towards the bad side by four times the distance to the median of the ``means`` (at least a quarter
+    of that median), far enough to show the target, no further than the worst value; values beyond it (a
+    contender far behind) leave the axis on the bad side (their rows keep their marks: a best set's too)."""
+    sign = direction.sign
+    v = sign * np.asarray(ends, np.float64)
+    v = v[np.isfinite(v)]
+    m = sign * np.asarray(means, np.float64)
+    m = m[np.isfinite(m)]
+    if not v.size:
+        return 0.0, 1.0
+    low = float(v.min())
+    t = sign * target
+    if math.isfinite(t):
+        low = min(low, t)
+    mid = float(np.median(m)) if m.size else float(v.max())
+    top = low + max(4.0 * (mid - low), 0.25 * abs(mid))
+    if math.isfinite(t):
+        top = max(top, t + 0.15 * (t - low))
+    top = min(top, float(v.max()))
+    if top <= low:
+        top = low + max(abs(low) * 0.1, 1e-3)
+    pad = 0.04 * (top - low)
+    a, b = low - pad, top + pad
+    return (a, b) if sign > 0 else (-b, -a)
+
+
+def _results_panel(ax: Any, table: TableAnalysis, target: float) -> tuple[int, int]:
+    """One table drawn on ``ax``: its entries top to bottom in its order, each the mean of its test values with
+    the table's interval, the best set shaded; returns ``(entries drawn, off the axis)``."""
+    from matplotlib.transforms import blended_transform_factory
+
+    order = list(table.order)
+    direction = table.direction
+    best = set(best_set(table))
+    values = {n: _reported(table.selection(n)) for n in order}
+    means = np.array([values[n][0] for n in order])
+    ends = np.array(
+        [v[0] + sign * v[1] for v in values.values() for sign in (-1.0, 1.0) if np.isfinite(v[1])]
+    )
+    ends = np.concatenate([means[np.isfinite(means)], ends[np.isfinite(ends)]])
+    lo, hi = _value_range(ends, means, target, direction)
+    ax.set_xlim(lo, hi)
+    bad_edge = 1.0 if direction.sign > 0 else 0.0  # the axes' x of the worse side
+    edge = blended_transform_factory(ax.transAxes, ax.transData)
+    off = 0
+    for y, n in enumerate(order):
+        look = _look(n)
+        mean, half, note = values[n]
+        if n in best:
+            ax.axhspan(y - 0.5, y + 0.5, color="#fff1b8", zorder=0, linewidth=0)
+        if not math.isfinite(mean) or (mean > hi if direction.sign > 0 else mean < lo):
+            off += 1
+            ax.plot(
+                [bad_edge],
+                [y],
+                transform=edge,
+                marker="x" if not math.isfinite(mean) else (">" if direction.sign > 0 else "<"),
+                markersize=6,
+                markeredgewidth=1.4,
+                color=look["color"],
+                linestyle="none",
+                clip_on=False,
+                zorder=5,
+            )
+            words = "diverged" if not math.isfinite(mean) else f"{mean:.4g}" + (f" ({note})" if note else "")
+            ax.text(
+                bad_edge - (0.025 if direction.sign > 0 else -0.025),
+                y,
+                words,
+                transform=edge,
+                fontsize=7,
+                color="#444444",
+                ha="right" if direction.sign > 0 else "left",
+                va="center",
+                zorder=6,
+            )
+            continue
+        ax.errorbar(
+            [mean],
+            [y],
+            xerr=[[half], [half]] if math.isfinite(half) else None,
+            color=look["color"],
+            marker=look["marker"],
+            markersize=5.5,
+            elinewidth=1.6,
+            capsize=2.5,
+            linestyle="none",
+            zorder=4,
+        )
+        if note:
+            ax.annotate(
+                note, (mean, y), xytext=(5, 4), textcoords="offset points", fontsize=6.5, color="#555555"
+            )
+    if math.isfinite(target):
+        ax.axvline(target, **_TARGET)
+    ax.set_yticks(range(len(order)), [label(n, table.identical) for n in order])
+    for tick, n in zip(ax.get_yticklabels(), order, strict=True):
+        if n in best:
+            tick.set_fontweight("bold")
+    ax.set_ylim(len(order) - 0.5, -0.5)
+    ax.tick_params(labelsize=7.5)
+    ax.grid(True, axis="x", **figures.GRID)
+    figures.no_minor_ticks(ax.xaxis)
+    return len(order), off
+
+
+def plot_results(problem: Problem | None, tables: Sequence[TableAnalysis]) -> Figure:
+    """The picture of a problem's tables (``tables``: its tuned and one-shot
+    :class:`~mxopt_jax.compare.analysis.TableAnalysis`, one panel each, one under the other): every entry's
+    test value as the table reports it, the mean over the report seeds (the confirmation runs) with its 95 %
+    Student-t interval (over the finite seeds, said beside the point, when some diverged), in the table's order
+    (rank set, then median), labelled as the table labels it (``"sgd (= lbsgd, ccsgd, test)"``), in the
+    contender's colour and marker of every figure; the best set (:func:`best_set`) shaded and its names in bold;
+    the target dashed. The value axis is a readable linear range around the good results (:func:`_value_range`):
+    an entry beyond it is drawn as a triangle on the axis' edge with its value written, a
+    diverged one as an ``x``, and the figure's note says so; intervals end at the edge."""
+    tables = [t for t in tables if t.selections]
+    if not tables:
+        raise ValueError("plot_results needs at least one table with selections")
+    s0 = tables[0].selections[0]
+    metric = (problem.metric_name if problem is not None else s0.metric_name) or "metric"
+    target = problem.target if problem is not None else s0.target
+    name = problem.name if problem is not None else s0.problem
+    rows = [len(t.order) for t in tables]
+    longest = max(len(label(n, t.identical)) for t in tables for n in t.order)
+    fig = figures.figure(figsize=(3.6 + 0.055 * longest, sum(0.19 * r + 0.85 for r in rows) + 1.3))
+    axes = fig.subplots(len(tables), 1, squeeze=False, height_ratios=[0.19 * r + 0.85 for r in rows])[:, 0]
+    off = 0
+    for ax, t in zip(axes, tables, strict=True):
+        _, k = _results_panel(ax, t, target)
+        off += k
+        mode = "tuned" if t.mode == "tuned" else "one-shot (default rate)"
+        ax.set_title(f"{mode}: {t.seeds} report seeds", fontsize=9.5)
+        better = "lower" if t.direction.sign > 0 else "higher"
+        ax.set_xlabel(f"test {metric} (mean ± {_PCT} t interval; {better} is better)", fontsize=8.5)
+    note = (
+        "Each table's entries in its order, from the confirmation runs (the chosen configuration on fresh seeds): "
+        f"the mean test value over the report seeds with its {_PCT} Student-t interval; shaded, names in bold: "
+        "the best set (no entry was shown better: the rank set starts at 1)"
+        + ("; dashed: the target" if math.isfinite(target) else "")
+        + (
+            "; ▷ on the edge (◁ where higher is better): a mean off the axis, its value written; × diverged on "
+            "every seed."
+            if off
+            else "."
+        )
+    )
+    figures.titles(fig, f"{name}: test {metric} as the tables report it", note)
+    return fig
+
+
+def plot_ranks(rankings: Mapping[str, Ranking]) -> Figure:
+    """The rank heatmap: one panel per mode (``rankings``: the study's
+    :class:`~mxopt_jax.compare.analysis.Ranking` of each mode, tuned first), rows the overall table's rows in its
+    order (labelled as it labels them, each with a marker in the contender's colour of every figure), columns
+    its problems; each cell the contender's rank set in that problem's table (text), coloured by the middle of
+    the rank set among the table's entries (dark: first, light: last), outlined where the entry is in the
+    table's best set (:func:`best_set`); the mean rank at the right."""
+    from matplotlib import colormaps
+    from matplotlib.patches import Rectangle
+    from matplotlib.transforms import blended_transform_factory, offset_copy
+
+    ranked = [(m, r) for m, r in rankings.items() if r.tables]
+    if not ranked:
+        raise ValueError("plot_ranks needs at least one ranking with tables")
+    cmap = colormaps["YlGnBu_r"]
+    longest = max(len(label(n, r.identical)) for _, r in ranked for n in r.names)
+    problems = max(len(r.problems) for _, r in ranked)
+    heights = [0.2 * len(r.names) + 0.9 for _, r in ranked]
+    width = max(4.8, 1.2 + 0.058 * longest + 0.72 * (problems + 1))  # the titles fit a figure of few problems
+    fig = figures.figure(figsize=(width, sum(heights) + 1.4))
+    axes = fig.subplots(len(ranked), 1, squeeze=False, height_ratios=heights)[:, 0]
+    for ax, (mode, r) in zip(axes, ranked, strict=True):
+        order, names = r.order, r.problems
+        grid = np.full((len(order), len(names)), np.nan)
+        for j, p in enumerate(names):
+            t = r.tables[p]
+            span = max(len(t.entries) - 1, 1)
+            for i, n in enumerate(order):
+                if n in t.entry:
+                    grid[i, j] = (t.midpoint(n) - 1) / span
+        ax.imshow(
+            np.ma.masked_invalid(grid), cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest"
+        )
+        for j, p in enumerate(names):
+            t = r.tables[p]
+            best = set(best_set(t))
+            for i, n in enumerate(order):
+                if n not in t.entry:
+                    ax.text(j, i, "-", ha="center", va="center", fontsize=7, color="#777777")
+                    continue
+                dark = grid[i, j] < 0.45
+                inbest = t.entry[n] in best
+                ax.text(
+                    j,
+                    i,
+                    t.rank_set(n),
+                    ha="center",
+                    va="center",
+                    fontsize=6.5,
+                    color="white" if dark else "#222222",
+                    fontweight="bold" if inbest else "normal",
+                )
+                if inbest:
+                    ax.add_patch(
+                        Rectangle(
+                            (j - 0.46, i - 0.46), 0.92, 0.92, fill=False, edgecolor="#111111", linewidth=1.1
+                        )
+                    )
+        # the contender's marker just left of the cells, its label left of the marker
+        beside = offset_copy(blended_transform_factory(ax.transAxes, ax.transData), fig, x=-8, units="points")
+        for i, n in enumerate(order):
+            ax.text(len(names) - 0.35, i, f"{r.mean_rank(n):.2f}", ha="left", va="center", fontsize=7)
+            look = _look(n)
+            ax.plot(
+                [0.0],
+                [i],
+                transform=beside,
+                marker=look["marker"],
+                color=look["color"],
+                markersize=5,
+                linestyle="none",
+                clip_on=False,
+            )
+        ax.set_xlim(-0.5, len(names) - 0.5)
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+        ax.xaxis.tick_top()
+        ax.tick_params(axis="x", labelsize=7.5, pad=1)
+        ax.set_yticks(range(len(order)), [label(n, r.identical) for n in order])
+        ax.tick_params(axis="y", labelsize=7.5, pad=15)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        ax.tick_params(length=0)
+        ax.set_title("tuned" if mode == "tuned" else "one-shot (default rate)", fontsize=9.5)
+        ax.annotate(
+            "mean rank",
+            xy=(1.0, 1.0),
+            xycoords="axes fraction",
+            xytext=(6, 3),
+            textcoords="offset points",
+            fontsize=7.5,
+            rotation=30,
+            ha="left",
+            va="bottom",
+        )
+    figures.titles(
+        fig,
+        f"Rank sets on the test metric, {problems} problem(s)",
+        "Each cell: the contender's rank set in that problem's table (the test metric of the confirmation runs), "
+        "coloured by its middle among the table's entries (dark: first, light: last); outlined and bold: in the "
+        "table's best set (no entry shown better); rows in the overall table's order (mean rank, at the right); "
+        "the marker: the contender's colour in every figure.",
+    )
+    return fig
+
+
+def results_png(problem: str) -> str:
+    """The file name of ``problem``'s :func:`plot_results`: ``results_<problem>.png``, the name made safe for a
+    file name."""
+    return "results_" + re.sub(r"[^A-Za-z0-9_.-]", "_", problem) + ".png"
+
+
+def draw_tables(problems: Sequence[Problem], analysis: StudyAnalysis) -> dict[str, Figure]:
+    """The pictures of a study's tables, by file name: ``ranks.png`` (:func:`plot_ranks`, two problems or
+    more) and, per problem, ``results_<problem>.png`` (:func:`plot_results`: its tuned and one-shot tables)."""
+    out: dict[str, Figure] = {}
+    if len(analysis.rankings) and max(len(r.tables) for r in analysis.rankings.values()) >= 2:
+        out["ranks.png"] = plot_ranks(analysis.rankings)
+    for p in problems:
+        tables = [
+            analysis.tables[(p.name, m)] for m in ("tuned", "one-shot") if (p.name, m) in analysis.tables
+        ]
+        if tables:
+            out[results_png(p.name)] = plot_results(p, tables)
+    return out
+
+
+def draw_report(
+    problems: Sequence[Problem],
+    records: Sequence[Records],
+    analysis: StudyAnalysis,
+    families: Mapping[str, str] | None = None,
+) -> dict[str, Figure]:
+    """Every figure of a study's report, by file name: the pictures of its tables (:func:`draw_tables`), then
+    the figures of its runs (:func:`draw_study`)."""
+    return {**draw_tables(problems, analysis), **draw_study(problems, records, analysis, families)}
 
 
 def draw_all(

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import AcrossStudies, Claim, TableAnalysis, across_claims
+from ..checks import atomic_file
 from ..distributed import is_writer
 from ..protocol import PRESETS
 from ..result import StudyResult
 from ..serialize import contender_info, problem_info, write_atomic, write_document
 from . import tables
 from .export import write_claims_csv, write_csv, write_summary_csv
-from .html import html_report
-from .plots import draw_study, save_all
+from .html import html_report, render_images
 from .tables import format_report
 from .text import describe
 
@@ -27,6 +27,7 @@ __all__ = [
     "all_claims",
     "lead_claims",
     "study_tables",
+    "table_notes",
     "batching_note",
     "format_across",
     "describe_study",
@@ -114,6 +115,7 @@ def describe_study(study: Study) -> str:
         search_seed=plan.search_seed,
         spaces={c.name: c.hyperparameters for c in ran} if plan.search == "random" else None,
         schedule=plan.schedule,
+        searches=any("report" in roles for per in study.records.values() for roles in per.values()),
     )
 
 
@@ -144,10 +146,13 @@ def study_tables(study: Study) -> list[tuple[int, TableAnalysis]]:
 
 
 def all_claims(study: Study) -> list[Claim]:
-    """Every tested pair of every table of every study (``study`` numbering them from 0), then, with
+    """Every tested pair of every table of every study (``study`` numbering them from 0; where a table's claims
+    are about the optimizers under their searches, its chosen configurations' own tests follow them), then, with
     independent studies, every pair of every table across them (``study = None``): what ``claims.csv`` holds."""
     own = [
-        dataclasses.replace(c, study=k) for k, s in enumerate(study.studies()) for c in s.analysis.claims()
+        dataclasses.replace(c, study=k)
+        for k, s in enumerate(study.studies())
+        for c in [*s.analysis.claims(), *s.analysis.configuration_claims()]
     ]
     return own + list(study.analysis.across_claims())
 
@@ -158,11 +163,24 @@ def lead_claims(study: Study) -> str:
     configurations it chose and how to get claims about the optimizers."""
     across = across_studies(study)
     if not across:
+        searched = [t for t in study.analysis.tables.values() if t.about == "optimizers"]
+        if searched:
+            claims = [c for t in searched for c in t.shown_claims()]
+            tables_ = f"{len(searched)} tuned table{'s' if len(searched) > 1 else ''}"
+            count = f"{len(claims)} in the {tables_}" if claims else f"none shown in the {tables_}"
+            return (
+                f"Claims about the optimizers under this search and budget: {count} (under each table, the ones "
+                "that decide the most first; claims.csv holds every one, with the tests of the chosen "
+                "configurations alone). One study makes them: each holds against every configuration the other "
+                "contender's search tried. To see whether they carry over to other seeds and search draws, repeat "
+                "the tuning: mxopt-jax compare --studies N."
+            )
         return (
             "Claims in this report are about the configurations this study chose: each table's tests hold each "
-            "contender's chosen configuration fixed, so the tuning's luck is part of every claim. For claims about "
-            "the optimizers, repeat the whole tuning: mxopt-jax compare --studies N (the study is then the unit; "
-            "N >= 6 can show a difference between 2 contenders, 9 among 5, 14 among 22)."
+            "contender's chosen configuration fixed, so the tuning's luck is part of every claim (this study did "
+            "not run every configuration on the report seeds). Run the study again for claims about the optimizers "
+            "under their searches, or repeat the whole tuning: mxopt-jax compare --studies N (the study is then "
+            "the unit; N >= 6 can show a difference between 2 contenders, 9 among 5, 14 among 22)."
         )
     metrics = {p.name: p.metric_name for p in study.problems}
     claims = [c for a in across for c in across_claims(a) if c.shown]
@@ -192,14 +210,24 @@ def _wrapped(text: str) -> str:
     return "\n".join(out)
 
 
+def table_notes(study: Study) -> dict[str, list[str]]:
+    """``{problem: sentences}`` printed under each of that problem's tables, in the text and the HTML alike: on
+    a problem with embedding tables, which contenders ran lazy updates there
+    (:func:`~mxopt_jax.compare.report.tables.sparse_note`)."""
+    notes = {p.name: tables.sparse_note(p, study.contenders) for p in study.problems}
+    return {p: [n] for p, n in notes.items() if n}
+
+
 def format_study(study: Study) -> str:
     """The text report: the results first (with independent studies, the tables across them; the overall
     ranking, then each problem's tables), then the batching check and the timings, then the protocol as it
     ran."""
-    text = format_report(study.analysis, study.problems)
+    text = format_report(study.analysis, study.problems, notes=table_notes(study))
     across = format_across(study)
+    verdict = tables.verdict_lines(study.analysis, study.problems)
     return "\n\n".join(
         [
+            *(["\n".join(verdict)] if verdict else []),
             *([across] if across else [_wrapped(lead_claims(study))]),
             text.rstrip("\n"),
             "\n".join(tables.wrap(batching_note(study), indent="  ")),
@@ -246,34 +274,33 @@ def study_html(study: Study, standalone: bool = True, images: Mapping[str, bytes
 
 
 def write_study(study: Study, out_dir: str | Path, plots: bool = True, data: bool = True) -> list[Path]:
-    """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``study.json``, ``report.html`` (one
-    self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, ``sensitivity.png``,
-    ``curves.png``, ``loss.png`` and (two problems or more) ``profile.png`` into ``out_dir``; returns the paths. Without
-    ``data``, the records (``runs.csv``, ``study.json``) are left as they are: only what is rendered from them
-    is written (``mxopt-jax report``). In a study of several processes only process 0 writes; the others write
-    nothing and return ``[]``."""
+    """Write ``report.txt``, ``runs.csv`` (every run), ``summary.csv``, ``claims.csv``, ``study.json``,
+    ``report.html`` (one self-contained page: tables, figures, protocol) and, with matplotlib and ``plots``, the
+    figures (:func:`~mxopt_jax.compare.report.plots.draw_report`: ``results_<problem>.png`` per problem,
+    ``sensitivity.png``, ``curves.png``, ``loss.png`` and, two problems or more, ``ranks.png`` and
+    ``profile.png``) into ``out_dir``; returns the paths. Every file is written whole from ``study`` (never one
+    left from before beside the new ones), each through :func:`~mxopt_jax.compare.checks.atomic_file` (never
+    through a link). Without ``data``, ``study.json`` is left as it is: it is what the others are rendered from
+    (``mxopt-jax report``, which read and checked it). In a study of several processes only process 0 writes;
+    the others write nothing and return ``[]``."""
     if not is_writer():
         return []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "report.txt"]
     write_atomic(out / "report.txt", format_study(study) + "\n")
-    if data:
-        written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
+    written.append(write_csv(out / "runs.csv", [r for s in study.studies() for r in s.all_records()]))
     written.append(write_summary_csv(out / "summary.csv", study_tables(study)))
     metrics = {p.name: p.metric_name for p in study.problems}
     written.append(write_claims_csv(out / "claims.csv", all_claims(study), metrics))
     if data:
         written.append(write_document(out / "study.json", study_document(study)))
-    pngs: list[Path] = []
-    if plots:
-        figs = draw_study(
-            study.problems,
-            study.all_records("selection") + study.all_records("confirmation"),
-            study.analysis,
-            study.families,
-        )
-        pngs = save_all(out, figs)
-    page = study_html(study, images={p.name: p.read_bytes() for p in pngs})
+    images = render_images(study) if plots else {}
+    pngs = []
+    for name, png in images.items():
+        with atomic_file(out / name, "wb") as f:
+            f.write(png)
+        pngs.append(out / name)
+    page = study_html(study, images=images)
     write_atomic(out / "report.html", page)
     return [*written, out / "report.html", *pngs]

@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..analysis import AcrossStudies, Claim, Ranking, StudyAnalysis, TableAnalysis, across_claims
+from ..analysis import AcrossStudies, Claim, Ranking, StudyAnalysis, TableAnalysis, Verdict, across_claims
+from ..analysis.verdict import SEED_STEPS
 from ..protocol import ROUNDING_RTOL, TEST, Selection
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..contenders import Contender
     from ..problems.base import Problem
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "overall_table",
     "problem_table",
     "reference_lines",
+    "sparse_note",
     "study_label",
     "table_body",
     "test_words",
@@ -270,7 +273,9 @@ def claims_note(table: TableAnalysis, metric: str = "metric") -> list[str]:
     smallest p-value above Holm's first threshold)."""
     c = table
     margin = f"practical margin {table.margin:g} {metric}" if table.margin else "no practical margin"
-    out = [f"This table: {c.pairs} pair(s), Holm at {100 * c.level:g} %; {margin}."]
+    family = table.comparison.comparison.family or c.pairs
+    over = f" over the report's {family} tests (--family report)" if family != c.pairs else ""
+    out = [f"This table: {c.pairs} pair(s), Holm at {100 * c.level:g} %{over}; {margin}."]
     if c.test == "wilcoxon" and c.pairs and table.needed_seeds > table.seeds:
         need = table.needed_seeds
         out.append(
@@ -296,25 +301,43 @@ def claims_note(table: TableAnalysis, metric: str = "metric") -> list[str]:
     return out
 
 
-def _guide_problem(test: str, level: float, rtol: float, pct: str, edges: bool, configs: bool) -> list[str]:
+def _guide_problem(
+    test: str, level: float, rtol: float, pct: str, edges: bool, configs: bool, searches: bool = True
+) -> list[str]:
     """The columns of a problem's table, explained once."""
+    if searches:
+        decided = (
+            "group: two entries that share a letter were not shown to differ; two with no letter in common were. "
+            "In a tuned table the claims are about the optimizers under this search and budget: an entry is shown "
+            "better than another when, at its chosen configuration, it beats the other at every configuration the "
+            f"other's search tried ({test_words(test)}, one-sided, per configuration, paired by seed; the pair's "
+            "p-value the largest of them): whichever configuration the other's tuning had picked, it would have "
+            "lost. A one-shot table compares the default configurations. Holm's correction over the table's pairs "
+            f"(the line under the table says how many), level {100 * level:g} %"
+        )
+    else:
+        decided = (
+            "group: two entries that share a letter were not shown to differ; two with no letter in common were: "
+            f"{test_words(test)}, paired by seed, at the chosen (or default) configurations, Holm's correction over "
+            f"the table's pairs (the line under the table says how many), level {100 * level:g} %"
+        )
     out = [
         "rank: the simultaneous rank set [1 + entries shown better, E - entries shown worse] (E entries; each "
-        "bound counts rejected tests only; 1-E: not shown to differ from any, which is not equal).",
-        "group: two entries that share a letter were not shown to differ; two with no letter in common were: "
-        f"{test_words(test)}, paired by seed, Holm's correction over the table's pairs (the line under the table "
-        f"says how many), level {100 * level:g} %; differences within the problem's practical margin (under "
-        f"the table) are not claimed; a difference within {rtol:g} relative of the value on a seed is none on "
-        "that seed (rounding twins are never separated); a diverged seed is the worst value on its seed.",
+        "bound counts rejected tests only; 1-E: not shown to differ from any, which is not equal). The entries "
+        "whose set starts at 1 could be the best: the verdict lists them.",
+        f"{decided}; differences within the problem's practical margin (under the table) are not claimed; a "
+        f"difference within {rtol:g} relative of the value on a seed is treated as none on that seed (two entries "
+        "within it on every seed are never separated); a diverged seed is the worst value on its seed.",
         'contender: contenders identical in the table (the same runs) are one entry, "sgd (= ccsgd, test)".',
         f"test: mean over the report seeds ± the half-width of the {pct} Student-t interval of the mean "
         "(symmetric, so it can reach past the metric's range, e.g. below 0; with diverged report seeds: over "
         "the finite ones, k/R finite); the claims do not read the interval.",
         "median [quartiles]: over every report seed, a diverged seed counting as the worst value.",
         "lr: the chosen rate; best val: the best validation value over the run (mean over seeds).",
-        f"claims: {ABOUT_CONFIGURATIONS} (its tests hold each contender's chosen configuration fixed, so the "
-        "tuning's luck is in them; for claims about the optimizers, repeat the tuning: mxopt-jax compare --studies "
-        f"N), each in a sentence under its table (the first {MAX_SENTENCES}; claims.csv holds every one).",
+        "claims: each in a sentence under its table, naming what it is about (the optimizers under this search "
+        "and budget, the configurations this study chose, or the default configurations), the claims that "
+        f"decide the most first (the first {MAX_SENTENCES}; claims.csv holds every one, and the tests of the "
+        "chosen configurations alone).",
     ]
     if edges:
         out.append(_EDGE_NOTE)
@@ -329,9 +352,10 @@ def _guide_problem(test: str, level: float, rtol: float, pct: str, edges: bool, 
         "needed, then the steps by which a majority of seeds got there.",
         "ms/step: one run's time per step, amortized over the runs batched together; div. report: the report "
         "seeds that diverged (k/R); div. selection: the selection runs that diverged (of rate x seed runs).",
-        "Report seeds (the confirmation runs of the chosen rate): test, median, rank, group, best val, steps "
-        "to target, time to target, div. report. Selection runs (every rate tried on the selection "
-        "seeds): fastest trial, ms/step, div. selection.",
+        "Report seeds (the chosen rate's report runs): test, median, best val, steps to target, time to "
+        "target, div. report; rank and group: the report runs of every rate tried (tuned) or of the default "
+        "(one-shot). Selection runs (every rate tried on the selection seeds): fastest trial, ms/step, div. "
+        "selection.",
     ]
     return out
 
@@ -359,9 +383,10 @@ def _guide_overall(ranking: Ranking) -> list[str]:
 
 def _guide_modes() -> list[str]:
     return [
-        "rank sets: each table's (one-shot -> tuned); mean: of the sets' middles, as the overall table; change: "
-        "tuned mean rank minus one-shot mean rank (negative: moved up with tuning). A change compares two "
-        "tables' rank sets; it is not itself a test."
+        "rank sets: each table's (one-shot -> tuned); up / down: the problems where the tuned rank set lies wholly "
+        "before / after the one-shot one (every rank the tuned table allows is better / worse than every rank "
+        "the one-shot table allows). The two tables are tested on their own; a move is read from their sets, it "
+        "is not itself a test, and a set that overlaps the other's counts as no move."
     ]
 
 
@@ -407,6 +432,7 @@ def guide_sections(analysis: StudyAnalysis) -> list[tuple[str, list[str]]]:
                     f"{100 * s0.level:g}%",
                     any(s.on_edge or s.edges for s in sels),
                     any(k != "learning_rate" for s in sels if s.mode == "tuned" for k in s.config),
+                    any(t.about == "optimizers" for t in tables),
                 ),
             )
         )
@@ -428,28 +454,71 @@ def how_to_read(analysis: StudyAnalysis, width: int = WIDTH) -> str:
     return "\n".join(lines)
 
 
-#: What a single study's claims are about, as its tables say it (why: "How to read these tables").
-ABOUT_CONFIGURATIONS = "about the configurations this study chose"
 #: The most claims printed in sentences under a table; ``claims.csv`` holds every one.
 MAX_SENTENCES = 10
 
 
-def sentences(head: str, claims: Sequence[Claim], metric: str, entries: int) -> str:
+def sentences(
+    head: str,
+    claims: Sequence[Claim],
+    metric: str,
+    entries: int,
+    summary: Sequence[str] = (),
+    total: int | None = None,
+) -> str:
     """``head``, then the shown ``claims`` one sentence a line (``Claim.sentence``; the first
-    :data:`MAX_SENTENCES`, then how many more ``claims.csv`` holds); ``"no difference shown among the E entries"``
-    where there is none."""
-    if not claims:
+    :data:`MAX_SENTENCES`, then how many more ``claims.csv`` holds), then the ``summary`` lines (claims summed up,
+    e.g. against a contender that diverged everywhere; ``total``: every claim, those summed up included);
+    ``"no difference shown among the E entries"`` where there is none."""
+    if not claims and not summary:
         return f"{head}: no difference shown among the {entries} entries."
-    lines = [f"{head}, {len(claims)}:"] + [f"  {c.sentence(metric)}." for c in claims[:MAX_SENTENCES]]
+    lines = [f"{head}, {total if total is not None else len(claims)}:"]
+    lines += [f"  {c.sentence(metric)}." for c in claims[:MAX_SENTENCES]]
     if len(claims) > MAX_SENTENCES:
         lines.append(f"  ... and {len(claims) - MAX_SENTENCES} more (claims.csv holds every claim).")
+    lines += [f"  {line}" for line in summary]
     return "\n".join(lines)
 
 
+#: What a table's claims are about, as the sentences' heading says it (``TableAnalysis.about``).
+ABOUT = {
+    "optimizers": "about the optimizers under this search and budget",
+    "configurations": "about the configurations this study chose",
+    "defaults": "about the default configurations",
+}
+
+
+def ordered_claims(table: TableAnalysis) -> tuple[list[Claim], list[str]]:
+    """The table's shown claims in the order a reader wants them, and the lines that sum up the trivial ones.
+
+    Claims that decide the most come first: by the worse entry's place in the table (a claim against an entry
+    near the top says more than one against the last), then by the better one's place;
+    claims against an entry that diverged at every configuration on every seed (:attr:`TableAnalysis.hopeless`) are summed up in one line each."""
+    place = {n: k for k, n in enumerate(table.order)}
+    shown = table.shown_claims()
+    trivial = [c for c in shown if c.worse in table.hopeless]
+    rest = [c for c in shown if c.worse not in table.hopeless]
+    rest.sort(key=lambda c: (place[c.worse or ""], place[c.better or ""]))
+    summary = []
+    for name in table.hopeless:
+        against = [c for c in trivial if c.worse == name]
+        if against:
+            configs = len(table.selection(name).lrs)
+            summary.append(
+                f"{name} diverged on every report seed at every one of its {configs} configuration(s): "
+                f"{len(against)} of the {len(table.entries) - 1} other entries are shown better than it "
+                "(claims.csv holds each)."
+            )
+    return rest, summary
+
+
 def claims_sentences(table: TableAnalysis, metric: str = "metric") -> str:
-    """The table's claims as a reader would cite them (:func:`sentences`), said to be about the configurations
-    this study chose; ``"no difference shown among the E entries"`` where the tests showed none."""
-    return sentences(f"claims ({ABOUT_CONFIGURATIONS})", table.shown_claims(), metric, len(table.entries))
+    """The table's claims as a reader would cite them (:func:`sentences`, in :func:`ordered_claims`' order),
+    headed with what they are about (:data:`ABOUT`); ``"no difference shown among the E entries"`` where the
+    tests showed none."""
+    claims, summary = ordered_claims(table)
+    head = f"claims ({ABOUT[table.about]})"
+    return sentences(head, claims, metric, len(table.entries), summary, len(table.shown_claims()))
 
 
 def _fmt_test(s: Selection) -> str:
@@ -476,7 +545,9 @@ def _fmt_quartiles(s: Selection, quartiles: tuple[float, float, float]) -> str:
     return f"{one(med)} [{one(q1)}, {one(q3)}]"
 
 
-def problem_table(table: TableAnalysis, problem: Problem | None = None, title: str | None = None) -> Table:
+def problem_table(
+    table: TableAnalysis, problem: Problem | None = None, title: str | None = None, notes: Sequence[str] = ()
+) -> Table:
     """The cells of one problem's table (:func:`format_problem` prints them; the HTML page renders them), read
     from its analysis.
 
@@ -486,8 +557,10 @@ def problem_table(table: TableAnalysis, problem: Problem | None = None, title: s
     worst value), the chosen rate, the best validation value, steps and seconds to target at the chosen rate,
     the fastest trial's steps to target (the profile's time, from the selection runs), ms/step and the diverged
     runs (report seeds, then selection runs). Rows in the rank sets' order (then the median). Contenders
-    identical to a present one are folded into its row (``"sgd (= ccsgd, test)"``) before testing.
+    identical to a present one are folded into its row (``"sgd (= ccsgd, test)"``) before testing. ``notes``:
+    sentences printed right under the rows, before the claims (:func:`sparse_note`).
     """
+    notes_given = list(notes)
     sels = table.entry_selections
     identical = table.identical
     by = {s.contender: s for s in sels}
@@ -541,14 +614,42 @@ def problem_table(table: TableAnalysis, problem: Problem | None = None, title: s
     extra = tuple(format_configs([by[n] for n in table.order], identical)) if s0.mode == "tuned" else ()
     notes = [*claims_note(table, metric)]
     notes[0] += " " + _see("problem")
+    notes[1:1] = [n for n in notes_given if n]  # right under the rows, before the claims
     groups = ((0, 1, 3, 4, 5, 6), (7, 8, 9), (10, 11, 12))  # the test values; the targets; time, divergence
     return Table(title, head, rows, ">><" + ">" * 10, notes, extra, (2,), "problem", groups)
 
 
-def format_problem(table: TableAnalysis, problem: Problem | None = None, title: str | None = None) -> str:
+def format_problem(
+    table: TableAnalysis, problem: Problem | None = None, title: str | None = None, notes: Sequence[str] = ()
+) -> str:
     """One problem's table as text (:func:`problem_table`: the columns and what they claim are described
     there)."""
-    return _render(problem_table(table, problem, title))
+    return _render(problem_table(table, problem, title, notes))
+
+
+def sparse_note(problem: Problem, contenders: Sequence[Contender]) -> str:
+    """What a reader of ``problem``'s tables must know when it has embedding tables (``problem.tables``): which
+    contenders ran MXNet's lazy update there (those with a sparse factory: ``lazy_update=True``, which they do not
+    on other problems), which take dense gradients and update every row, and which pairs of the same name are
+    therefore different updates there (``adam`` and ``optax.adam``); ``""`` for a problem without tables."""
+    if not getattr(problem, "tables", ()):
+        return ""
+    names = {c.name for c in contenders}
+    lazy = [c.name for c in contenders if c.sparse_make is not None]
+    dense = [c.name for c in contenders if not c.row_sparse]
+    if not lazy:
+        return ""
+    text = (
+        f"Embedding tables ({', '.join(problem.tables)}): {', '.join(lazy)} ran with lazy_update=True here (each "
+        "step updates only the table rows the mini-batch reads, and only their optimizer state: MXNet's sparse "
+        "recipe; on a problem without tables every gradient is dense and the switch changes nothing)"
+    )
+    if dense:
+        text += f"; {', '.join(dense)} take dense gradients and update every row"
+    pairs = [f"{n} and optax.{n}" for n in lazy if f"optax.{n}" in names]
+    if pairs:
+        text += f": {'; '.join(pairs)} are different updates on this problem"
+    return text + "."
 
 
 def format_configs(
@@ -664,11 +765,14 @@ def modes_table(
     identical: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
 ) -> Table:
-    """One-shot against tuned: per problem ``one-shot rank set -> tuned rank set``, the mean rank in each mode
-    (the mean of the rank sets' middles, as the overall table) and its change (negative: tuning helped it more
-    than the others), largest improvement first.
+    """One-shot against tuned: per problem ``one-shot rank set -> tuned rank set``, and on how many problems the
+    tuned rank set lies wholly before the one-shot one (``up``: every rank it could have tuned is better than
+    every rank it could have at its defaults) or wholly after it (``down``); most ups (less downs) first, then
+    the tuned mean rank.
 
-    Rank sets are the tables' (each mode's :class:`~mxopt_jax.compare.analysis.Ranking`); rows fold
+    Averaging the sets' middles (as the overall table does) would mix how sure a table is with how good an entry
+    is: a set 1-22 and a set 11-12 have the same middle. Disjoint sets say a move the tests support in both
+    tables. Rank sets are the tables' (each mode's :class:`~mxopt_jax.compare.analysis.Ranking`); rows fold
     ``identical`` (contenders identical in both modes on every problem)."""
     rt, ro = tuned.tables, one_shot.tables
     problems = list(dict.fromkeys([*rt, *ro]))
@@ -684,30 +788,29 @@ def modes_table(
         b = rt[p].rank_set(n) if p in rt and n in rt[p].entry else "-"
         return f"{a}->{b}"
 
-    def change(n: str) -> float:
-        return tuned.mean_rank(n) - one_shot.mean_rank(n)
+    def moves(n: str) -> tuple[int, int]:
+        up = down = 0
+        for p in problems:
+            if p in ro and p in rt and n in ro[p].entry and n in rt[p].entry:
+                up += int(rt[p].rank_high(n) < ro[p].rank(n))
+                down += int(rt[p].rank(n) > ro[p].rank_high(n))
+        return up, down
 
-    def key(n: str) -> tuple[float, float, str]:
-        c = change(n)
-        return (c if math.isfinite(c) else math.inf, tuned.mean_rank(n), n)
+    def key(n: str) -> tuple[int, float, str]:
+        up, down = moves(n)
+        m = tuned.mean_rank(n)
+        return (down - up, m if math.isfinite(m) else math.inf, n)
 
-    head = ["contender", "one-shot mean", "tuned mean", "change", *problems]
+    head = ["contender", "up", "down", *problems]
     rows = []
     for n in sorted(names, key=key):
-        c = change(n)
-        rows.append(
-            [
-                label(n, identical),
-                _fmt_rank(one_shot.mean_rank(n)),
-                _fmt_rank(tuned.mean_rank(n)),
-                f"{c:+.2f}" if math.isfinite(c) else "-",
-                *(cell(p, n) for p in problems),
-            ]
-        )
-    title = title or (
-        "== One-shot (default rate) -> tuned: rank set per problem and mean rank (largest gain from tuning first)"
+        up, down = moves(n)
+        rows.append([label(n, identical), str(up), str(down), *(cell(p, n) for p in problems)])
+    title = (
+        title
+        or "== One-shot (default rate) -> tuned: rank set per problem (most clear gains from tuning first)"
     )
-    groups = ((1, 2, 3), tuple(range(4, len(head))))  # the means; the problems' rank sets
+    groups = ((1, 2), tuple(range(3, len(head))))  # the counts; the problems' rank sets
     return Table(
         title,
         head,
@@ -771,8 +874,8 @@ def across_table(across: AcrossStudies, metric: str = "metric", title: str | Non
     agree = a.agreement()
     title = title or f"== {a.problem} [{a.mode}] across {N} independent studies"
     notes = [
-        f"claims about the optimizers, over {N} independent tunings: the exact sign-flip test over the studies, "
-        f"Holm over {agree['pairs']} pair(s) at {100 * a.level:g} %. " + _see("across"),
+        f"claims {_across_about(a)}: the exact sign-flip test over the studies, Holm over {agree['pairs']} pair(s) "
+        f"at {100 * a.level:g} %. " + _see("across"),
         f"agreement over {agree['pairs']} pair(s): {agree['claimed']} shown to differ in at least one study, "
         f"{agree['replicated']} in every study the same way, {agree['contradicted']} one way in a study and the "
         f"other way in another, {agree['unreplicated']} in some studies only; {agree['shown']} shown by the "
@@ -780,13 +883,37 @@ def across_table(across: AcrossStudies, metric: str = "metric", title: str | Non
     ]
     if agree["pairs"] and not a.can_claim:
         notes.append(
-            f"power: {N} studies cannot support any claim about the optimizers in a table of {len(a.names)} "
+            f"power: {N} studies cannot support any claim {_across_about(a).split(',')[0]} in a table of "
+            f"{len(a.names)} "
             f"entries: the smallest p-value, 2/2^{N} = {2.0 ** (1 - N):.2g}, is above Holm's first threshold "
             f"{100 * a.level:g} %/{agree['pairs']} = {a.level / agree['pairs']:.2g}; it needs at least "
             f"{a.min_studies} studies (--studies {a.min_studies}), or fewer contenders."
         )
     notes.append(across_sentences(a, metric))
+    model = _model_line(a, [a.names[k] for k in order], metric)
+    if model:
+        notes.append(model)
     return Table(title, head, rows, ">>><<>>>", notes, keep=(3,), guide="across")
+
+
+def _model_line(a: AcrossStudies, order: Sequence[str], metric: str) -> str:
+    """The model-based reading of the first entry against the next ones (at most 3): each a random-effects
+    estimate over the studies with its Hartung-Knapp 95 % interval, labelled as a model's and never a claim."""
+    if not a.model_effect.size or len(order) < 2:
+        return ""
+    k = {n: i for i, n in enumerate(a.names)}
+    first = order[0]
+    parts = []
+    for other in order[1:4]:
+        est, lo, hi = (float(x[k[first], k[other]]) for x in (a.model_effect, a.model_low, a.model_high))
+        if math.isfinite(est):
+            parts.append(f"{first} - {other} {est:.3g} [{lo:.3g}, {hi:.3g}]")
+    if not parts:
+        return ""
+    return (
+        f"model-based (a random-effects model over the {a.studies} studies, Hartung-Knapp 95 % intervals; an "
+        f"estimate under the model's assumptions, not a claim), {metric}: " + "; ".join(parts) + "."
+    )
 
 
 def study_label(analysis: StudyAnalysis) -> str:
@@ -799,12 +926,125 @@ def across_sentences(a: AcrossStudies, metric: str = "metric") -> str:
     """An across-studies table's claims in sentences (about the optimizers; :func:`sentences`), or ``"no
     difference shown among the E entries"``."""
     shown = [c for c in across_claims(a) if c.shown]
-    return sentences(
-        f"claims (about the optimizers, over {a.studies} independent tunings)", shown, metric, len(a.names)
+    return sentences(f"claims ({_across_about(a)})", shown, metric, len(a.names))
+
+
+def _across_about(a: AcrossStudies) -> str:
+    """What an across-studies table's claims are about: the optimizers over the tunings (tuned), the default
+    configurations over the studies (one-shot: nothing was tuned)."""
+    if a.mode == "one-shot":
+        return f"about the default configurations, over {a.studies} independent studies"
+    return f"about the optimizers, over {a.studies} independent tunings"
+
+
+def _span(values: Sequence[int]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+def _names(names: Sequence[str], identical: Mapping[str, Sequence[str]]) -> str:
+    return ", ".join(label(n, identical) for n in names)
+
+
+def verdict_lines(analysis: StudyAnalysis, problems: Sequence[Problem] = ()) -> list[str]:
+    """The verdict, first in the report: per problem, the contenders that could be the best under this search
+    and budget (:attr:`~mxopt_jax.compare.analysis.StudyAnalysis.verdicts`, the tuned tables) and what
+    narrowing that set would cost; then the contenders in every problem's best set. Empty without a tuned
+    table."""
+    verdicts = [v for (_, mode), v in analysis.verdicts.items() if mode == "tuned"]
+    if not verdicts:
+        return []
+    tables = [analysis.table(v.problem) for v in verdicts]
+    sels = [s for t in tables for s in t.selections]
+    tried = _span([len(s.lrs) for s in sels])
+    selection = _span([len(s.val_final) for s in sels])
+    steps = _span([s.steps for s in sels])
+    report = _span([v.seeds for v in verdicts])
+    random = any(s.edges for s in sels) or any(len(s.config) > 1 for s in sels)
+    what = "configuration" if random else "rate"
+    searched = all(v.about == "optimizers" for v in verdicts)
+    which = study_label(analysis)
+    head = f"== Verdict: which optimizer could be the best on each problem{f' ({which})' if which else ''}"
+    if searched:
+        intro = (
+            f"Under this search and budget: each contender's {what} chosen from {tried} {what}s on {selection} "
+            f"selection seeds, {steps} steps, compared on {report} fresh report seeds. A contender is out when "
+            f"another, at its chosen {what}, beat it at every one of the {what}s it tried (Holm at "
+            f"{100 * verdicts[0].level:g} % per table): whichever its tuning had picked, it would have lost. The "
+            "others could be the best."
+        )
+    else:
+        intro = (
+            "At the configurations this study chose (it did not run every configuration on the report seeds, so "
+            "the tuning's luck is inside these sets): a contender is out when another was shown better at their "
+            "chosen configurations."
+        )
+    lines = [head, *wrap(intro, indent="  ")]
+    known = {p.name: p for p in problems}
+    width = max(len(v.problem) for v in verdicts)
+    for v in verdicts:
+        n = len(v.best)
+        best = _names(v.best, v.identical)
+        if n == 1:
+            text = f"{best} (the only one of {v.entries} entries no other was shown better than)"
+        elif n > v.entries / 2:  # most of the table: name the ones that are out
+            out = [e for e in analysis.table(v.problem).order if e not in v.best]
+            text = (
+                f"{n} of {v.entries} could be the best: every entry but {', '.join(out)}; "
+                f"{_narrowing(v, known.get(v.problem))}"
+            )
+        else:
+            text = f"{n} of {v.entries} could be the best: {best}; {_narrowing(v, known.get(v.problem))}"
+        lines += wrap(f"  {v.problem:<{width}}  {text}", indent=" " * (width + 4))
+    counts = analysis.in_best_sets("tuned")
+    P = len(verdicts)
+    if P < 2:
+        return lines
+    everywhere = [n for n, k in counts.items() if k == P]
+    hidden = {o for others in analysis.identical.get("tuned", {}).values() for o in others}
+    if everywhere:
+        shown = [n for n in everywhere if n not in hidden]
+        overall = (
+            f"Over the {P} problems: {_names(shown, analysis.identical.get('tuned', {}))} "
+            f"{'is' if len(shown) == 1 else 'are'} in every problem's best set."
+        )
+    else:
+        top = max(counts.values(), default=0)
+        most = [n for n, k in counts.items() if k == top and n not in hidden]
+        overall = (
+            f"Over the {P} problems: no contender is in every problem's best set; in {top} of {P}: "
+            f"{_names(most, analysis.identical.get('tuned', {}))}."
+        )
+    lines += wrap(overall, indent="  ")
+    return lines
+
+
+def _narrowing(v: Verdict, problem: Problem | None = None) -> str:
+    """What narrowing a best set of several to its leader would take, in words."""
+    stuck = [n for n in v.narrowing if n.seeds is None and n.wins <= 0.5]
+    far = [n for n in v.narrowing if n.seeds is None and n.wins > 0.5]
+    if stuck:
+        first = min(stuck, key=lambda n: n.wins)
+        who = f"{len(stuck)} of them" if len(stuck) > 1 else first.name
+        return (
+            f"more report seeds would not narrow it: at some rate they tried, {who} beat {v.leader} on at least half "
+            f"the seeds ({first.name} at {first.versus}: {v.leader} wins {100 * first.wins:.0f} % of them)"
+        )
+    if far:
+        return f"telling {v.leader} from {far[0].name} would take more than {max(SEED_STEPS)} report seeds"
+    need = v.seeds_to_narrow
+    return (
+        f"narrowing it to {v.leader} would take about {need} report seeds (--confirm-seeds {need}; estimated from "
+        "these runs)"
     )
 
 
-def format_report(analysis: StudyAnalysis, problems: Sequence[Problem] = (), protocol: str = "") -> str:
+def format_report(
+    analysis: StudyAnalysis,
+    problems: Sequence[Problem] = (),
+    protocol: str = "",
+    notes: Mapping[str, Sequence[str]] | None = None,
+) -> str:
     """The whole text report of a study's analysis, results first: the overall tables (what won where, and how
     sure), one table per problem (tuned, then one-shot), the one-shot-against-tuned table, "How to read these
     tables" (:func:`how_to_read`: every column explained once), then ``protocol``. With several independent
@@ -812,9 +1052,13 @@ def format_report(analysis: StudyAnalysis, problems: Sequence[Problem] = (), pro
 
     Identity is the analysis's, per table: each table folds the contenders identical in it, the overall tables
     those identical on every problem in that mode, the one-shot-against-tuned table those identical in both.
+    ``notes``: ``{problem: sentences}`` printed under each of that problem's tables (:func:`sparse_note`).
     """
     known = {p.name: p for p in problems}
-    tables = [format_problem(t, known.get(t.problem)) for t in analysis.tables.values()]
+    tables = [
+        format_problem(t, known.get(t.problem), notes=(notes or {}).get(t.problem, ()))
+        for t in analysis.tables.values()
+    ]
     which = study_label(analysis)
     of = f" ({which})" if which else ""
     overall = []

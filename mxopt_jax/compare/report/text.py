@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import schedules as _schedules
+from ..analysis import most_entries
 from ..direction import Direction
 from ..plan import Plan
 from ..protocol import (
@@ -98,6 +99,7 @@ def describe(
     spaces: Mapping[str, Sequence[Hyperparameter]] | None = None,
     schedule: str = "constant",
     test: str = TEST,
+    searches: bool = True,
 ) -> str:
     """The protocol in words, as it ran: printed with the results and stored with them.
 
@@ -119,6 +121,8 @@ def describe(
         contender and the seed of a random search; ``spaces``: ``{contender: hyperparameters}`` it drew from.
       schedule: the learning-rate schedule's name (:mod:`mxopt_jax.compare.schedules`).
       test: the tables' paired test (:data:`mxopt_jax.compare.stats.TESTS`).
+      searches: whether every configuration tried also ran on the report seeds (the claims of the tuned tables
+        are then about the optimizers under their searches); ``False`` for a study saved before they did.
     """
     pct = f"{100 * level:g} %"
     if preset is not None and (seeds is None or confirm_seeds is None):  # the seeds a plan of it runs
@@ -201,15 +205,28 @@ def describe(
         f"says) counts as the worst value, so a {what} where any seed diverged is never chosen over one where none "
         f"did; equal means: {tie}. The test split is never read to choose."
     )
-    if confirm_seeds:
+    if confirm_seeds and searches:
+        paras.append(
+            f"Report runs (fresh seeds): every {what} tried is also run on {_seed_text(confirm_seeds)}, disjoint from "
+            "the selection seeds and never read to choose (reporting the runs that chose would be optimistic). "
+            f"The chosen {what}'s runs are what the tables report: the test values, their median and quartiles, the "
+            "best validation value, steps and time to target and the report seeds' divergences; every "
+            f"{what}'s final test value is what the claims about the optimizers compare against (below). The "
+            f"default {what} is one of them (the one-shot mode's). The fastest trial and the performance profile, "
+            "ms/step and the selection divergences come from the selection runs. Figures: the training curves "
+            f"show the chosen {what}'s report runs (validation); the sensitivity plot shows the selection runs "
+            "(every configuration tried, on the selection seeds: the runs that chose)."
+        )
+    elif confirm_seeds:
         paras.append(
             f"Confirmation (fresh seeds): the chosen rate is run again with {_seed_text(confirm_seeds)}, disjoint "
             "from the selection seeds (reporting the runs that chose would be optimistic). What each number "
             "reads: the test values, their median and quartiles, the groups and rank sets, the best validation "
             "value, steps and time to target and the report seeds' divergences come from these confirmation runs "
             "only; the fastest trial and the performance profile, ms/step and the selection divergences come "
-            "from the selection runs (every rate tried on the selection seeds). Figures: the training curves show these runs; the sensitivity plot shows the "
-            "selection runs (every configuration tried, on the selection seeds: the runs that chose)."
+            "from the selection runs (every rate tried on the selection seeds). Figures: the training curves show "
+            "these runs (validation); the sensitivity plot shows the selection runs (every configuration tried, "
+            "on the selection seeds: the runs that chose)."
         )
     paras.append(
         f"Reporting (test): the final test metric's mean over the reported seeds and the half-width of the {pct} "
@@ -222,43 +239,62 @@ def describe(
         "in the process, compilation excluded)."
     )
     test_pct = f"{100 * TEST_LEVEL:g} %"
+    tables = 2 * len(problems) if one_shot else len(problems)
+    any_false = 1 - (1 - TEST_LEVEL) ** tables
+    R = len(confirm_seeds or ()) or 16
+    most = most_entries(R, TEST_LEVEL)
+    about = (
+        f"What the tuned tables' claims are about: the optimizers under this search and budget. A contender is "
+        f"shown better than another when, at its chosen {what}, it beats the other at every one of the {what}s "
+        f"the other's search tried (an intersection-union test, Berger 1982: one one-sided {test_words(test)} per "
+        "configuration of the other, on the report seeds, paired by seed; the pair's p-value is the largest of "
+        "them, doubled for the two directions). Whichever configuration the other's tuning would have picked, it "
+        "would have lost, so the claim needs no model of the tuning's luck; it speaks of each contender's best on "
+        f"this search ({what}s, seeds and steps as listed here), not of configurations outside it (a chosen "
+        f"{what} on its search's edge is flagged in the claim). The chosen configurations are also compared alone "
+        "(claims.csv, about='configurations'; the tuning's luck is inside those claims). "
+        if searches
+        else "What a study's claims are about: the configurations it chose (this study did not run every "
+        "configuration on the report seeds). Its tests hold each contender's chosen configuration fixed, so the "
+        "tuning's luck is part of every claim. "
+    )
     paras.append(
         "Claims (per table, on the reported test values): contenders identical in the table are first folded "
         "into one entry (a duplicate would count twice), which all of them share. Every contender of a table "
-        f"ran the same report seeds, so the entries are compared paired by seed: {test_words(test)} of every "
-        "pair of entries; a diverged seed is the worst value on its seed (the entry loses that seed, its other "
-        "seeds still count). A difference of at most "
-        f"{ROUNDING_RTOL:g} relative of the value on a seed is no difference on that seed (a zero, ranked but "
-        "never signed: float32 rounding, two implementations of one update drift 1e-6 apart), and two entries "
-        "within it on every seed are rounding twins, never separated. Where a problem states a practical margin "
-        "(listed below), a pair is shown to differ only by more than it. The family is every pair of the "
-        f"table's entries, corrected together by Holm's step-down method at {test_pct}: a pair whose adjusted "
-        "p-value is at most that was shown to differ. A table prints only what these tests showed: the group "
-        "letters (a compact letter display, Piepho 2004: two entries share a letter exactly when they were not "
-        "shown to differ), the rank set [1 + entries shown better, E - entries shown worse] (E entries) and "
-        "the claims in sentences (the median paired difference with the Hodges-Lehmann interval, the adjusted "
-        "p-value, the seeds that went the claim's way); claims.csv holds every tested pair (the test, its "
-        "statistic, p, adjusted p, the family, the effect and its interval, the seeds or studies used). "
-        "Error control is per table: Holm's correction makes every claim of one table right with probability "
-        f"at least {100 * (1 - TEST_LEVEL):g} % (and then every entry's true rank lies in its set); a report "
-        "of T tables can hold some false claim with probability up to 1 - 0.95^T (29 % for the quick preset's "
-        "10 tables under a global null). With --family report every pair of every table is one Holm family, and "
-        f"the whole report is right with probability at least {100 * (1 - TEST_LEVEL):g} % (fewer claims). "
-        "What a study's claims are about: the configurations it chose. Its tests hold each contender's chosen "
-        "configuration fixed, so the tuning's luck is part of every claim (two optimizers identical in "
-        "distribution whose chosen rates differ in quality are separated). Claims about the optimizers come from "
-        "--studies N: each study repeats the whole tuning on its own seeds, and the across-studies test takes the "
-        "study as the unit (per pair and study the median paired difference, then the exact sign-flip test over "
-        "the N studies' effects, Wilcoxon's signed-rank test of them, Holm over the table): its smallest p-value "
-        "is 2/2^N however alike the studies are, so N studies can show a difference only where 2/2^N <= 5 %/pairs "
-        "(6 studies for 2 entries, 8 for 4, 9 for 5, 14 for 22); a table too large for its studies says so. "
-        "A rank set 1-E means not shown to differ from any, not equal. Power: the exact signed-rank test's "
-        "smallest p-value on R seeds is 2/2^R (0.002 at 10, 1.9e-6 at 20), and Holm's first step needs "
-        "5 %/pairs: 10 seeds separate at most 7 entries (21 pairs), 14 seeds 26 (325 pairs); a table too large "
-        "for its seeds says so. A seed on which an entry diverged is its worst value, the largest difference "
-        "against it: one diverged seed of 16 keeps it from being shown better in a table of 5 or more entries "
-        "(the power note names the seeds it would need), and the divergence counts are compared on their own "
-        "(McNemar's exact sign test on the seeds where only one of a pair diverged, Holm over those pairs)."
+        f"ran the same report seeds, so the entries are compared paired by seed ({test_words(test)}); a diverged "
+        "seed is the worst value on its seed (the entry loses that seed, its other seeds still count). A "
+        f"difference of at most {ROUNDING_RTOL:g} relative of the value on a seed is treated as no difference "
+        "on that seed (a zero, ranked but never signed: far above float32 rounding, where two implementations "
+        "of one update drift 1e-6 apart, and below what the tables print), and two entries within it on every "
+        "seed are treated as equal, never separated (a real difference that small is not claimed either). "
+        "Where a problem states a practical margin (listed below), a pair is shown to differ only by more than "
+        "it. The family is every pair of the table's entries, corrected together by Holm's step-down method at "
+        f"{test_pct}: a pair whose adjusted p-value is at most that was shown to differ. A table prints only "
+        "what these tests showed: the group letters (a compact letter display, Piepho 2004: two entries share a "
+        "letter exactly when they were not shown to differ), the rank set [1 + entries shown better, E - entries "
+        "shown worse] (E entries) and the claims in sentences (the median paired difference with the "
+        "Hodges-Lehmann interval, the adjusted p-value, the seeds that went the claim's way); claims.csv holds "
+        "every tested pair (the test, its statistic, p, adjusted p, the family, the effect and its interval, "
+        "the seeds or studies used, what the claim is about). " + about + "Error control is per table: "
+        "Holm's correction makes every claim of one table right with probability at least "
+        f"{100 * (1 - TEST_LEVEL):g} % (and then every entry's true rank lies in its set); a report of T tables "
+        f"can hold some false claim with probability up to 1 - {1 - TEST_LEVEL:g}^T ({100 * any_false:.0f} % for "
+        f"this report's {tables} tables under a global null). With --family report every pair of every table "
+        "(the tables across studies included) is one Holm family, and the whole report is right with "
+        f"probability at least {100 * (1 - TEST_LEVEL):g} % (fewer claims). --studies N repeats the whole tuning "
+        "on other seeds and search draws: the across-studies test takes the study as the unit (per pair and study "
+        "the median paired difference, then the exact sign-flip test over the N studies' effects, Wilcoxon's "
+        "signed-rank test of them, Holm over the table): its smallest p-value is 2/2^N however alike the "
+        f"studies are, so N studies can show a difference only where 2/2^N <= {test_pct}/pairs (6 studies for 2 "
+        "entries, 8 for 4, 9 for 5, 14 for 22); a table too large for its studies says so, and random-effects "
+        "estimates (Hartung-Knapp intervals) are shown beside it as model-based effects, never as claims. A rank "
+        "set 1-E means not shown to differ from any, not equal. Power: the exact signed-rank test's smallest "
+        f"p-value on R seeds is 2/2^R (0.002 at 10, 1.9e-6 at 20), and Holm's first step needs {test_pct}/pairs: "
+        f"these {R} report seeds can separate at most {most} entries ({most * (most - 1) // 2} pairs); a table "
+        "too large for its seeds says so. A seed on which an entry diverged is its worst value, the largest "
+        "difference against it: one diverged seed of 16 keeps it from being shown better in a table of 5 or more "
+        "entries (the power note names the seeds it would need), and the divergence counts are compared on their "
+        "own (McNemar's exact sign test on the seeds where only one of a pair diverged, Holm over those pairs)."
     )
     boot_pct = f"{100 * level:g} %"
     paras.append(

@@ -18,7 +18,7 @@ import numpy as np
 from ..checks import atomic_file
 from ..records import Records
 from ..report.tables import fmt_ms, text_table
-from ..serialize import csv_number
+from ..serialize import csv_number, csv_text
 from .functions import FUNCTIONS
 
 __all__ = [
@@ -242,7 +242,7 @@ def write_csv(path: str | Path, results: Mapping[str, Sequence[Result]]) -> Path
             for k, r in with_ranks(rs):
                 numbers = (r.learning_rate, r.final_loss, r.accuracy)
                 w.writerow(
-                    [task, k, r.name, *map(csv_number, numbers), r.steps]
+                    [csv_text(task), k, csv_text(r.name), *map(csv_number, numbers), r.steps]
                     + [csv_number(r.ms_per_step), csv_number(r.compile_s)]
                 )
     return path
