@@ -28,8 +28,9 @@ What a run does (every contender sees exactly the same data, initializations and
    ``problem.init_state(init_key)``; ``tx = contender.make(hp, opt_key, steps)``; ``state = tx.init(params)``.
    ``hp`` holds the configuration: the learning rate (turned into a schedule when the study has one, its peak
    the configuration's rate) and every tuned hyperparameter as traced scalars, the others at their defaults.
-2. Step ``i`` draws ``batch_size`` row indices uniformly with replacement from the training split (from
-   ``batch_key``), differentiates ``problem.loss`` (row-sparse through :func:`mxopt_jax.sparse.value_and_grad`
+2. Step ``i`` draws ``batch_size`` row indices uniformly with replacement from the training split
+   (``jax.random.randint`` with the ``i``-th key of ``split(batch_key, steps)``; an evaluation interval's
+   draws are made in one call, the same values), differentiates ``problem.loss`` (row-sparse through :func:`mxopt_jax.sparse.value_and_grad`
    for a contender that takes row-sparse gradients on a problem with embedding tables), and applies
    ``tx.update``. A problem with model state (:class:`~mxopt_jax.compare.problems.base.Problem`'s
    ``init_state``: BatchNorm's running statistics) returns its new state with the loss; the engine carries
@@ -37,10 +38,10 @@ What a run does (every contender sees exactly the same data, initializations and
    optimizer.
 3. After every ``eval_every`` steps it records the mean mini-batch loss of the interval and
    ``problem.metric`` on the validation and the test splits (with the model's state as it stands; the test
-   split only in the calls that ask for it, the runs a study reports: elsewhere it is NaN), and whether
-   the run is still alive: a run whose training loss, any parameter or any value of the model's state has
-   become non-finite has **diverged**, and its metrics are NaN from that
-   point on, whatever the problem's metric returns (NaN logits still give an ``argmax``). A problem with a
+   split only where the call asks for it, ``test=``: at every evaluation point, at none or at the final one
+   only; elsewhere it is NaN), and whether the run is still alive: a run whose training loss, any parameter
+   or any value of the model's state has become non-finite has **diverged**, and its metrics are NaN from
+   that point on, whatever the problem's metric returns (NaN logits still give an ``argmax``). A problem with a
    ``trace`` (:class:`~mxopt_jax.compare.problems.base.Problem`) has ``problem.trace(params)`` recorded at the
    same points, as it stands (:attr:`Records.trace <mxopt_jax.compare.records.Records.trace>`).
 
@@ -52,7 +53,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -66,10 +67,16 @@ from .problems.base import Problem
 from .records import Records
 
 __all__ = [
+    "CALL_RUNS",
+    "CPU_CALL_BYTES",
+    "TEST_CODES",
     "CompiledGroup",
+    "Test",
     "Schedule",
+    "call_capacity",
     "compile_group",
     "group_run",
+    "run_bytes",
     "run_one",
     "single_run",
     "steps_to_target",
@@ -110,6 +117,41 @@ def _all_finite(tree: Any) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.bool_(True)
 
 
+#: What ``test=`` may be (:meth:`CompiledGroup.run`, :func:`train_run`): ``True``, the test split evaluated at
+#: every evaluation point; ``False``, never (NaN throughout); ``"final"``, at the final evaluation point only
+#: (NaN at the others). In a compiled program it is a traced input, one of :data:`TEST_CODES`.
+Test = bool | Literal["final"]
+
+#: The code of each ``test=`` value, as the compiled programs take it (a replicated ``int32`` input).
+TEST_CODES: Mapping[Any, int] = {False: 0, True: 1, "final": 2}
+
+
+def _test_code(test: object) -> int:
+    """``test`` (``True``, ``False`` or ``"final"``) as its code in :data:`TEST_CODES`; refused otherwise."""
+    if isinstance(test, bool | np.bool_):
+        return int(bool(test))
+    if isinstance(test, str) and test == "final":
+        return TEST_CODES["final"]
+    raise ValueError(
+        "test must be True (the test split evaluated at every evaluation point), False (never) or 'final' "
+        f"(at the final evaluation point only), got {test!r}"
+    )
+
+
+def _test_now(test: Test | jax.Array, e: jax.Array, last: int) -> bool | jax.Array:
+    """Whether the test split is evaluated at evaluation point ``e`` (traced) of ``last + 1``: a Python bool
+    where ``test`` is one, else a traced bool (``test`` a code of :data:`TEST_CODES` or a traced bool)."""
+    if isinstance(test, bool | np.bool_):
+        return bool(test)
+    if isinstance(test, str):
+        _test_code(test)  # "final", or refused
+        return e == last
+    test = jnp.asarray(test)
+    if test.dtype == jnp.bool_:
+        return test
+    return (test == TEST_CODES[True]) | ((test == TEST_CODES["final"]) & (e == last))
+
+
 def _observe(
     problem: Problem,
     p: Any,
@@ -141,6 +183,79 @@ def _observe(
     return mean_loss, alive, (mean_loss, v, t, alive, traced)
 
 
+#: An evaluation interval's training steps: ``(params, opt_state, model_state, rows) -> (params, opt_state,
+#: model_state, losses)``, ``rows`` the interval's mini-batches as row indices ``(eval_every, batch_size)``.
+Steps = Callable[[Any, Any, Any, jax.Array], tuple[Any, Any, Any, jax.Array]]
+
+
+def _steps(problem: Problem, contender: Contender, tx: optax.GradientTransformation, train: Any) -> Steps:
+    """The training step, written once (every run of the engine takes it, :func:`train_run` and
+    :func:`group_run` alike): the mini-batch ``train[rows[i]]``, the loss and the gradient of the parameters
+    (row-sparse where the contender takes it on a problem with tables), ``tx.update``, the update applied; a
+    ``lax.scan`` over an interval's rows."""
+    grad_fn = _grad_fn(problem, contender)
+
+    def step(carry: tuple[Any, Any, Any], rows: jax.Array) -> tuple[tuple[Any, Any, Any], jax.Array]:
+        p, s, m = carry
+        batch = jax.tree.map(lambda a: a[rows], train)
+        (loss, m), grads = grad_fn(p, m, batch)
+        updates, s = tx.update(grads, s, p)
+        return (optax.apply_updates(p, updates), s, m), loss
+
+    def steps(p: Any, s: Any, m: Any, rows: jax.Array) -> tuple[Any, Any, Any, jax.Array]:
+        (p, s, m), losses = jax.lax.scan(step, (p, s, m), rows)
+        return p, s, m, losses
+
+    return steps
+
+
+def _draw(keys: jax.Array, batch_size: int, n_train: int) -> jax.Array:
+    """The mini-batches of an evaluation interval, as row indices ``(len(keys), batch_size)``: step ``i``'s
+    rows are ``jax.random.randint(keys[i], (batch_size,), 0, n_train)``, drawn for the whole interval in one
+    (vmapped) call rather than one per step; the same values, bit for bit (JAX's hash of a key does not depend
+    on what else is drawn beside it)."""
+    return jax.vmap(lambda k: jax.random.randint(k, (batch_size,), 0, n_train))(keys)
+
+
+def _run(
+    problem: Problem,
+    key: jax.Array,
+    data: Any,
+    steps: int,
+    test: Test | jax.Array,
+    optimizer: Callable[[jax.Array, Any], tuple[Any, Steps]],
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]:
+    """A run, written once (:func:`train_run` and :func:`group_run` differ only in ``optimizer``): the seed's
+    three streams, the initialization, then ``steps // eval_every`` evaluation intervals, each the interval's
+    mini-batches drawn (:func:`_draw`), its training steps and what is recorded (:func:`_observe`).
+    ``optimizer(opt_key, params) -> (opt_state, steps)`` makes the optimizer's state and an interval's training
+    steps (:data:`Steps`)."""
+    train, val, test_split = data
+    n_train = jax.tree.leaves(train)[0].shape[0]
+    init_key, batch_key, opt_key = jax.random.split(key, 3)
+    params = problem.init(init_key)
+    model_state = problem.initial_state(init_key)  # () without one; never seen by the optimizer
+    opt_state, interval_steps = optimizer(opt_key, params)
+    every = problem.eval_every
+    n_evals = steps // every
+
+    def interval(carry, xs):
+        (p, s, m), alive = carry
+        e, keys = xs
+        rows = _draw(keys, problem.batch_size, n_train)
+        p, s, m, losses = interval_steps(p, s, m, rows)
+        with_test = _test_now(test, e, n_evals - 1)
+        _, alive, observed = _observe(problem, p, m, alive, losses, val, test_split, with_test)
+        return ((p, s, m), alive), observed
+
+    keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
+    carry = ((params, opt_state, model_state), jnp.bool_(True))
+    _, (train_loss, val_m, test_m, alive, trace) = jax.lax.scan(
+        interval, carry, (jnp.arange(n_evals, dtype=jnp.int32), keys)
+    )
+    return train_loss, val_m, test_m, alive, trace
+
+
 def train_run(
     problem: Problem,
     contender: Contender,
@@ -149,7 +264,7 @@ def train_run(
     data: Any,
     steps: int,
     schedule: Schedule | None = None,
-    test: bool | jax.Array = True,
+    test: Test | jax.Array = True,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]:
     """One training run (traceable): ``(train_loss, val, test, alive, trace)``, the first four of shape
     ``(steps // eval_every,)``; ``trace`` is ``problem.trace(params)`` at each evaluation point, stacked
@@ -158,45 +273,23 @@ def train_run(
     ``hp`` maps the contender's hyperparameters to their values (``"learning_rate"`` always; missing ones take
     their defaults); ``data`` is the problem's :class:`~mxopt_jax.compare.problems.base.Splits` as JAX arrays.
     ``alive[e]`` is False once the run has diverged (a non-finite training loss, parameter or model state); ``val`` and
-    ``test`` are NaN from there on. ``test`` (a Python bool or a traced scalar bool, the same for every run of
-    a batch) says whether the test split is evaluated at all: where it is False the test metric is NaN
-    throughout and its evaluation is skipped (a ``lax.cond``), so the runs that report nothing on the test
-    split (selection) do not pay for it. This is the unbatched definition the engine vmaps; the tests hold the
-    vmapped program equal to it.
+    ``test`` are NaN from there on. ``test`` (:data:`Test`: ``True``, ``False`` or ``"final"``; or traced, a
+    code of :data:`TEST_CODES` or a bool, the same for every run of a batch) says where the test split is
+    evaluated: at every evaluation point, at none (NaN throughout) or at the final one only (NaN before it);
+    elsewhere its evaluation is skipped (a ``lax.cond``), so the runs that report nothing on the test split
+    (selection) do not pay for it. This is the unbatched definition the engine vmaps: the optimizer alone,
+    without :func:`group_run`'s switch and shared state buffers (the run itself, :func:`_run`, and the training
+    step, :func:`_steps`, are written once for both); the tests hold the vmapped program equal to it.
     """
-    train, val, test_split = data
-    with_test = test
-    n_train = jax.tree.leaves(train)[0].shape[0]
-    init_key, batch_key, opt_key = jax.random.split(key, 3)
-    params = problem.init(init_key)
-    model_state = problem.initial_state(init_key)  # () without one; never seen by the optimizer
     values = {**contender.defaults, **hp}
     if schedule is not None:
         values["learning_rate"] = schedule(values["learning_rate"], steps)
-    tx = contender.factory(bool(problem.tables))(values, opt_key, steps)
-    state = tx.init(params)
-    grad_fn = _grad_fn(problem, contender)
-    every = problem.eval_every
-    n_evals = steps // every
 
-    def step(carry, k):
-        p, s, m = carry
-        idx = jax.random.randint(k, (problem.batch_size,), 0, n_train)
-        batch = jax.tree.map(lambda a: a[idx], train)
-        (loss, m), grads = grad_fn(p, m, batch)
-        updates, s = tx.update(grads, s, p)
-        return (optax.apply_updates(p, updates), s, m), loss
+    def optimizer(opt_key: jax.Array, params: Any) -> tuple[Any, Steps]:
+        tx = contender.factory(bool(problem.tables))(values, opt_key, steps)
+        return tx.init(params), _steps(problem, contender, tx, data[0])
 
-    def interval(carry, keys):
-        (p, s, m), alive = carry
-        (p, s, m), losses = jax.lax.scan(step, (p, s, m), keys)
-        _, alive, observed = _observe(problem, p, m, alive, losses, val, test_split, with_test)
-        return ((p, s, m), alive), observed
-
-    keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
-    carry = ((params, state, model_state), jnp.bool_(True))
-    _, (train_loss, val_m, test_m, alive, trace) = jax.lax.scan(interval, carry, keys)
-    return train_loss, val_m, test_m, alive, trace
+    return _run(problem, key, data, steps, test, optimizer)
 
 
 class _Layout:
@@ -248,78 +341,55 @@ def group_run(
     data: Any,
     steps: int,
     schedule: Schedule | None = None,
-    test: bool | jax.Array = True,
+    test: Test | jax.Array = True,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array | None]:
     """One run of contender ``contenders[index]`` (traceable), exactly :func:`train_run`'s, written so that a
     program holding several contenders holds the problem's evaluation (and the divergence checks, the trace)
     once, not once per contender: the loop over evaluation intervals is shared, and only each interval's
     training steps are a ``lax.switch`` over the contenders (their optimizer states kept in shared buffers,
-    one per dtype; :class:`_Layout`). ``row`` holds the tuned values in the order of ``tuned[name]``.
+    one per dtype; :class:`_Layout`). ``row`` holds the tuned values in the order of ``tuned[name]``; ``test``
+    is as in :func:`train_run`.
 
-    The arithmetic of a run is :func:`train_run`'s, operation for operation (the state buffers only move
-    values); the tests hold the two equal.
+    The run and its training step are :func:`train_run`'s own (:func:`_run`, :func:`_steps`), operation for
+    operation (the state buffers only move values); the tests hold the two equal.
     """
-    train, val, test_split = data
-    n_train = jax.tree.leaves(train)[0].shape[0]
-    init_key, batch_key, opt_key = jax.random.split(key, 3)
-    params = problem.init(init_key)
-    model_state = problem.initial_state(init_key)
-    every = problem.eval_every
-    n_evals = steps // every
+    train = data[0]
 
-    def make_tx(c: Contender) -> optax.GradientTransformation:
-        values = {**c.defaults, **{n: row[j] for j, n in enumerate(tuned[c.name])}}
-        if schedule is not None:
-            values["learning_rate"] = schedule(values["learning_rate"], steps)
-        return c.factory(bool(problem.tables))(values, opt_key, steps)
+    def optimizer(opt_key: jax.Array, params: Any) -> tuple[Any, Steps]:
+        def make_tx(c: Contender) -> optax.GradientTransformation:
+            values = {**c.defaults, **{n: row[j] for j, n in enumerate(tuned[c.name])}}
+            if schedule is not None:
+                values["learning_rate"] = schedule(values["learning_rate"], steps)
+            return c.factory(bool(problem.tables))(values, opt_key, steps)
 
-    layouts = [_Layout(jax.eval_shape(lambda c=c: make_tx(c).init(params))) for c in contenders]
-    sizes: dict[str, int] = {}
-    for lay in layouts:
-        for dtype, size in lay.sizes.items():
-            sizes[dtype] = max(sizes.get(dtype, 0), size)
+        layouts = [_Layout(jax.eval_shape(lambda c=c: make_tx(c).init(params))) for c in contenders]
+        sizes: dict[str, int] = {}
+        for lay in layouts:
+            for dtype, size in lay.sizes.items():
+                sizes[dtype] = max(sizes.get(dtype, 0), size)
 
-    def init_branch(i: int) -> Callable[[], dict[str, jax.Array]]:
-        return lambda: layouts[i].flatten(make_tx(contenders[i]).init(params), sizes)
+        def init_branch(i: int) -> Callable[[], dict[str, jax.Array]]:
+            return lambda: layouts[i].flatten(make_tx(contenders[i]).init(params), sizes)
 
-    def train_branch(i: int) -> Callable[..., Any]:
-        c, lay = contenders[i], layouts[i]
+        def train_branch(i: int) -> Steps:
+            c, lay = contenders[i], layouts[i]
 
-        def run_interval(p, buffers, m, keys):
-            tx = make_tx(c)
-            grad_fn = _grad_fn(problem, c)
+            def run_interval(p, buffers, m, rows):
+                p, s, m, losses = _steps(problem, c, make_tx(c), train)(p, lay.unflatten(buffers), m, rows)
+                return p, lay.flatten(s, sizes), m, losses
 
-            def step(carry, k):
-                p, s, m = carry
-                idx = jax.random.randint(k, (problem.batch_size,), 0, n_train)
-                batch = jax.tree.map(lambda a: a[idx], train)
-                (loss, m), grads = grad_fn(p, m, batch)
-                updates, s = tx.update(grads, s, p)
-                return (optax.apply_updates(p, updates), s, m), loss
+            return run_interval
 
-            (p, s, m), losses = jax.lax.scan(step, (p, lay.unflatten(buffers), m), keys)
-            return p, lay.flatten(s, sizes), m, losses
+        def pick(branches: list[Callable[..., Any]], *operands: Any) -> Any:
+            if len(branches) == 1:
+                return branches[0](*operands)
+            return jax.lax.switch(index, branches, *operands)
 
-        return run_interval
+        buffers = pick([init_branch(i) for i in range(len(contenders))])
+        trains = [train_branch(i) for i in range(len(contenders))]
+        return buffers, lambda p, b, m, rows: pick(trains, p, b, m, rows)
 
-    def pick(branches: list[Callable[..., Any]], *operands: Any) -> Any:
-        if len(branches) == 1:
-            return branches[0](*operands)
-        return jax.lax.switch(index, branches, *operands)
-
-    buffers = pick([init_branch(i) for i in range(len(contenders))])
-    trains = [train_branch(i) for i in range(len(contenders))]
-
-    def interval(carry, keys):
-        (p, b, m), alive = carry
-        p, b, m, losses = pick(trains, p, b, m, keys)
-        _, alive, observed = _observe(problem, p, m, alive, losses, val, test_split, test)
-        return ((p, b, m), alive), observed
-
-    keys = jax.random.split(batch_key, n_evals * every).reshape(n_evals, every, -1)
-    carry = ((params, buffers, model_state), jnp.bool_(True))
-    _, (train_loss, val_m, test_m, alive, trace) = jax.lax.scan(interval, carry, keys)
-    return train_loss, val_m, test_m, alive, trace
+    return _run(problem, key, data, steps, test, optimizer)
 
 
 def steps_to_target(
@@ -447,14 +517,17 @@ class CompiledGroup:
         configs: Mapping[str, Any] | Sequence[Mapping[str, float]],
         seeds: Sequence[int] | np.ndarray,
         role: str = "selection",
-        test: bool = True,
+        test: Test = True,
     ) -> Records:
         """Run contender ``index`` at every configuration x seed; returns its :class:`Records` (``role``).
 
         ``configs`` gives the tuned hyperparameters of each configuration (``{"learning_rate": rates, ...}`` or a
         list of ``{"learning_rate": rate, ...}``): exactly the names this program traces for that contender.
-        ``test``: whether the test split is evaluated (where it is not, :attr:`Records.test` is NaN: a study's
-        selection runs, which report nothing on it, skip it).
+        ``test``: where the test split is evaluated, for every run of the call: ``True`` at every evaluation
+        point, ``False`` at none, ``"final"`` at the final evaluation point only (:data:`Test`); where it is not,
+        :attr:`Records.test` is NaN. A study's selection runs, which report nothing on it, skip it; runs that
+        report only the final test metric take ``"final"`` (so selection runs and report runs can share a
+        call: the selection never reads the test values). The other records do not depend on ``test``.
         """
         return self.run_many(index, [(configs, seeds, role)], test=test)[0]
 
@@ -464,7 +537,7 @@ class CompiledGroup:
         requests: Sequence[
             tuple[Mapping[str, Any] | Sequence[Mapping[str, float]], Sequence[int] | np.ndarray, str]
         ],
-        test: bool = True,
+        test: Test = True,
     ) -> list[Records]:
         """Run contender ``index`` for every request ``(configs, seeds, role)`` (each as :meth:`run`), all of them
         through the same calls: their runs are packed one after another into the program's slots, so the
@@ -476,6 +549,7 @@ class CompiledGroup:
         """
         c = self.contenders[index]
         names = self.tuned[c.name]
+        code = _test_code(test)
         if not requests:
             raise ValueError(f"program {self.name!r}: run_many needs at least one request")
         width = max(len(v) for v in self.tuned.values())
@@ -497,10 +571,9 @@ class CompiledGroup:
             hp = np.pad(hp, ((0, 0), (0, width - hp.shape[1])))
             keys = np.tile(np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds]), (G, 1))
             prepared.append((cols, seeds, role, hp, keys))
-        with_test = bool(test)
         hp_all = np.concatenate([q[3] for q in prepared])
         keys_all = np.concatenate([q[4] for q in prepared])
-        outs, run_s = self._call(index, hp_all, keys_all, with_test)
+        outs, run_s = self._call(index, hp_all, keys_all, code)
         n_all = len(hp_all)
         eval_steps = self.eval_steps
         out: list[Records] = []
@@ -545,17 +618,18 @@ class CompiledGroup:
         replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
         return _to_device(np.asarray(index, np.int32), replicated)
 
-    def _flag(self, value: bool) -> jax.Array:
-        """A boolean input, replicated over the program's devices."""
+    def _test_input(self, code: int) -> jax.Array:
+        """The ``test`` input (a code of :data:`TEST_CODES`), replicated over the program's devices."""
         replicated = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec())
-        return _to_device(np.asarray(value, np.bool_), replicated)
+        return _to_device(np.asarray(code, np.int32), replicated)
 
     def _call(
-        self, index: int, hp: np.ndarray, keys: np.ndarray, test: bool = True
+        self, index: int, hp: np.ndarray, keys: np.ndarray, test: int = TEST_CODES[True]
     ) -> tuple[list[Any], float]:
         """Run the ``N`` rows of ``hp``/``keys`` in calls of ``capacity`` (the last one padded with copies of its
-        last run, whose results are dropped), the test split evaluated where ``test``; returns the outputs
-        (``N`` rows each; a problem without a trace has ``None`` for it) and the seconds spent."""
+        last run, whose results are dropped), the test split evaluated as ``test`` (a code of
+        :data:`TEST_CODES`) says; returns the outputs (``N`` rows each; a problem without a trace has ``None``
+        for it) and the seconds spent."""
         n = len(hp)
         sharded = jax.sharding.NamedSharding(self.mesh, jax.sharding.PartitionSpec("runs"))
         parts: list[list[Any]] = []
@@ -569,7 +643,7 @@ class CompiledGroup:
             h_dev, k_dev = _to_device(h, sharded), _to_device(k, sharded)
             t0 = time.perf_counter()
             out = jax.block_until_ready(
-                self.compiled(self._index(index), self._flag(test), h_dev, k_dev, self.data)
+                self.compiled(self._index(index), self._test_input(test), h_dev, k_dev, self.data)
             )
             run_s += time.perf_counter() - t0
             parts.append([None if a is None else _to_host(a)[: self.capacity - pad] for a in out])
@@ -591,6 +665,85 @@ def _tuned_names(
             )
         out[c.name] = ("learning_rate", *(n for n in known if n in names and n != "learning_rate"))
     return out
+
+
+#: Runs a call per device that keep a run's cost low, by platform: ``(smallest, largest)``. Measured on the CPU
+#: (2-core AMD EPYC, 2 host devices; ``benchmarks/call_capacity.py``, benchmarks/RESULTS.md, 2026-12-07): from 5
+#: runs a device up, a run of the quick preset's problems costs the same within 8 % until the runs' state
+#: outgrows the caches (:data:`CPU_CALL_BYTES`); the tiniest, logreg, costs less a run the more a call holds
+#: (its calls' fixed costs: 1.15x at 5 runs a device, 0.55x at 74, against 18). On a GPU or TPU not measured: a
+#: call as large as the runs asked for, up to the largest.
+CALL_RUNS: Mapping[str, tuple[int, int]] = {"cpu": (5, 256), "gpu": (1, 4096), "tpu": (1, 4096)}
+
+#: On the CPU, the bytes of parameters, model state and optimizer state (:func:`run_bytes`) a call may hold per
+#: device. Measured (benchmarks/RESULTS.md, 2026-12-07): a run costs the same within 8 % while its parameters
+#: and Adam's state stay under about 5 MB a device, more past it (the recommender, 270 kB a run with Adam:
+#: 1.13x at 27 runs a device, 1.46x at 37, 1.85x at 74, against 18; digits_mlp 1.15x at 74 a device, 8.5 MB);
+#: :func:`run_bytes` counts the largest optimizer state of a program's contenders, so the budget is below that.
+CPU_CALL_BYTES = 4 << 20
+
+
+def run_bytes(problem: Problem, contenders: Sequence[Contender]) -> int:
+    """The bytes one run of ``problem`` holds between steps: its parameters and model state, and the largest
+    optimizer state among ``contenders`` (shapes only: nothing is computed or compiled); what
+    :func:`call_capacity`'s ``run_bytes`` takes."""
+
+    def size(tree: Any) -> int:
+        return sum(
+            int(np.prod(leaf.shape, dtype=np.int64)) * leaf.dtype.itemsize for leaf in jax.tree.leaves(tree)
+        )
+
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    params = jax.eval_shape(problem.init, key)
+    model = jax.eval_shape(problem.initial_state, key)
+
+    def state(c: Contender) -> Any:
+        make = c.factory(bool(problem.tables))
+        return jax.eval_shape(lambda p, k: make(dict(c.defaults), k, problem.steps).init(p), params, key)
+
+    return size(params) + size(model) + max((size(state(c)) for c in contenders), default=0)
+
+
+def call_capacity(
+    runs: int | Sequence[int], devices: int = 1, platform: str = "cpu", run_bytes: int | None = None
+) -> int:
+    """The capacity (runs a call, a multiple of ``devices``) for a program that will be asked for ``runs``
+    runs at a time: the sizes of the requests it will run (each one :meth:`CompiledGroup.run` or
+    :meth:`CompiledGroup.run_many`, e.g. ``(7 * 21, 6 * 21)``: seven configurations on 21 seeds, then six
+    more). Among the capacities whose calls run at a good throughput on ``platform`` (:data:`CALL_RUNS` per
+    device; on the CPU no more than :data:`CPU_CALL_BYTES` of runs' state per device, given ``run_bytes``:
+    :func:`run_bytes`), the one that runs every request in the fewest slots (runs plus padding), counting a
+    slot more for each call; a tie goes to the larger (fewer calls).
+
+    >>> call_capacity((147, 126), devices=2, run_bytes=150_000)  # 147 runs in 5 calls of 32, 126 in 4
+    32
+    >>> call_capacity(147, devices=2)  # tiny runs: one call
+    148
+    """
+    sizes = [runs] if isinstance(runs, int) else list(runs)
+    if not sizes or any(isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1 for n in sizes):
+        raise ValueError(f"runs must be a positive int or a sequence of them, got {runs!r}")
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise ValueError(f"devices must be an int >= 1, got {devices!r}")
+    if platform not in CALL_RUNS:
+        raise ValueError(f"platform must be one of {', '.join(CALL_RUNS)}, got {platform!r}")
+    if run_bytes is not None and (
+        isinstance(run_bytes, bool) or not isinstance(run_bytes, int) or run_bytes < 1
+    ):
+        raise ValueError(f"run_bytes must be a positive int (bytes) or None, got {run_bytes!r}")
+    low, high = CALL_RUNS[platform]
+    if platform == "cpu" and run_bytes is not None:
+        high = max(low, min(high, CPU_CALL_BYTES // run_bytes))
+    most = -(-max(sizes) // devices)  # per device: the largest request in one call
+    high = min(high, most)
+    low = min(low, high)
+
+    def slots(per_device: int) -> int:
+        capacity = per_device * devices
+        return sum(-(-n // capacity) * (capacity + 1) for n in sizes)
+
+    best = min(range(low, high + 1), key=lambda k: (slots(k), -k))
+    return best * devices
 
 
 def compile_group(
@@ -647,7 +800,7 @@ def compile_group(
     hp_spec = jax.ShapeDtypeStruct((capacity, width), jnp.float32, sharding=sharded)
     key_spec = jax.ShapeDtypeStruct((capacity, 2), jnp.uint32, sharding=sharded)
     t0 = time.perf_counter()
-    compiled = jitted.lower(np.int32(0), np.bool_(True), hp_spec, key_spec, data).compile(
+    compiled = jitted.lower(np.int32(0), np.int32(TEST_CODES[True]), hp_spec, key_spec, data).compile(
         _compiler_options(compiler_options, str(mesh.devices.flat[0].platform))
     )
     compile_s = time.perf_counter() - t0
@@ -680,18 +833,20 @@ def single_run(
     steps: int | None = None,
     tuned: Sequence[str] = ("learning_rate",),
     schedule: Schedule | None = None,
+    test: Test = True,
 ) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]:
     """A jitted single run ``(config, seed) -> (train_loss, val, test, alive, trace)`` as NumPy (``trace`` is
     ``None`` for a problem without one): the reference for the engine. ``config`` maps the ``tuned`` names to
-    values (a bare number is the learning rate).
+    values (a bare number is the learning rate); ``test`` is as in :func:`train_run`.
 
     Compiled once per call of this function; the configuration and the seed are traced, so call the result for
     as many as you like.
     """
     steps = problem.steps if steps is None else steps
     names = _tuned_names([contender], tuned)[contender.name]
+    _test_code(test)
     data = jax.tree.map(jnp.asarray, tuple(problem.data()))
-    fn = jax.jit(lambda hp, key: train_run(problem, contender, hp, key, data, steps, schedule))
+    fn = jax.jit(lambda hp, key: train_run(problem, contender, hp, key, data, steps, schedule, test))
 
     def run(
         config: float | Mapping[str, float], seed: int

@@ -283,7 +283,8 @@ def test_two_processes_write_one_report_equal_to_one_process(tmp_path):
     got, want = read_json(outs[0] / "study.json"), read_json(tmp_path / "alone" / "study.json")
     programs = got["timings"]["programs"]
     assert [(p["devices"], p["processes"], p["platform"]) for p in programs] == [(4, 2, "cpu")] * 2
-    assert len(got["records"]) == len(want["records"]) == 2 * 3 * 2  # problems x contenders x roles (selection, report)
+    # problems x contenders x roles (selection, report)
+    assert len(got["records"]) == len(want["records"]) == 2 * 3 * 2
     for a, b in zip(got["records"], want["records"], strict=True):
         what = f"{a.problem}/{a.contender}/{a.role}"
         assert (a.problem, a.contender, a.role, a.devices) == (b.problem, b.contender, b.role, 4), what
