@@ -304,7 +304,7 @@ def _setting_help() -> dict[str, str]:
         "studies": f" (1 to {MAX_STUDIES}; default: 1): the report gives the spread across them",
         "extend": " (default: 2)",
         "check_batching": ": the check that no result depends on the other runs batched with it (default: best)",
-        "group_by": " (default: family)",
+        "group_by": " (default: problem)",
     }
 
 

@@ -75,6 +75,7 @@ __all__ = [
     "Schedule",
     "call_capacity",
     "compile_group",
+    "program_capacity",
     "group_run",
     "run_bytes",
     "run_one",
@@ -744,6 +745,21 @@ def call_capacity(
 
     best = min(range(low, high + 1), key=lambda k: (slots(k), -k))
     return best * devices
+
+
+def program_capacity(
+    problem: Problem,
+    contenders: Sequence[Contender],
+    runs: int | Sequence[int],
+    devices: Sequence[jax.Device] | None = None,
+) -> int:
+    """:func:`call_capacity` for the program :func:`compile_group` makes of ``problem`` and ``contenders`` on
+    ``devices`` (None: every device), asked for ``runs`` runs at a time: the devices' count and platform, and the
+    runs' state in bytes (:func:`run_bytes`), taken from them."""
+    mesh = _mesh(devices)
+    platform = str(mesh.devices.flat[0].platform)
+    size = run_bytes(problem, contenders) if platform == "cpu" else None
+    return call_capacity(runs, int(mesh.devices.size), platform if platform in CALL_RUNS else "gpu", size)
 
 
 def compile_group(

@@ -44,8 +44,9 @@ __all__ = [
 #: What ``check_batching`` may be: re-run the chosen configuration in every slot of its program for ``"all"``
 #: contenders, the ``"best"`` of each program, or ``"none"``.
 CHECK_BATCHING = ("best", "all", "none")
-#: How contenders are grouped into compiled programs: one program per ``"family"``, or one per contender.
-GROUP_BY = ("family", "none")
+#: How contenders are grouped into compiled programs: one program per ``"problem"`` (every contender under one
+#: ``lax.switch``: the fewest programs, so the least compile time), per ``"family"``, or one per contender.
+GROUP_BY = ("problem", "family", "none")
 #: Study ``k``'s selection seeds are study 0's plus ``k * STUDY_SEED_STRIDE``; its confirmation seeds plus
 #: ``k * STUDY_CONFIRM_STRIDE``; its search seed plus ``k``.
 STUDY_SEED_STRIDE = 100
@@ -67,7 +68,8 @@ SETTINGS: dict[str, str] = {
     "studies": "independent repetitions of the whole tuning, each on its own seeds and draws",
     "extend": "times a grid may be extended past the edge where its chosen rate sits",
     "check_batching": "re-run the chosen configuration in every slot of its program: best, all or none",
-    "group_by": "one compiled program per family of contenders, or per contender (none)",
+    "group_by": "one compiled program per problem (every contender in it), per family of contenders, or per "
+    "contender (none)",
 }
 
 
@@ -151,7 +153,8 @@ class Plan:
       studies: independent repetitions of the whole tuning (:meth:`for_study`).
       extend: times a grid may be extended past the edge where the chosen rate sits (0 for a random search).
       check_batching: ``"best"``, ``"all"`` or ``"none"`` (the batching check).
-      group_by: ``"family"`` or ``"none"`` (one compiled program per family or per contender).
+      group_by: ``"problem"``, ``"family"`` or ``"none"`` (one compiled program per problem, per family or per
+        contender; the records are the same, the compile time is not: one per problem compiles fastest).
       schedule_hook: the schedule's function ``(peak, steps) -> learning_rate`` (None: constant); not a
         setting (not saved, not compared): a built-in name brings its own, a hook of your own comes back by
         passing it again.
@@ -167,7 +170,7 @@ class Plan:
     studies: int = 1
     extend: int = 2
     check_batching: str = "best"
-    group_by: str = "family"
+    group_by: str = "problem"
     schedule_hook: Callable[[Any, int], Any] | None = dataclasses.field(
         default=None, compare=False, repr=False
     )
@@ -239,7 +242,7 @@ class Plan:
         studies: int = 1,
         extend: int = 2,
         check_batching: str = "best",
-        group_by: str = "family",
+        group_by: str = "problem",
     ) -> Plan:
         """A plan from the study's arguments: ``seeds``/``confirm_seeds`` as counts (``0, 1, ...`` and
         ``1000, 1001, ...``) or lists, defaulting to the preset's; ``schedule`` a name of

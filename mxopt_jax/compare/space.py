@@ -2,7 +2,7 @@
 
 A contender (:mod:`mxopt_jax.compare.contenders`) declares its hyperparameters, learning rate first. The grid
 mode tunes the learning rate alone on a log grid around its default; every hyperparameter a study tunes is a
-traced input of the compiled program (one program per family serves every configuration, never a recompile).
+traced input of the compiled program (one program serves every configuration, never a recompile).
 """
 
 from __future__ import annotations

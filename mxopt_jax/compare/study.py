@@ -1,8 +1,9 @@
 """Running a study: problems x contenders under a :class:`~mxopt_jax.compare.plan.Plan` (the orchestration).
 
-:func:`study` compiles one program per problem and group of contenders (:func:`engine.compile_group`; a group is
-a family by default), then, for every contender of the program and every independent study of the plan, tunes it
-(:mod:`mxopt_jax.compare.tuning`, which owns the protocol's steps 1 to 3):
+:func:`study` compiles one program per problem and group of contenders (:func:`engine.compile_group`; by default
+one group of every contender, ``Plan.group_by``; its calls hold :func:`engine.program_capacity` runs), then, for
+every contender of the program and every independent study of the plan, tunes it (:mod:`mxopt_jax.compare.tuning`,
+which owns the protocol's steps 1 to 3):
 
 1. **every configuration on both seed sets**: the learning-rate grid of :meth:`presets.Preset.grid` (centred on
    the default rate) or the trials of a random search over every hyperparameter (:mod:`.search`, the first of
@@ -44,7 +45,7 @@ from . import schedules as _schedules
 from . import search as _search
 from .contenders import Contender, group_by_family, resolve
 from .distributed import is_writer
-from .engine import CompiledGroup, compile_group
+from .engine import CompiledGroup, compile_group, program_capacity
 from .plan import Plan, check_settings
 from .presets import Preset
 from .problems.base import Problem
@@ -291,7 +292,7 @@ def _jobs(
     jobs: list[Job] = []
     for p in problems:
         for g in _groups(cs, plan.group_by):
-            key = program_key(p.name, g[0].family if plan.group_by == "family" else g[0].name)
+            key = program_key(p.name, _group_name(g, plan.group_by))
             order.append(key)
             missing = [c for c in g if c.name not in done_by.get(p.name, set())]
             if missing and len(missing) < len(g):  # contenders added to a family saved earlier
@@ -392,10 +393,14 @@ def _run_all(
 ) -> None:
     """Compile and run ``jobs`` into ``results`` (:func:`_run_jobs`), the progress bar counting work units; on
     an interruption, say where the finished programs are saved."""
-    capacity = tuning.call_runs(plan)  # one call holds a contender's first pass of one study
-    # work units for the progress bar: a compile ~ 4 units, a contender's runs ~ 1 unit per study (measured on CPU)
+    # what a program is asked for at a time: a contender's first pass of every study, then of one study (an
+    # extension of its grid); the runs a call holds are those that run them in the fewest slots on the platform
+    first = tuning.call_runs(plan)
+    requests = (first * plan.studies, first)
+    # work units for the progress bar: a compile ~ 3 units and a quarter more per contender in it, a contender's
+    # runs ~ 1 unit per study (measured on CPU: 1.7 to 2.5 CPU s a program, 0.2 to 0.4 more per contender)
     checks_of = {"all": lambda g: len(g), "best": lambda g: 1, "none": lambda g: 0}[plan.check_batching]
-    total = sum(4 + len(g) * plan.studies + checks_of(g) for _, g, _ in jobs) or 1
+    total = sum(3 + len(g) / 4 + len(g) * plan.studies + checks_of(g) for _, g, _ in jobs) or 1
     done = 0.0
 
     def tick(label: str, units: float) -> None:
@@ -408,12 +413,12 @@ def _run_all(
         return compile_group(
             p,
             group,
-            capacity,
+            program_capacity(p, group, requests, devices),
             steps=plan.preset.steps(p),
             tuned=_search.tuned(group, plan.search, sparse=bool(p.tables)),
             schedule=plan.schedule_hook,
             devices=devices,
-            name=f"{p.name}/{group[0].family}",
+            name=f"{p.name}/{_group_name(group, plan.group_by)}",
         )
 
     try:
@@ -483,7 +488,14 @@ def _resumed(stored: Plan, plan: Plan | Preset | str | None, settings: dict[str,
     return stored.resumed(**given)
 
 
+def _group_name(group: Sequence[Contender], group_by: str) -> str:
+    """How a program of ``group`` is named (in its records and its file in the folder's ``programs/``)."""
+    return {"problem": "all", "family": group[0].family, "none": group[0].name}[group_by]
+
+
 def _groups(contenders: Sequence[Contender], group_by: str) -> list[list[Contender]]:
+    if group_by == "problem":
+        return [list(contenders)] if contenders else []
     if group_by == "none":
         return [[c] for c in contenders]
     by_name = {c.name: c for c in contenders}
@@ -526,12 +538,12 @@ def _run_jobs(
     studies = [plan.for_study(k) for k in range(plan.studies)] if plan.studies > 1 else [plan]
     try:
         if progress is not None:
-            progress(f"compiling {jobs[0][0].name}/{jobs[0][1][0].family}", 0.0)
+            progress(f"compiling {jobs[0][0].name}/{_group_name(jobs[0][1], plan.group_by)}", 0.0)
         future = pool.submit(build, jobs[0][0], jobs[0][1])
         t_last = time.perf_counter()
         for k, (_, group, key) in enumerate(jobs):
             prog = future.result()
-            tick(f"compiled {prog.name} ({prog.compile_s:.1f} s)", 4)
+            tick(f"compiled {prog.name} ({prog.compile_s:.1f} s)", 3 + len(group) / 4)
             # every study's first pass of a contender through the same calls (packed into the slots)
             firsts = {c.name: tuning.first_pass(prog, i, studies) for i, c in enumerate(group)}
             if k + 1 < len(jobs):  # the first passes are timed alone; the next compile overlaps the rest

@@ -67,8 +67,9 @@ __all__ = [
 SHOWN_ROLE = {"tuned": "confirmation", "one-shot": "default"}
 
 #: Where the study's calls evaluate the test split (:meth:`~mxopt_jax.compare.engine.CompiledGroup.run_many`'s
-#: ``test``): every record that reads it reads the final value.
-TEST_SPLIT: Any = True
+#: ``test``): at the final evaluation point only, the one value every record that reads it reads (the other
+#: points are NaN; at every point it cost 13 to 21 % of a call, benchmarks/RESULTS.md).
+TEST_SPLIT: Any = "final"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,7 @@ def test_made_from_counts_and_names_with_the_presets_defaults():
     p = Plan.make()
     assert p.preset == PRESETS["quick"] and p.seeds == (0, 1, 2, 3, 4)
     assert p.confirm_seeds == tuple(range(1000, 1016)) and p.trials is None and p.schedule == "constant"
-    assert (p.studies, p.extend, p.check_batching, p.group_by) == (1, 2, "best", "family")
+    assert (p.studies, p.extend, p.check_batching, p.group_by) == (1, 2, "best", "problem")
     full = Plan.make("full", seeds=3, confirm_seeds=[7, 9], search="random", schedule="cosine")
     assert full.seeds == (0, 1, 2) and full.confirm_seeds == (7, 9) and full.trials == 20
     assert full.schedule_hook is not None and full.runnable
@@ -54,7 +54,7 @@ def test_every_setting_is_named_and_round_trips_to_json():
         ({"studies": 2, "seeds": [0, 100]}, ValueError, "seed 100, a selection seed of study 1, is also"),
         ({"extend": -1}, ValueError, "extend must be an integer >= 0"),
         ({"check_batching": "some"}, ValueError, "check_batching must be 'best', 'all' or 'none'"),
-        ({"group_by": "x"}, ValueError, "group_by must be 'family' or 'none'"),
+        ({"group_by": "x"}, ValueError, "group_by must be 'problem', 'family' or 'none'"),
         ({"preset": "huge"}, ValueError, "preset must be one of"),
     ],
 )

@@ -45,7 +45,9 @@ SCRIPT = textwrap.dedent(
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     p = _mlp_problem()
     preset = dataclasses.replace(PRESETS["quick"], grid_points=3, seeds=2, confirm_seeds=2)
-    kw = dict(extend=1, check_batching="none", plots=False)  # plots and the batching check: tested elsewhere
+    # plots and the batching check: tested elsewhere; one program per family (two here), so that a study can
+    # stop between programs
+    kw = dict(extend=1, check_batching="none", plots=False, group_by="family")
 
     class Stop(Exception):
         pass

@@ -482,7 +482,7 @@ def test_identical_on_one_problem_is_folded_only_there(small_study, tiny):
 
 
 def test_independent_studies_run_through_the_same_programs(monkeypatch):
-    """``studies=2`` runs the whole tuning twice through one compiled program per family: study 1 selects on its
+    """``studies=2`` runs the whole tuning twice through one compiled program: study 1 selects on its
     own seeds and reports on its own confirmation seeds; the report opens with the tables across the studies.
 
     The study's numbers are the ones the engine gave before the studies' runs shared its calls
@@ -493,7 +493,9 @@ def test_independent_studies_run_through_the_same_programs(monkeypatch):
     own options on the CPU round a few last places differently: ``test_cpu_compiler_options_round_only``);
     another release's XLA may round differently, so there the floats are held as the test below says. One
     change is by design: the selection runs no longer evaluate the test split (selection chooses on
-    validation; the reported test metric is the confirmation runs'), so their test metric is NaN throughout.
+    validation; the reported test metric is the confirmation runs'), so their test metric is NaN throughout;
+    the report runs evaluate it at the final point only (the value the tables read), NaN before; and the
+    program is one per problem ("tiny/all"), where the fixture's was one per family.
     """
     monkeypatch.setattr(engine, "CPU_COMPILER_OPTIONS", {})
     labels: list[str] = []
@@ -502,9 +504,18 @@ def test_independent_studies_run_through_the_same_programs(monkeypatch):
     ref = json.loads(study_fixture.FIXTURE.read_text())
     doc = study_fixture.numbers(two)
     for key, rec in doc["records"].items():
+        test = np.asarray(rec["test"], dtype=object)
         if "/selection/" in key:  # by design: not evaluated (the fixture holds the old values)
-            assert all(v is None for v in np.ravel(np.asarray(rec["test"], dtype=object))), key
+            assert all(v is None for v in np.ravel(test)), key
             rec["test"] = ref["records"][key]["test"]
+        else:  # by design: evaluated at the final point only (the one value a record reads)
+            assert all(v is None for v in np.ravel(test[..., :-1])) and None not in np.ravel(test[..., -1]), (
+                key
+            )
+            old = np.asarray(ref["records"][key]["test"], dtype=object)
+            rec["test"] = np.concatenate([old[..., :-1], test[..., -1:]], axis=-1).tolist()
+        assert rec["program"] == "tiny/all", key  # one program per problem (the fixture's: per family)
+        rec["program"] = ref["records"][key]["program"]
     if doc["jax"] == ref["jax"]:
         assert study_fixture.compare(doc, ref) == []
     else:  # pragma: no cover - another JAX release (CI's floors)

@@ -431,11 +431,12 @@ def random_effects(
         if k < 2:
             continue
         v = np.maximum(v, 1e-6 * v.max() if v.max() > 0 else 1e-300)
-        w = 1.0 / v
-        yw = float((w * y).sum() / w.sum())
-        q = float((w * (y - yw) ** 2).sum())
-        c = float(w.sum() - (w**2).sum() / w.sum())
-        tau2 = max(0.0, (q - (k - 1)) / c) if c > 0 else 0.0
+        # DerSimonian-Laird's Q and C have the weights 1 / v; both are written with u = min(v) / v (at most 1)
+        # and the ratio taken, tau^2 = (Q - (k - 1)) / C, so that tiny variances cannot overflow w^2
+        u = v.min() / v
+        yw = float((u * y).sum() / u.sum())
+        d = float(u.sum() - (u**2).sum() / u.sum())
+        tau2 = max(0.0, (float((u * (y - yw) ** 2).sum()) - (k - 1) * v.min()) / d) if d > 0 else 0.0
         ws = 1.0 / (v + tau2)
         mu = float((ws * y).sum() / ws.sum())
         spread = float((ws * (y - mu) ** 2).sum() / (k - 1))
