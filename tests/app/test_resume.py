@@ -262,8 +262,10 @@ def test_ctrl_c_then_resume_on_the_command_line(tmp_path):
     env = dict(os.environ, MXOPT_JAX_CACHE=str(tmp_path / "cache"), JAX_PLATFORMS="cpu")
     env.pop("XLA_FLAGS", None)
     out = tmp_path / "out"
+    # one program per family (two here), so that the interruption comes between programs
     args = [sys.executable, "-m", "mxopt_jax", "compare", "--problems", "logreg", "--contenders", "sgd,adam",
-            "--seeds", "2", "--confirm-seeds", "2", "--extend", "0", "--check-batching", "none", "--no-plots"]  # fmt: skip
+            "--seeds", "2", "--confirm-seeds", "2", "--extend", "0", "--check-batching", "none", "--no-plots",
+            "--group-by", "family"]  # fmt: skip
     proc = subprocess.Popen(
         [*args, "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
