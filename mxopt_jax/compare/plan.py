@@ -154,7 +154,7 @@ class Plan:
       extend: times a grid may be extended past the edge where the chosen rate sits (0 for a random search).
       check_batching: ``"best"``, ``"all"`` or ``"none"`` (the batching check).
       group_by: ``"problem"``, ``"family"`` or ``"none"`` (one compiled program per problem, per family or per
-        contender; the records are the same, the compile time is not: one per problem compiles fastest).
+        contender: one per problem compiles fastest; programs of other sizes can round a last bit differently).
       schedule_hook: the schedule's function ``(peak, steps) -> learning_rate`` (None: constant); not a
         setting (not saved, not compared): a built-in name brings its own, a hook of your own comes back by
         passing it again.

@@ -120,6 +120,20 @@ def test_call_capacity_checks_its_arguments(kwargs, match):
         engine.call_capacity(**kwargs)
 
 
+def test_program_capacity_is_call_capacity_for_the_programs_devices_and_runs(tiny):
+    """What the study sizes its calls with: :func:`engine.call_capacity` given the devices' count and platform
+    and the program's runs' state (:func:`engine.run_bytes`), for one device and for every device."""
+    cs = [C.mxopt_contender("sgd"), C.mxopt_contender("adam")]
+    size = engine.run_bytes(tiny, cs)
+    for devices in (jax.devices()[:1], None):
+        n = len(devices) if devices is not None else len(jax.devices())
+        want = engine.call_capacity((147 * 3, 147), n, jax.devices()[0].platform, size)
+        assert engine.program_capacity(tiny, cs, (147 * 3, 147), devices) == want
+    # the tiny problem's runs are far within the CPU's cache budget: a request of 200 runs is one call
+    assert size * 200 < engine.CPU_CALL_BYTES
+    assert engine.program_capacity(tiny, cs, 200, jax.devices()[:1]) == 200
+
+
 def test_run_bytes_counts_parameters_and_the_largest_state(tiny):
     """The tiny MLP's 6*8 + 8 + 8 parameters (float32): SGD without momentum keeps none of its own beside
     them (a few scalars), Adam two more copies."""
