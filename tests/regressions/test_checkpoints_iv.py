@@ -58,6 +58,20 @@ def _net_files(children: list[str]):
     return params, dumps((states, o)), file_names, keys
 
 
+def _with_manifest(blob: bytes, edit) -> bytes:
+    """The facade's archive ``blob`` with its manifest changed in place by ``edit`` (the members as they are)."""
+    archive = zipfile.ZipFile(io.BytesIO(blob))
+    manifest = json.loads(archive.read("manifest.json"))
+    edit(manifest)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as out:
+        out.writestr("manifest.json", json.dumps(manifest))
+        for n in archive.namelist():
+            if n != "manifest.json":
+                out.writestr(n, archive.read(n))
+    return buf.getvalue()
+
+
 @pytest.mark.parametrize(
     "children",
     [["0", "head", "2"], ["head", "1", "2"], ["0", "²", "2"], ["0", "٣", "2"], ["0", "1", "tail", "3", "4"]],
@@ -205,25 +219,20 @@ def test_scheduler_rates_are_checked_in_the_facade_format_and_for_poly():
     for i in range(3):
         upd(i % 2, jnp.ones(2), jnp.ones(2))
     blob = upd.get_states(dump_optimizer=True)
-    zf = zipfile.ZipFile(io.BytesIO(blob))
-    manifest = json.loads(zf.read("manifest.json"))
-    pairs = manifest["optimizer"]["attrs"]["lr_scheduler"]["attrs"]["dict"]
-    for pair in pairs:
-        if pair[0]["str"] == "base_lr":
-            pair[1] = {"float": "1e30"}
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as out:
-        out.writestr("manifest.json", json.dumps(manifest))
-        for n in zf.namelist():
-            if n != "manifest.json":
-                out.writestr(n, zf.read(n))
+
+    def huge_base_lr(manifest: dict) -> None:
+        for pair in manifest["optimizer"]["attrs"]["lr_scheduler"]["attrs"]["dict"]:
+            if pair[0]["str"] == "base_lr":
+                pair[1] = {"float": "1e30"}
+
+    edited = _with_manifest(blob, huge_base_lr)
     fresh = mxopt_jax.get_updater(
         mxopt_jax.create(
             "sgd", learning_rate=None, lr_scheduler=mxopt_jax.lr_scheduler.FactorScheduler(step=1)
         )
     )
     with pytest.raises(ValueError, match=r"^set_states: the archived FactorScheduler's attribute 'base_lr'"):
-        fresh.set_states(buf.getvalue())
+        fresh.set_states(edited)
     fresh.set_states(blob)  # as written
     poly = dict(base_lr=5.0, warmup_steps=0, warmup_final_lr=0.1, warmup_begin_lr=0, warmup_mode="linear",
                 base_lr_orig=0.1, max_update=10, final_lr=0, max_steps=10, power=2)  # fmt: skip
@@ -302,22 +311,16 @@ def test_states_without_update_counts_are_announced():
     ref = mxopt_jax.get_updater(mxopt_jax.create("adam"))
     for _ in range(3):
         ref([0, 1], [jnp.ones(2)] * 2, [jnp.ones(2)] * 2)
-    archive = zipfile.ZipFile(io.BytesIO(ref.get_states(dump_optimizer=True)))
-    manifest = json.loads(archive.read("manifest.json"))
-    attrs = manifest["optimizer"]["attrs"]
     other = {"dict": [[{"int": 0}, {"dict": [[{"int": 7}, {"int": 3}], [{"int": 8}, {"int": 3}]]}]]}
-    attrs["_all_index_update_counts"] = other
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as out:
-        out.writestr("manifest.json", json.dumps(manifest))
-        for n in archive.namelist():
-            if n != "manifest.json":
-                out.writestr(n, archive.read(n))
+    edited = _with_manifest(
+        ref.get_states(dump_optimizer=True),
+        lambda manifest: manifest["optimizer"]["attrs"].update(_all_index_update_counts=other),
+    )
     upd = mxopt_jax.get_updater(mxopt_jax.create("adam"))
     with pytest.warns(
         UserWarning, match=r"set_states: the states of \[0, 1\] have no update count .* restarts"
     ):
-        upd.set_states(buf.getvalue())
+        upd.set_states(edited)
     states, opt = from_states(*read_states(CKPT / "mx20_adam.states"))
     counts = {i + 10: 3 for i in range(4)}
     opt.attrs.update(_index_update_count=counts, _all_index_update_counts={0: counts})
